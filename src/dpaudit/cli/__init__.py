@@ -1,0 +1,54 @@
+"""The ``dpaudit`` command-line tool (typer + rich).
+
+Commands live in sibling modules, each of which registers itself on :data:`app` (or on a
+sub-app such as :data:`dpaudit.cli.common.bound_app`) when imported; :func:`main` imports
+every module of this package, so adding a command means adding a module.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sys
+
+import click
+
+from dpaudit.cli.common import app
+
+__all__ = ["app", "main"]
+
+_loaded = False
+
+
+def load_commands() -> None:
+    global _loaded
+    if _loaded:
+        return
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name != "common":
+            importlib.import_module(f"{__name__}.{info.name}")
+    _loaded = True
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: bad input and unreadable files print one line on stderr and exit 2."""
+    load_commands()
+    try:
+        rv = app(args=argv, prog_name="dpaudit", standalone_mode=False)
+    except click.exceptions.Exit as e:
+        return int(e.exit_code or 0)
+    except click.exceptions.Abort:
+        print("error: aborted", file=sys.stderr)
+        return 130
+    except click.ClickException as e:
+        print(f"error: {e.format_message()}", file=sys.stderr)
+        return 2
+    except (ValueError, OSError, KeyError) as e:
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        print(f"error: {msg}", file=sys.stderr)
+        return 2
+    return int(rv) if isinstance(rv, int) else 0
+
+
+def _console_main() -> None:  # pragma: no cover - thin wrapper for the console script
+    sys.exit(main())

@@ -1,0 +1,35 @@
+"""``dpaudit reproduce NAME --out DIR``: run a registered experiment runner."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from dpaudit.cli.common import app, console, print_json
+from dpaudit.experiments.registry import EXPERIMENTS, get_experiment, load_all
+
+
+@app.command("reproduce")
+def reproduce(
+    name: str = typer.Argument(..., help="Experiment name (use 'list' to see them all)."),
+    out: Path = typer.Option(Path("out"), "--out", help="Directory for the CSV and PNG."),
+    full: bool = typer.Option(False, "--full", help="Paper-size settings (slow)."),
+    seed: int = typer.Option(0, "--seed", help="Base random seed."),
+    as_json: bool = typer.Option(False, "--json", help="Print the written paths as JSON."),
+) -> None:
+    """Reproduce a paper figure/table as CSV + PNG."""
+    if name == "list":
+        load_all()
+        for key in sorted(EXPERIMENTS):
+            e = EXPERIMENTS[key]
+            console.print(f"[bold]{key}[/bold]  {e.source}: {e.description}")
+        return
+    exp = get_experiment(name)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = exp.run(out, full=full, seed=seed)
+    if as_json:
+        print_json({"experiment": name, "files": [str(p) for p in paths]})
+    else:
+        for p in paths:
+            console.print(f"wrote {p}")

@@ -1,0 +1,88 @@
+"""One-parameter families of curves: the null hypotheses of every lower-bound search.
+
+A family maps a parameter theta to a Curve, monotone in theta (larger theta = less private),
+with a search range [lo, hi].  Estimators accept ``family`` as
+
+* ``"gdp"``                 theta = mu           (GaussianDP(mu)),        range [0.01, 32]
+* ``"laplace"``             theta = eps          (LaplaceDP(eps)),        range [0.001, 60]
+* ``"eps_delta"``           theta = eps          (EpsDeltaDP(eps, delta) with the estimator's delta),
+                                                                          range [0, 60]
+* ``("subsampled_gaussian", q)``  theta = mu     (SubsampledGaussianDP(mu, q)), range [0.01, 32]
+* a callable ``theta -> Curve`` (monotone in theta), range [0.001, 60] unless a
+  :class:`Family` with its own range is given.
+
+Ranges follow spec/001 §2.11.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from dpaudit.curves.base import Curve
+from dpaudit.curves.eps_delta import EpsDeltaDP
+from dpaudit.curves.gaussian import GaussianDP
+from dpaudit.curves.laplace import LaplaceDP
+from dpaudit.curves.subsampled import SubsampledGaussianDP
+from dpaudit.validation import check_delta, check_probability
+
+__all__ = ["Family", "resolve_family", "FAMILY_NAMES"]
+
+FAMILY_NAMES = ("gdp", "laplace", "eps_delta", "subsampled_gaussian")
+
+
+@dataclass(frozen=True)
+class Family:
+    """theta -> Curve, monotone (theta up = less private), searched on [lo, hi]."""
+
+    name: str
+    build: Callable[[float], Curve]
+    lo: float
+    hi: float
+    param_name: str = "theta"
+
+    def curve(self, theta: float) -> Curve:
+        return self.build(theta)
+
+    def epsilon(self, theta: float, delta: float) -> float:
+        """epsilon at ``delta`` of the family member theta (Algorithm 2 of seed 001)."""
+        return self.curve(theta).epsilon(delta)
+
+    def describe(self) -> str:
+        return self.name
+
+
+def resolve_family(family: Any, delta: float = 0.0) -> Family:
+    """Turn the user-facing ``family`` argument into a :class:`Family`.
+
+    ``delta`` is the delta of the null curve for the "eps_delta" family.
+    """
+    if isinstance(family, Family):
+        return family
+    if isinstance(family, str):
+        key = family.lower().replace("-", "_")
+        if key in ("gdp", "gaussian"):
+            return Family("gdp", GaussianDP, 0.01, 32.0, "mu")
+        if key == "laplace":
+            return Family("laplace", LaplaceDP, 0.001, 60.0, "eps")
+        if key in ("eps_delta", "epsdelta", "approx_dp"):
+            d = check_delta(delta)
+            return Family(f"eps_delta(delta={d:g})", lambda e: EpsDeltaDP(e, d), 0.0, 60.0,
+                          "eps")
+        if key in ("subsampled_gaussian", "sgm"):
+            raise ValueError("family 'subsampled_gaussian' needs a sampling rate: pass "
+                             "('subsampled_gaussian', q) with q in (0, 1]")
+    if isinstance(family, (tuple, list)) and len(family) == 2 and isinstance(family[0], str):
+        key = family[0].lower().replace("-", "_")
+        if key in ("subsampled_gaussian", "sgm"):
+            q = check_probability("q (subsampled_gaussian sampling rate)", family[1],
+                                  open_low=True)
+            return Family(f"subsampled_gaussian(q={q:g})",
+                          lambda mu: SubsampledGaussianDP(mu, q), 0.01, 32.0, "mu")
+    if callable(family):
+        label = getattr(family, "__name__", "callable")
+        return Family(f"callable:{label}", family, 0.001, 60.0, "theta")
+    raise ValueError(
+        f"family must be one of 'gdp', 'laplace', 'eps_delta', ('subsampled_gaussian', q), "
+        f"a Family, or a callable theta -> Curve; got {family!r}")

@@ -1,0 +1,82 @@
+"""The Poisson-subsampled Gaussian (SGM) guarantee (seed 001 §6.3, spec/001 §1.4 and §3.6).
+
+Ordered pair P = N(0,1), Q = (1-q) N(0,1) + q N(mu,1); its trade-off function is
+    f_q(alpha) = q G_mu(alpha) + (1 - q)(1 - alpha).
+Dong, Roth and Su's symmetrised guarantee C_q(G_mu) = (min{f_q, f_q^{-1}})** is available with
+``symmetrized=True``; it is a weaker (more conservative) null than the ordered pair.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from scipy.special import ndtr
+
+from dpaudit.curves.base import Curve, as_alpha, numeric_epsilon
+from dpaudit.curves.gaussian import GaussianDP, gdp_delta
+from dpaudit.search import invert_decreasing
+from dpaudit.validation import check_delta, check_nonnegative, check_probability
+
+__all__ = ["SubsampledGaussianDP"]
+
+
+class SubsampledGaussianDP(Curve):
+    """Subsampled Gaussian with noise 1/mu and sampling rate q (q = 1 is GaussianDP(mu))."""
+
+    def __init__(self, mu: float, q: float, *, symmetrized: bool = False) -> None:
+        self._g = GaussianDP(mu)
+        self.mu = self._g.mu
+        self.q = check_probability("q", q, open_low=True)
+        self.symmetrized = bool(symmetrized)
+        # the symmetrised envelope is symmetric; the ordered pair is not (unless q = 1).
+        self.symmetric = self.symmetrized or self.q == 1.0
+
+    @property
+    def params(self) -> Mapping[str, float]:
+        return {"mu": self.mu, "q": self.q}
+
+    @property
+    def name(self) -> str:
+        return "SubsampledGaussianDP" + ("[sym]" if self.symmetrized else "")
+
+    def _fq(self, a: np.ndarray) -> np.ndarray:
+        return self.q * self._g.tradeoff(a) + (1 - self.q) * (1 - a)
+
+    def tradeoff(self, alpha: Any) -> np.ndarray:
+        a = as_alpha(alpha)
+        if not self.symmetrized:
+            return self._fq(a)
+        # Dong et al. (2022) Prop. A.? : with x* the point where f_q'(x*) = -1, i.e.
+        # G_mu'(x*) = -1  <=>  x* = Phi(-mu/2),
+        #   C_q(f)(x) = f_q(x) on [0, x*], x* + f_q(x*) - x on [x*, f_q(x*)], f_q^{-1}(x) after.
+        xs = float(ndtr(-self.mu / 2))
+        fxs = float(self._fq(np.array(xs)))
+        inv = invert_decreasing(self._fq, a)
+        return np.where(a <= xs, self._fq(a), np.where(a <= fxs, xs + fxs - a, inv))
+
+    def power(self, alpha: Any) -> np.ndarray:
+        if self.symmetrized:
+            return 1.0 - self.tradeoff(alpha)
+        a = as_alpha(alpha)
+        return self.q * self._g.power(a) + (1 - self.q) * a
+
+    def delta(self, epsilon: float) -> float:
+        """Closed form, max over both orders of the pair (spec/001 §2.12):
+
+        H_{e^eps}(Q||P) = q * delta_G(log(1 + (e^eps - 1)/q)),
+        H_{e^eps}(P||Q) = c * delta_G(log(e^eps q / c)),  c = 1 - e^eps (1 - q)  (0 if c <= 0).
+        The symmetrised envelope has the same profile (conjugate of a convex envelope of a
+        minimum is the maximum of the conjugates).
+        """
+        eps = check_nonnegative("epsilon", epsilon)
+        q, mu = self.q, self.mu
+        d1 = q * gdp_delta(mu, math.log1p(math.expm1(eps) / q))
+        c = 1 - math.exp(eps) * (1 - q)
+        d2 = c * gdp_delta(mu, eps + math.log(q) - math.log(c)) if c > 0 else 0.0
+        return float(max(d1, d2))
+
+    def epsilon(self, delta: float) -> float:
+        return numeric_epsilon(self, check_delta(delta), delta_fn=self.delta)

@@ -1,0 +1,1 @@
+"""Estimators: observations (+ family, delta, confidence) -> AuditResult."""

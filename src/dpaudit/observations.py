@@ -1,0 +1,79 @@
+"""Observation types produced by games and consumed by estimators, validated on construction.
+
+* :class:`MembershipObservations` -- per-canary ``member`` (truth bit: 1 = included / bit 1) and
+  ``score`` (higher = more likely member / bit 1).  Used by the multi-run audit and, as
+  per-canary truth bits and scores, by the one-run audits.
+* :class:`LiftedObservations` -- LiDP trial-by-canary 0/1 matrices ``x`` (tests on the model
+  trained with the K canaries) and ``y`` (tests on the model with K - 1 canaries plus fresh
+  ones), seed 002.
+
+Bad input (NaN/inf scores, empty or mismatched arrays, non-binary labels) raises ValueError.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpaudit.validation import check_binary_array, check_finite_array, check_same_length
+
+__all__ = ["MembershipObservations", "LiftedObservations"]
+
+
+@dataclass(frozen=True, eq=False)
+class MembershipObservations:
+    member: np.ndarray
+    score: np.ndarray
+
+    @classmethod
+    def from_arrays(cls, member: Any, score: Any) -> MembershipObservations:
+        m = check_binary_array("member", member)
+        s = check_finite_array("score", score)
+        check_same_length(member=m, score=s)
+        return cls(member=m, score=s)
+
+    @property
+    def n(self) -> int:
+        return int(self.member.size)
+
+    @property
+    def n_members(self) -> int:
+        return int(self.member.sum())
+
+    @property
+    def n_nonmembers(self) -> int:
+        return self.n - self.n_members
+
+    def require_both_classes(self) -> None:
+        if self.n_members == 0 or self.n_nonmembers == 0:
+            raise ValueError(f"member must contain both 0 and 1 entries; got "
+                             f"{self.n_members} members and {self.n_nonmembers} non-members")
+
+
+@dataclass(frozen=True, eq=False)
+class LiftedObservations:
+    """x, y: (trials, K) 0/1 matrices of test outcomes (seed 002, Algorithm 1)."""
+
+    x: np.ndarray
+    y: np.ndarray
+
+    @classmethod
+    def from_arrays(cls, x: Any, y: Any) -> LiftedObservations:
+        xa = np.asarray(x)
+        ya = np.asarray(y)
+        if xa.ndim == 1:
+            xa = xa.reshape(-1, 1)
+        if ya.ndim == 1:
+            ya = ya.reshape(-1, 1)
+        xb = check_binary_array("x", xa, ndim=2)
+        yb = check_binary_array("y", ya, ndim=2)
+        if xb.shape[1] != yb.shape[1]:
+            raise ValueError(f"x and y must have the same number of canaries per trial (K); "
+                             f"got {xb.shape[1]} and {yb.shape[1]}")
+        return cls(x=xb, y=yb)
+
+    @property
+    def k(self) -> int:
+        return int(self.x.shape[1])

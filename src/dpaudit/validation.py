@@ -1,0 +1,151 @@
+"""Argument validation shared by every public entry point.
+
+Every check raises :class:`ValueError` whose message names the argument and the accepted
+range, so that the CLI can print it as a single line.  Validation lives here and only here;
+estimators, curves and games call these helpers at their boundary.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = [
+    "check_probability",
+    "check_delta",
+    "check_confidence",
+    "check_positive",
+    "check_nonnegative",
+    "check_count",
+    "check_counts_le",
+    "check_finite_array",
+    "check_binary_array",
+    "check_same_length",
+    "check_choice",
+]
+
+
+def _as_float(name: str, value: object) -> float:
+    try:
+        out = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a real number, got {value!r}") from None
+    if math.isnan(out):
+        raise ValueError(f"{name} must be a real number, got NaN")
+    return out
+
+
+def check_probability(name: str, value: object, *, open_low: bool = False,
+                      open_high: bool = False) -> float:
+    """A probability in [0, 1] (bounds optionally open)."""
+    v = _as_float(name, value)
+    lo_ok = v > 0 if open_low else v >= 0
+    hi_ok = v < 1 if open_high else v <= 1
+    if not (lo_ok and hi_ok):
+        lb = "(0" if open_low else "[0"
+        ub = "1)" if open_high else "1]"
+        raise ValueError(f"{name} must be in {lb}, {ub}, got {v!r}")
+    return v
+
+
+def check_delta(value: object, name: str = "delta") -> float:
+    """delta of (epsilon, delta)-DP: accepted range [0, 1)."""
+    return check_probability(name, value, open_high=True)
+
+
+def check_confidence(value: object, name: str = "confidence") -> float:
+    """Probability that a bound holds: accepted range (0, 1)."""
+    return check_probability(name, value, open_low=True, open_high=True)
+
+
+def check_positive(name: str, value: object, *, upper: float = math.inf) -> float:
+    v = _as_float(name, value)
+    if not (0 < v <= upper) or math.isinf(v):
+        rng = f"(0, {upper}]" if math.isfinite(upper) else "(0, inf)"
+        raise ValueError(f"{name} must be finite and in {rng}, got {v!r}")
+    return v
+
+
+def check_nonnegative(name: str, value: object) -> float:
+    v = _as_float(name, value)
+    if not (0 <= v < math.inf):
+        raise ValueError(f"{name} must be finite and >= 0, got {v!r}")
+    return v
+
+
+def check_count(name: str, value: object, *, minimum: int = 0) -> int:
+    """A whole number >= minimum (accepts integral floats and NumPy integers)."""
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    try:
+        f = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}") from None
+    if not math.isfinite(f) or f != int(f) or f < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(f)
+
+
+def check_counts_le(small_name: str, small: int, big_name: str, big: int) -> None:
+    """Impossible counts (e.g. u > r, r > n) are rejected."""
+    if small > big:
+        raise ValueError(f"{small_name} must be <= {big_name} ({big}), got {small}")
+
+
+def check_finite_array(name: str, values: object, *, min_size: int = 1) -> np.ndarray:
+    """A 1-D float array with no NaN or inf and at least ``min_size`` entries."""
+    try:
+        arr = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be an array of real numbers") from None
+    if arr.ndim != 1:
+        arr = arr.reshape(-1) if arr.ndim == 0 else arr
+        if arr.ndim != 1:
+            raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
+    if arr.size < min_size:
+        raise ValueError(f"{name} must have at least {min_size} entries, got {arr.size}")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{name} must be finite (no NaN/inf); entry {i} is {arr[i]!r}")
+    return arr
+
+
+def check_binary_array(name: str, values: object, *, min_size: int = 1,
+                       ndim: int = 1) -> np.ndarray:
+    """A 0/1 (or boolean) array, returned as bool."""
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be an array of 0/1 values") from None
+    if arr.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
+    if arr.size < min_size:
+        raise ValueError(f"{name} must have at least {min_size} entries, got {arr.size}")
+    if arr.dtype == bool:
+        return arr
+    try:
+        f = arr.astype(float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must contain only 0/1 values") from None
+    ok = (f == 0) | (f == 1)
+    if not ok.all():
+        i = int(np.flatnonzero(~ok.reshape(-1))[0])
+        raise ValueError(f"{name} must contain only 0/1 values; entry {i} is "
+                         f"{f.reshape(-1)[i]!r}")
+    return f.astype(bool)
+
+
+def check_same_length(**arrays: np.ndarray) -> None:
+    sizes = {k: len(v) for k, v in arrays.items()}
+    if len(set(sizes.values())) > 1:
+        desc = ", ".join(f"{k} has {n}" for k, n in sizes.items())
+        raise ValueError(f"arrays must have the same length: {desc}")
+
+
+def check_choice(name: str, value: object, choices: Sequence[str]) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
+    return value
