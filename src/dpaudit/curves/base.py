@@ -8,7 +8,8 @@ type-II error (seed 001 §2, Defs. 2 and 4; spec/001 §1.2).  Every curve offers
   (Algorithm 2 of seed 001, spec/001 §2.12), maximised over both orders of the pair for
   asymmetric curves;
 * ``epsilon(delta)``   -- inf{eps >= 0 : delta_f(eps) <= delta};
-* ``bit_error()``      -- e*(f) = min_alpha (alpha + f(alpha)) / 2 = (1 - TV) / 2 = (1 - delta_f(0)) / 2,
+* ``bit_error()``      -- e*(f) = min_alpha (alpha + f(alpha)) / 2 = (1 - TV) / 2
+  = (1 - delta_f(0)) / 2,
   the optimal error of a single uniformly-random bit sent through the channel (Lemma 2 / B.1
   of seed 001; spec/001 §1.5).
 

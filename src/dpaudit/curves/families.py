@@ -5,7 +5,7 @@ with a search range [lo, hi].  Estimators accept ``family`` as
 
 * ``"gdp"``                 theta = mu           (GaussianDP(mu)),        range [0.01, 32]
 * ``"laplace"``             theta = eps          (LaplaceDP(eps)),        range [0.001, 60]
-* ``"eps_delta"``           theta = eps          (EpsDeltaDP(eps, delta) with the estimator's delta),
+* ``"eps_delta"``           theta = eps          (EpsDeltaDP(eps, delta), delta = estimator's),
                                                                           range [0, 60]
 * ``("subsampled_gaussian", q)``  theta = mu     (SubsampledGaussianDP(mu, q)), range [0.01, 32]
 * a callable ``theta -> Curve`` (monotone in theta), range [0.001, 60] unless a
