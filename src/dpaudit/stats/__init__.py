@@ -9,6 +9,17 @@ from dpaudit.stats.binomial import (
     jeffreys,
     wilson,
 )
+from dpaudit.stats.intervals_xbern import (
+    bernoulli_interval,
+    xbern_bounds,
+    xbern_interval,
+    xbern_interval_from_counts,
+    xbern_interval_from_moments,
+)
+from dpaudit.stats.xbern import empirical_moments, moments_at_thresholds, xbern_counts
 
 __all__ = ["BINOMIAL_METHODS", "binomial_interval", "clopper_pearson", "hoeffding", "jeffreys",
            "wilson"]
+__all__ += ["bernoulli_interval", "xbern_bounds", "xbern_interval", "xbern_interval_from_counts",
+            "xbern_interval_from_moments", "empirical_moments", "moments_at_thresholds",
+            "xbern_counts"]
