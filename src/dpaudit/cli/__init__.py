@@ -11,7 +11,7 @@ import importlib
 import pkgutil
 import sys
 
-import click
+import typer
 
 from dpaudit.cli.common import app
 
@@ -35,18 +35,23 @@ def main(argv: list[str] | None = None) -> int:
     load_commands()
     try:
         rv = app(args=argv, prog_name="dpaudit", standalone_mode=False)
-    except click.exceptions.Exit as e:
+    except typer.Exit as e:
         return int(e.exit_code or 0)
-    except click.exceptions.Abort:
+    except (typer.Abort, KeyboardInterrupt):
         print("error: aborted", file=sys.stderr)
         return 130
-    except click.ClickException as e:
-        print(f"error: {e.format_message()}", file=sys.stderr)
-        return 2
     except (ValueError, OSError, KeyError) as e:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         print(f"error: {msg}", file=sys.stderr)
         return 2
+    except Exception as e:
+        # usage errors of the (vendored) click layer: bad option, missing argument, ...
+        if hasattr(e, "format_message") and hasattr(e, "exit_code"):
+            msg = e.format_message()
+            if msg:
+                print(f"error: {msg}", file=sys.stderr)
+            return 2
+        raise
     return int(rv) if isinstance(rv, int) else 0
 
 

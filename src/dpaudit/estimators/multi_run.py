@@ -1,0 +1,270 @@
+"""Classical multi-run audit from FPR/FNR (seed 004; Jagielski et al. 2020, Nasr et al. 2021).
+
+A membership test "score >= t" has FPR alpha = P[M(D0) in S] and FNR beta = P[M(D1) not in S]
+(seed 004 Eqs. 11-12).  (epsilon, delta)-DP confines (alpha, beta) to the privacy region
+(seed 004 Eqs. 3-6, 13-16); read as lower bounds on e^epsilon:
+
+    (13)  (1 - FPR - delta) / FNR <= e^eps        (TNR - delta) / FNR
+    (14)  (TPR - delta) / FPR     <= e^eps
+    (15)  (FPR - delta) / TPR     <= e^eps        the flipped test (predict "non-member")
+    (16') (FNR - delta) / TNR     <= e^eps        the complement set, Eq. (10) on S-bar
+
+(13)-(14) need a lower bound on TPR and an upper bound on FPR; (15)-(16') the opposite sides.
+Rates are bounded with exact Clopper-Pearson intervals.  With ``direction="both"`` all four sides
+are used and each of the two rates gets a two-sided interval at failure probability
+(1 - confidence) / 2 (union bound); with ``direction="positive"`` only (13)-(14) are used and the
+two one-sided bounds get (1 - confidence) / 2 each.
+
+Threshold strategies:
+* ``"bonferroni"`` -- every candidate threshold, failure probability divided by their number.
+  Candidates are the distinct pooled scores, thinned to at most ``max_thresholds`` pooled-score
+  quantiles (label-blind).  Caveat: Bonferroni strictly needs thresholds fixed before seeing the
+  data; the candidates here depend on the pooled scores (not on the labels).  The Monte Carlo
+  coverage tests in tests/test_multi_run.py show the bound stays valid; use ``"split"`` when
+  exact validity is required.
+* ``"split"`` -- choose the threshold on a seeded random half (``split_fraction``), bound on the
+  other half at the full confidence: exactly valid.
+* a number -- that threshold only.
+
+The GDP-based estimate (``estimate="gdp"``): a test with (alpha, beta) is consistent with mu-GDP
+iff Phi^{-1}(1 - alpha) - Phi^{-1}(beta) <= mu (Dong, Roth, Su 2022), so the same confidence
+bounds give mu_lb = Phi^{-1}(1 - FPR_hi) - Phi^{-1}(FNR_hi), reported as GaussianDP(mu_lb)
+.epsilon(delta).  This is a valid lower bound on the mu of any GDP guarantee; as an epsilon it is
+an estimate that assumes the mechanism's trade-off curve has the Gaussian shape.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from dpaudit.curves.gaussian import GaussianDP
+from dpaudit.observations import MembershipObservations
+from dpaudit.results import AuditResult
+from dpaudit.stats.binomial import clopper_pearson
+from dpaudit.validation import (
+    check_choice,
+    check_confidence,
+    check_count,
+    check_delta,
+    check_probability,
+)
+
+__all__ = ["multi_run", "multi_run_counts", "epsilon_from_rates", "gdp_mu_from_rates",
+           "roc_summary"]
+
+DIRECTIONS = ("both", "positive")
+ESTIMATES = ("eps_delta", "gdp")
+
+
+def _safe_log_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where((num > 0) & (den > 0), np.log(np.maximum(num, 1e-300) /
+                                                      np.maximum(den, 1e-300)), -np.inf)
+    return out
+
+
+def epsilon_from_rates(tpr_lo: Any, tpr_hi: Any, fpr_lo: Any, fpr_hi: Any, delta: float,
+                       direction: str = "both") -> np.ndarray:
+    """max over seed 004 Eqs. 13-16 of log(ratio), floored at 0 (vectorised)."""
+    tpr_lo, tpr_hi = np.asarray(tpr_lo, float), np.asarray(tpr_hi, float)
+    fpr_lo, fpr_hi = np.asarray(fpr_lo, float), np.asarray(fpr_hi, float)
+    e13 = _safe_log_ratio(1 - fpr_hi - delta, 1 - tpr_lo)
+    e14 = _safe_log_ratio(tpr_lo - delta, fpr_hi)
+    eps = np.maximum(e13, e14)
+    if direction == "both":
+        e15 = _safe_log_ratio(fpr_lo - delta, tpr_hi)
+        e16 = _safe_log_ratio(1 - tpr_hi - delta, 1 - fpr_lo)
+        eps = np.maximum(eps, np.maximum(e15, e16))
+    return np.maximum(eps, 0.0)
+
+
+def gdp_mu_from_rates(tpr_lo: Any, tpr_hi: Any, fpr_lo: Any, fpr_hi: Any,
+                      direction: str = "both") -> np.ndarray:
+    """mu_lb = Phi^{-1}(1 - FPR_hi) - Phi^{-1}(FNR_hi) (and the flipped test), floored at 0."""
+    norm = stats.norm
+    mu = norm.isf(np.asarray(fpr_hi, float)) - norm.ppf(1 - np.asarray(tpr_lo, float))
+    if direction == "both":
+        flip = norm.isf(1 - np.asarray(fpr_lo, float)) - norm.ppf(np.asarray(tpr_hi, float))
+        mu = np.maximum(mu, flip)
+    mu = np.where(np.isfinite(mu), mu, np.where(mu > 0, 64.0, 0.0))
+    return np.maximum(mu, 0.0)
+
+
+def _rate_bounds(tp: np.ndarray, n_pos: int, fp: np.ndarray, n_neg: int, fail: float,
+                 direction: str) -> tuple[np.ndarray, ...]:
+    """Clopper-Pearson bounds on TPR and FPR spending ``fail`` in total (union bound)."""
+    if direction == "both":
+        tpr_lo, tpr_hi = clopper_pearson(tp, n_pos, 1 - fail / 2, "two-sided")
+        fpr_lo, fpr_hi = clopper_pearson(fp, n_neg, 1 - fail / 2, "two-sided")
+    else:
+        tpr_lo, tpr_hi = clopper_pearson(tp, n_pos, 1 - fail / 2, "lower")
+        fpr_lo, fpr_hi = clopper_pearson(fp, n_neg, 1 - fail / 2, "upper")
+    return (np.asarray(tpr_lo, float), np.asarray(tpr_hi, float), np.asarray(fpr_lo, float),
+            np.asarray(fpr_hi, float))
+
+
+@dataclass(frozen=True)
+class _Sweep:
+    thresholds: np.ndarray
+    tp: np.ndarray
+    fp: np.ndarray
+    n_pos: int
+    n_neg: int
+
+
+def _sweep(obs: MembershipObservations, thresholds: np.ndarray) -> _Sweep:
+    pos = np.sort(obs.score[obs.member])
+    neg = np.sort(obs.score[~obs.member])
+    tp = pos.size - np.searchsorted(pos, thresholds, side="left")
+    fp = neg.size - np.searchsorted(neg, thresholds, side="left")
+    return _Sweep(thresholds, tp.astype(float), fp.astype(float), int(pos.size), int(neg.size))
+
+
+def _candidates(score: np.ndarray, max_thresholds: int) -> np.ndarray:
+    u = np.unique(score)
+    if u.size > max_thresholds:
+        u = np.unique(np.quantile(score, np.linspace(0, 1, max_thresholds), method="lower"))
+    return u
+
+
+def _evaluate(sw: _Sweep, fail: float, delta: float, direction: str,
+              estimate: str) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, ...]]:
+    bounds = _rate_bounds(sw.tp, sw.n_pos, sw.fp, sw.n_neg, fail, direction)
+    if estimate == "gdp":
+        mu = gdp_mu_from_rates(*bounds, direction=direction)
+        return mu, mu, bounds
+    eps = epsilon_from_rates(*bounds, delta=delta, direction=direction)
+    return eps, eps, bounds
+
+
+def roc_summary(member: Any, score: Any, fprs: tuple[float, ...] = (1e-3, 1e-2, 1e-1)
+                ) -> dict[str, Any]:
+    """Empirical AUROC (Mann-Whitney) and TPR at the given FPRs (largest TPR with FPR <= f)."""
+    obs = MembershipObservations.from_arrays(member, score)
+    obs.require_both_classes()
+    ranks = stats.rankdata(obs.score)
+    n1, n0 = obs.n_members, obs.n_nonmembers
+    auroc = (ranks[obs.member].sum() - n1 * (n1 + 1) / 2) / (n1 * n0)
+    thr = np.unique(obs.score)
+    sw = _sweep(obs, thr)
+    tpr, fpr = sw.tp / n1, sw.fp / n0
+    out: dict[str, Any] = {"auroc": float(auroc)}
+    for f in fprs:
+        ok = fpr <= f
+        out[f"tpr_at_fpr_{f:g}"] = float(tpr[ok].max()) if ok.any() else 0.0
+    return out
+
+
+def _result(value: float, obs_pos: int, obs_neg: int, delta: float, confidence: float,
+            estimate: str, settings: dict[str, Any], details: dict[str, Any]) -> AuditResult:
+    if estimate == "gdp":
+        mu = float(value)
+        eps = GaussianDP(mu).epsilon(delta) if mu > 0 else 0.0
+        return AuditResult(epsilon=float(eps), delta=delta, confidence=confidence,
+                           method="multi_run_gdp", params={"mu": mu}, settings=settings,
+                           details=details)
+    return AuditResult(epsilon=float(value), delta=delta, confidence=confidence,
+                       method="multi_run", params={}, settings=settings, details=details)
+
+
+def multi_run_counts(tp: int, fn: int, fp: int, tn: int, delta: float = 0.0,
+                     confidence: float = 0.95, direction: str = "both",
+                     estimate: str = "eps_delta") -> AuditResult:
+    """Epsilon lower bound from one confusion matrix (a threshold fixed in advance)."""
+    tp, fn = check_count("tp", tp), check_count("fn", fn)
+    fp, tn = check_count("fp", fp), check_count("tn", tn)
+    delta, confidence = check_delta(delta), check_confidence(confidence)
+    check_choice("direction", direction, DIRECTIONS)
+    check_choice("estimate", estimate, ESTIMATES)
+    n_pos, n_neg = tp + fn, fp + tn
+    if n_pos == 0 or n_neg == 0:
+        raise ValueError(f"need at least one member (tp + fn >= 1) and one non-member "
+                         f"(fp + tn >= 1); got {n_pos} and {n_neg}")
+    sw = _Sweep(np.array([math.nan]), np.array([float(tp)]), np.array([float(fp)]), n_pos, n_neg)
+    val, _, b = _evaluate(sw, 1 - confidence, delta, direction, estimate)
+    details = {"tpr_bounds": [float(b[0][0]), float(b[1][0])],
+               "fpr_bounds": [float(b[2][0]), float(b[3][0])],
+               "tpr": tp / n_pos, "fpr": fp / n_neg}
+    settings = {"tp": tp, "fn": fn, "fp": fp, "tn": tn, "direction": direction,
+                "estimate": estimate, "interval": "clopper_pearson"}
+    return _result(float(val[0]), n_pos, n_neg, delta, confidence, estimate, settings, details)
+
+
+def multi_run(member: Any, score: Any, delta: float = 0.0, confidence: float = 0.95,
+              threshold: str | float = "bonferroni", *, direction: str = "both",
+              estimate: str = "eps_delta", split_fraction: float = 0.5, seed: int = 0,
+              max_thresholds: int = 1000) -> AuditResult:
+    """Epsilon lower bound from per-trial membership labels and attack scores.
+
+    Args:
+      member: 0/1 per trial (1 = the canary was in the training set / D1 was used).
+      score: attack score per trial (higher = more likely member).
+      delta: the delta of the claimed guarantee, in [0, 1).
+      confidence: probability that the bound holds, in (0, 1).
+      threshold: "bonferroni", "split" or a number (predict member when score >= threshold).
+      direction: "both" (Eqs. 13-16) or "positive" (Eqs. 13-14 only).
+      estimate: "eps_delta" (the privacy-region bound) or "gdp" (the GDP-based estimate).
+    """
+    obs = MembershipObservations.from_arrays(member, score)
+    obs.require_both_classes()
+    delta, confidence = check_delta(delta), check_confidence(confidence)
+    check_choice("direction", direction, DIRECTIONS)
+    check_choice("estimate", estimate, ESTIMATES)
+    fail = 1 - confidence
+    settings: dict[str, Any] = {"n": obs.n, "n_members": obs.n_members, "direction": direction,
+                                "estimate": estimate, "interval": "clopper_pearson"}
+    if isinstance(threshold, str):
+        check_choice("threshold", threshold, ("bonferroni", "split"))
+        settings["threshold"] = threshold
+        if threshold == "bonferroni":
+            max_thresholds = check_count("max_thresholds", max_thresholds, minimum=1)
+            cands = _candidates(obs.score, max_thresholds)
+            sw = _sweep(obs, cands)
+            vals, _, b = _evaluate(sw, fail / cands.size, delta, direction, estimate)
+            i = int(np.argmax(vals))
+            settings.update(n_thresholds=int(cands.size), max_thresholds=max_thresholds)
+            chosen, value = float(cands[i]), float(vals[i])
+            tp, fp, n_pos, n_neg = sw.tp[i], sw.fp[i], sw.n_pos, sw.n_neg
+            b_i = [float(x[i]) for x in b]
+        else:
+            frac = check_probability("split_fraction", split_fraction, open_low=True,
+                                     open_high=True)
+            rng = np.random.default_rng(seed)
+            pick = rng.random(obs.n) < frac
+            a = MembershipObservations(obs.member[pick], obs.score[pick])
+            c = MembershipObservations(obs.member[~pick], obs.score[~pick])
+            if min(a.n_members, a.n_nonmembers, c.n_members, c.n_nonmembers) == 0:
+                raise ValueError("split leaves a part without members or non-members; "
+                                 "use more trials or threshold='bonferroni'")
+            cands = _candidates(a.score, max_thresholds)
+            vals_a, _, _ = _evaluate(_sweep(a, cands), fail, delta, direction, estimate)
+            chosen = float(cands[int(np.argmax(vals_a))])
+            sw = _sweep(c, np.array([chosen]))
+            vals, _, b = _evaluate(sw, fail, delta, direction, estimate)
+            value = float(vals[0])
+            tp, fp, n_pos, n_neg = sw.tp[0], sw.fp[0], sw.n_pos, sw.n_neg
+            b_i = [float(x[0]) for x in b]
+            settings.update(split_fraction=frac, seed=seed, n_select=a.n, n_bound=c.n)
+    else:
+        try:
+            chosen = float(threshold)
+        except (TypeError, ValueError):
+            raise ValueError(f"threshold must be 'bonferroni', 'split' or a number; "
+                             f"got {threshold!r}") from None
+        if not math.isfinite(chosen):
+            raise ValueError(f"threshold must be finite, got {threshold!r}")
+        settings["threshold"] = chosen
+        sw = _sweep(obs, np.array([chosen]))
+        vals, _, b = _evaluate(sw, fail, delta, direction, estimate)
+        value = float(vals[0])
+        tp, fp, n_pos, n_neg = sw.tp[0], sw.fp[0], sw.n_pos, sw.n_neg
+        b_i = [float(x[0]) for x in b]
+    details = {"threshold": chosen, "tp": int(tp), "fp": int(fp), "n_members": n_pos,
+               "n_nonmembers": n_neg, "tpr_bounds": b_i[:2], "fpr_bounds": b_i[2:],
+               **roc_summary(obs.member, obs.score)}
+    return _result(value, n_pos, n_neg, delta, confidence, estimate, settings, details)
