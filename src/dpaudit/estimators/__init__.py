@@ -1,3 +1,4 @@
 """Estimators: observations (+ family, delta, confidence) -> AuditResult."""
 
 from dpaudit.estimators.bits import bits  # noqa: E402,F401  (seed 000)
+from dpaudit.estimators.lifted import lifted, lifted_tuned  # noqa: E402,F401  (seed 002)
