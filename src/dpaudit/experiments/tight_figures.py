@@ -31,7 +31,8 @@ from dpaudit.experiments.plotting import plot_panels, resolve_size, seed_sequenc
 from dpaudit.experiments.registry import experiment
 
 __all__ = [
-    "DELTA", "CONFIDENCE", "COLUMNS", "top_r_errors", "extreme_correct", "steinke_k_sweep",
+    "DELTA", "CONFIDENCE", "COLUMNS", "observe", "top_r_errors", "extreme_correct",
+    "steinke_k_sweep",
 ]
 
 DELTA = 1e-5
@@ -87,50 +88,48 @@ def steinke_k_sweep(truth: np.ndarray, score: np.ndarray, ks: Sequence[int],
     return out
 
 
+def _mechanisms() -> Any:
+    from dpaudit.mechanisms import simple
+
+    return simple
+
+
+def observe(mech: Any, n: int, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+    """One run of a :mod:`dpaudit.mechanisms` simulator on n uniform bits.
+
+    Returns (truth, guess, confidence, signed score): the mechanism's decoder score is the
+    log-likelihood ratio (or a monotone transform centred at the MAP threshold), so the MAP
+    guess is ``score > 0`` and ``|score|`` orders guesses by confidence (spec/001 §2.5).
+    """
+    obs = mech.simulate(n, rng)
+    x = np.asarray(obs.member, dtype=np.int64)
+    signed = np.asarray(obs.score, dtype=float)
+    return x, (signed > 0).astype(np.int64), np.abs(signed), signed
+
+
 def _gaussian_bits(n: int, mu: float, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
-    """Seed 001 Eq. 27: y = x + N(0, 1/mu^2), guess 1[y > 1/2], score |y - 1/2| (prop. to |L|)."""
-    x = rng.integers(0, 2, n)
-    y = x + rng.standard_normal(n) / mu
-    return x, (y > 0.5).astype(np.int64), np.abs(y - 0.5), y
+    """Seed 001 Eq. 27: y = x + N(0, 1/mu^2); guess 1[y > 1/2]; score |y - 1/2| (prop. |L|)."""
+    return observe(_mechanisms().GaussianMechanism(mu=mu), n, rng)
 
 
 def _laplace_bits(n: int, eps: float, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
-    """Seed 001 Eq. 28: y = x + Lap(0, 1/eps), guess 1[y > 1/2], score |y - 1/2|."""
-    x = rng.integers(0, 2, n)
-    y = x + rng.laplace(0.0, 1.0 / eps, n)
-    return x, (y > 0.5).astype(np.int64), np.abs(y - 0.5), y
+    """Seed 001 Eq. 28: y = x + Lap(0, 1/eps); guess 1[y > 1/2]; score |y - 1/2|."""
+    return observe(_mechanisms().LaplaceMechanism(eps=eps), n, rng)
 
 
 def _rr_bits(n: int, eps: float, delta: float,
              rng: np.random.Generator) -> tuple[np.ndarray, ...]:
     """4-output randomized response with a delta leak (spec/001 §3.5, spec/000 §6.2).
 
-    Output codes: 0 = "0", 1 = "1", 2 = "0-dagger" (leak of x = 0), 3 = "1-dagger".  MAP guess;
-    score inf for dagger outputs, eps otherwise (ties broken at random downstream).
+    Scores +-eps, +-"infinity" for the leak symbols, so the signed score orders outputs
+    1-dagger > 1 > 0 > 0-dagger (spec/000 §7.1); ties are broken at random downstream.
     """
-    x = rng.integers(0, 2, n)
-    u = rng.random(n)
-    p_keep = (1 - delta) * math.exp(eps) / (1 + math.exp(eps))
-    leak = u < delta
-    keep = (u >= delta) & (u < delta + p_keep)
-    out = np.where(leak, 2 + x, np.where(keep, x, 1 - x))
-    guess = np.where(out >= 2, out - 2, out)
-    score = np.where(out >= 2, np.inf, eps)
-    return x, guess.astype(np.int64), score, out
+    return observe(_mechanisms().RandomizedResponse(eps=eps, delta=delta), n, rng)
 
 
 def _sgm_bits(n: int, mu: float, q: float, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
-    """Seed 001 Eq. 29: y = Sub_q(x) + N(0, 1/mu^2); MAP guess 1[y > 1/2]; score |L(y)|.
-
-    In noise units y' = mu y the pair is P = N(0,1), Q = (1-q) N(0,1) + q N(mu,1), so
-    L(y') = log((1-q) + q exp(mu y' - mu^2/2)) (computed with logaddexp, spec/001 §2.10).
-    """
-    x = rng.integers(0, 2, n)
-    kept = x * (rng.random(n) < q)
-    y = kept + rng.standard_normal(n) / mu
-    ys = mu * y
-    llr = np.logaddexp(math.log1p(-q) if q < 1 else -np.inf, math.log(q) + mu * ys - mu**2 / 2)
-    return x, (llr > 0).astype(np.int64), np.abs(llr), y
+    """Seed 001 Eq. 29: y = Sub_q(x) + N(0, 1/mu^2); MAP guess; score |L(y)| (spec/001 §3.6)."""
+    return observe(_mechanisms().SubsampledGaussianMechanism(mu=mu, q=q), n, rng)
 
 
 # --------------------------------------------------------------------------- estimator calls
@@ -287,8 +286,8 @@ def run_gaussian_general(out_dir: Path, *, full: bool = False, seed: int = 0,
             r = 2 * k
             for rep in range(cfg.reps):
                 rng = seed_sequence(seed, 5, pi, n, rep)
-                x, _, _, y = _gaussian_bits(n, mu, rng)
-                correct = extreme_correct(x, y, k, k, rng)
+                x, _, _, signed = _gaussian_bits(n, mu, rng)
+                correct = extreme_correct(x, signed, k, k, rng)
                 base = {"figure": "Fig. 5", "panel": f"mu={mu:g}", "mu": mu, "n": n, "r": r,
                         "rep": rep, "seed": seed, "theory_eps": theory, "u": r - correct,
                         "correct": correct, "accuracy": correct / r}
