@@ -1,0 +1,550 @@
+"""Attack-success bounds for many targets (seed 003 §3, Thm 3.2, Thm 3.3, Cor 3.4, Thm 3.5).
+
+All bounds are *tail bounds* B(v) >= Pr[L(X, A(a)) >= v] on the number L of successfully attacked
+targets out of n, returned as a :class:`TailBound` holding B(v) for v = 0..n+1.  With
+T(v) = Pr[sum_i S_i >= v], S_i ~ Bernoulli(beta(p_i, eps)) independent (a Poisson-binomial, see
+:mod:`dpaudit.stats.poisson_binomial`):
+
+* Thm 3.2 (pure eps-DP, conditional on the output; spec/003 §1.4):  B(v) = T(v), with p_i the
+  prior success of the actual attempt z = A(a).
+* Thm 3.3 (building block; spec/003 §1.5):  Pr[F + sum S_i >= v] = sum_j q_j T(v - j) for a
+  randomized F in {0..n} with E[F] = n delta (:func:`thm33_tail`).
+* Cor 3.4 (probability over data and mechanism; spec/003 §1.6):
+  B(v) = min(1, E_{X, a}[T_{p(A(a))}(v)] + m n delta), estimated by Monte Carlo over fresh runs
+  (:func:`cor34_tail` from sampled priors, :func:`cor34_monte_carlo` from a simulator), with the
+  Monte Carlo standard error reported (the paper gives none).
+* Thm 3.5 (attack-independent, one run; spec/003 §1.7):
+  B(v) = min(1, T*(v) + alpha(v) m n delta),  alpha(v) = max_{1<=j<=n} (T*(v-j) - T*(v)) / j,
+  T*(u) = 1 for u <= 0, with p*_i the a-priori best-guess success of target i.
+
+m is ``delta_multiplier``: 1 is the paper's n delta (default); 2 reproduces the 2 m delta of
+Steinke et al.'s reference code (spec/003 §1.7 factor-of-2 note, §8.4).
+
+Decision (spec/003 §8.3): App. B prints alpha with a misplaced parenthesis,
+"(1/j) Pr[S* >= v - j] - gamma"; the theorem statement's (T(v - j) - T(v)) / j is used.  It is the
+exact optimum of the LP of App. B whenever m n delta <= 1 (the worst F puts mass m n delta / j on
+one j), which ``tests/test_risk_bounds.py`` checks with ``scipy.optimize.linprog``.
+
+The high-probability count bound (spec/003 §1.8(e)):  v_UB(c) = min{v in 0..n : B(v+1) <= 1 - c}.
+With probability >= c at most v_UB(c) targets are attacked successfully.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.special import expit
+
+from dpaudit.risk.flipping import (
+    beta,
+    check_epsilon,
+    check_prior_array,
+    check_prior_scalar,
+)
+from dpaudit.stats.poisson_binomial import _tail_at, poisson_binomial_tail
+from dpaudit.validation import check_choice, check_confidence, check_count, check_delta
+
+__all__ = [
+    "THEOREMS",
+    "TailBound",
+    "pure_tail",
+    "alpha_term",
+    "thm33_tail",
+    "thm35_tail",
+    "thm35_bound",
+    "cor34_tail",
+    "cor34_monte_carlo",
+    "v_ub",
+    "single_target_bound",
+    "advantage",
+    "advantage_bound",
+    "epsilon_protect",
+    "epsilon_for_posterior",
+    "leaked_bits",
+    "leak_probability",
+    "epsilon_for_leak",
+]
+
+#: names of the bounds accepted by ``theorem=`` arguments.
+THEOREMS = ("thm3.2", "cor3.4", "thm3.5")
+
+#: above this n the full Thm 3.5 curve uses the O(n log n) hull sweep instead of the blocked
+#: O(n^2) vectorised maximisation (both exact; cross-checked in the tests).
+_BRUTE_MAX_N = 3000
+
+
+def _check_multiplier(m: Any) -> float:
+    try:
+        v = float(m)
+    except (TypeError, ValueError):
+        raise ValueError(f"delta_multiplier must be a number >= 0, got {m!r}") from None
+    if not (0 <= v < math.inf):
+        raise ValueError(f"delta_multiplier must be finite and >= 0, got {m!r}")
+    return v
+
+
+def _scalar_epsilon(epsilon: Any) -> float:
+    e = check_epsilon(epsilon)
+    if not isinstance(e, float):
+        raise ValueError(f"epsilon must be a single number >= 0, got {epsilon!r}")
+    return e
+
+
+@dataclass(frozen=True)
+class TailBound:
+    """A tail bound B(v) >= Pr[#successes >= v], for v = 0..n+1 (B(0) = 1, B(n+1) = 0).
+
+    Attributes:
+      tail: the array B(0..n+1), non-increasing.
+      theorem: "thm3.2" | "cor3.4" | "thm3.5" | "thm3.3".
+      epsilon, delta, delta_multiplier: the guarantee and the delta-term multiplier used.
+      n: number of targets.
+      expected: sum_i beta_i (mean of the dominating Poisson-binomial; for Cor 3.4 averaged over
+        the Monte Carlo runs).
+      stderr: Monte Carlo standard error of B(v) (Cor 3.4 only), else None.
+      settings: every input needed to reproduce the bound.
+    """
+
+    tail: np.ndarray
+    theorem: str
+    epsilon: float
+    delta: float
+    n: int
+    expected: float
+    delta_multiplier: float = 1.0
+    stderr: np.ndarray | None = None
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    def sf(self, v: Any) -> np.ndarray | float:
+        """B(v) at (vectorised, real) v: 1 for v <= 0, 0 for v > n."""
+        return _tail_at(self.tail, v)
+
+    def p_value(self, observed: Any) -> np.ndarray | float:
+        """Auditing mode: B(v_obs), the probability of at least ``observed`` successes under the
+        claimed guarantee.  A small value refutes the claim (spec/003 §7.5)."""
+        return self.sf(observed)
+
+    def v_ub(self, confidence: Any) -> np.ndarray | int:
+        """v_UB(c) = min{v in 0..n : B(v+1) <= 1 - c} (spec/003 §1.8(e)), vectorised over c."""
+        return v_ub(self.tail, confidence)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "theorem": self.theorem, "epsilon": self.epsilon, "delta": self.delta,
+            "delta_multiplier": self.delta_multiplier, "n": self.n,
+            "expected": self.expected, "tail": self.tail.tolist(),
+            "stderr": None if self.stderr is None else self.stderr.tolist(),
+            "settings": dict(self.settings),
+        }
+
+
+def v_ub(tail: Any, confidence: Any) -> np.ndarray | int:
+    """v_UB(c) = min{v in 0..n : B(v+1) <= 1 - c} for a tail array B(0..n+1).
+
+    At confidence c, the number of successful attacks is at most v_UB(c) (spec/003 §1.8(e);
+    the paper's 5%/50%/95% error bars are c = 0.05/0.5/0.95).  Vectorised over c.
+    """
+    b = np.asarray(tail, dtype=float)
+    c = np.asarray(confidence, dtype=float)
+    for ci in np.atleast_1d(c):
+        check_confidence(ci)
+    # B is non-increasing: count the v in 1..n+1 with B(v) > 1 - c; v_UB is that count.
+    # Compare with a relative slack of 1e-12 so that B = 1 - c computed in floating point
+    # counts as "<=".
+    thresh = (1.0 - c) * (1 + 1e-12)
+    desc = -b[1:]  # non-decreasing
+    out = np.searchsorted(desc, -thresh, side="left")
+    return out if np.ndim(out) else int(out)
+
+
+def pure_tail(priors: Any, epsilon: Any, *, method: str = "auto") -> TailBound:
+    """Thm 3.2 (pure eps-DP): B(v) = Pr[sum_i Bern(beta(p_i, eps)) >= v], v = 0..n+1.
+
+    Conditional on any output a, the number of targets for which the attempt z = A(a) succeeds
+    is dominated by this Poisson-binomial (seed 003 Thm 3.2, spec/003 §1.4).
+
+    Args:
+      priors: p_i(z) = Pr_{X ~ D_i}[l_i(X, z) = 1] for each target, in [0, 1] (0 = abstain).
+      epsilon: the pure-DP epsilon (>= 0; inf gives beta_i = 1 wherever p_i > 0).
+      method: Poisson-binomial method ("auto", "dp", "log", "fft").
+    """
+    p = check_prior_array(priors, "priors")
+    eps = _scalar_epsilon(epsilon)
+    b = np.atleast_1d(beta(p, eps))
+    tail = poisson_binomial_tail(b, method=method)
+    return TailBound(tail=tail, theorem="thm3.2", epsilon=eps, delta=0.0, n=p.size,
+                     expected=float(b.sum()), delta_multiplier=0.0,
+                     settings={"n": p.size, "epsilon": eps, "method": method})
+
+
+def _alpha_at(tail: np.ndarray, vs: np.ndarray) -> np.ndarray:
+    """alpha(v) = max_{1 <= j <= n} (T(v-j) - T(v)) / j for integer v in 1..n (vectorised per
+    v; O(n) each).  T(u) = 1 for u <= 0, so among j >= v only j = v matters."""
+    out = np.zeros(vs.shape, dtype=float)
+    for k, v in enumerate(vs):  # loop over the requested v, not over targets
+        j = np.arange(1, v + 1)
+        out[k] = float(np.max((tail[v - j] - tail[v]) / j))
+    return out
+
+
+def _alpha_all_brute(tail: np.ndarray) -> np.ndarray:
+    """alpha(v) for v = 0..n+1 by blocked vectorised maximisation (O(n^2))."""
+    n = tail.size - 2
+    alpha = np.zeros(n + 2)
+    block = max(1, 4_000_000 // max(n, 1))
+    j = np.arange(1, n + 1, dtype=float)
+    for start in range(1, n + 1, block):
+        vs = np.arange(start, min(start + block, n + 1))
+        u = vs[:, None] - j[None, :].astype(np.int64)  # u = v - j
+        valid = u >= 0
+        tu = np.where(valid, tail[np.clip(u, 0, None)], -np.inf)
+        alpha[vs] = np.max((tu - tail[vs][:, None]) / j[None, :], axis=1)
+    return alpha
+
+
+def _alpha_all_hull(tail: np.ndarray) -> np.ndarray:
+    """alpha(v) for v = 0..n+1 by a sweep over v with the upper convex hull of the points
+    (u, T(u)), u < v: the maximal secant slope (T(u) - T(v)) / (v - u) from the query point
+    (v, T(v)), which lies to the right of every hull point, is attained at the tangent vertex of
+    that hull, found by binary search on the hull's decreasing edge slopes.  O(n log n)."""
+    n = tail.size - 2
+    alpha = np.zeros(n + 2)
+    t = tail.tolist()
+    hx: list[int] = []
+    hy: list[float] = []
+    for v in range(1, n + 1):
+        # add the point u = v - 1 to the upper hull (x strictly increasing)
+        x, y = v - 1, t[v - 1]
+        while len(hx) >= 2:
+            x1, y1, x2, y2 = hx[-2], hy[-2], hx[-1], hy[-1]
+            # pop the last point if it lies on or below the segment from (x1, y1) to (x, y)
+            if (y2 - y1) * (x - x1) <= (y - y1) * (x2 - x1):
+                hx.pop()
+                hy.pop()
+            else:
+                break
+        hx.append(x)
+        hy.append(y)
+        # tangent from (v, T(v)): the maximiser of s(k) = (hy[k] - tv) / (v - hx[k]) is unimodal
+        # along the hull; binary search on s(k) <= s(k+1).
+        tv = t[v]
+        lo, hi = 0, len(hx) - 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if (hy[mid] - tv) * (v - hx[mid + 1]) <= (hy[mid + 1] - tv) * (v - hx[mid]):
+                lo = mid + 1
+            else:
+                hi = mid
+        alpha[v] = (hy[lo] - tv) / (v - hx[lo])
+    return alpha
+
+
+def alpha_term(tail: Any, v: Any = None) -> np.ndarray:
+    """alpha(v) of Thm 3.5: max_{1<=j<=n} (T(v-j) - T(v)) / j with T(u) = 1 for u <= 0.
+
+    Args:
+      tail: T(0..n+1) (e.g. ``pure_tail(...).tail``).
+      v: integer v values (default: all v = 0..n+1; alpha = 0 at v <= 0 and v > n, where the
+        bound is 1 and 0 respectively).
+    """
+    t = np.asarray(tail, dtype=float)
+    n = t.size - 2
+    if v is None:
+        return _alpha_all_brute(t) if n <= _BRUTE_MAX_N else _alpha_all_hull(t)
+    vv = np.asarray(v)
+    flat = np.atleast_1d(vv).astype(np.int64)
+    inside = (flat >= 1) & (flat <= n)
+    out = np.zeros(flat.shape, dtype=float)
+    out[inside] = _alpha_at(t, flat[inside])
+    return out.reshape(vv.shape) if vv.ndim else out
+
+
+def _thm35_from_tail(t: np.ndarray, n: int, delta: float, mult: float,
+                     alpha: np.ndarray) -> np.ndarray:
+    b = np.minimum(1.0, t + alpha * mult * n * delta)
+    b[0] = 1.0
+    b[-1] = 0.0
+    # B is non-increasing whenever m n delta <= 1 (it is then the LP optimum); otherwise the
+    # running minimum is still a valid bound (Pr[L >= v] <= Pr[L >= u] <= B(u) for u <= v).
+    return np.minimum.accumulate(b)
+
+
+def thm35_tail(priors: Any, epsilon: Any, delta: Any, *, delta_multiplier: float = 1.0,
+               method: str = "auto") -> TailBound:
+    """Thm 3.5 (approximate DP, attack-independent, one run): the full curve B(v), v = 0..n+1.
+
+        B(v) = min(1, T*(v) + alpha(v) * m * n * delta),
+        T*(v) = Pr[sum_i Bern(beta(p*_i, eps)) >= v],
+        alpha(v) = max_{1<=j<=n} (T*(v-j) - T*(v)) / j        (seed 003 Thm 3.5, spec/003 §1.7)
+
+    Args:
+      priors: p*_i = max_z Pr_{X ~ D_i}[l_i(X, z) = 1], the a-priori best-guess success of each
+        target (see :mod:`dpaudit.risk.priors`), in [0, 1].
+      epsilon, delta: the (eps, delta)-DP guarantee (eps >= 0, delta in [0, 1)).
+      delta_multiplier: m (1 = paper; 2 = Steinke et al.'s code).
+      method: Poisson-binomial method.
+    """
+    p = check_prior_array(priors, "priors")
+    eps = _scalar_epsilon(epsilon)
+    d = check_delta(delta)
+    m = _check_multiplier(delta_multiplier)
+    b = np.atleast_1d(beta(p, eps))
+    t = poisson_binomial_tail(b, method=method)
+    n = p.size
+    alpha = alpha_term(t) if d > 0 and m > 0 else np.zeros(n + 2)
+    tail = _thm35_from_tail(t, n, d, m, alpha)
+    return TailBound(tail=tail, theorem="thm3.5", epsilon=eps, delta=d, n=n,
+                     expected=float(b.sum()), delta_multiplier=m,
+                     settings={"n": n, "epsilon": eps, "delta": d, "delta_multiplier": m,
+                               "method": method})
+
+
+def thm35_bound(priors: Any, epsilon: Any, delta: Any, v: Any, *,
+                delta_multiplier: float = 1.0, method: str = "auto") -> np.ndarray | float:
+    """Thm 3.5 bound B(v) at the requested v only (O(n) per v; fast for n = 1e5 targets).
+
+    Same formula as :func:`thm35_tail`; evaluated pointwise without the monotone envelope (the
+    two agree whenever m n delta <= 1).
+    """
+    p = check_prior_array(priors, "priors")
+    eps = _scalar_epsilon(epsilon)
+    d = check_delta(delta)
+    m = _check_multiplier(delta_multiplier)
+    t = poisson_binomial_tail(np.atleast_1d(beta(p, eps)), method=method)
+    vv = np.asarray(v, dtype=float)
+    if np.isnan(vv).any():
+        raise ValueError("v must not contain NaN")
+    iv = np.ceil(vv).astype(np.int64)
+    tv = np.asarray(_tail_at(t, iv))
+    out = np.minimum(1.0, tv + alpha_term(t, iv) * m * p.size * d)
+    out = np.where(iv <= 0, 1.0, np.where(iv > p.size, 0.0, out))
+    return out if out.ndim else float(out)
+
+
+def thm33_tail(priors: Any, epsilon: Any, f_pmf: Any, *, method: str = "auto") -> np.ndarray:
+    """Thm 3.3 building block: Pr[F + sum_i S_i >= v] for v = 0..n+1, F independent of the S_i.
+
+    F is the randomized function of the output in Thm 3.3 (spec/003 §1.5), given by its pmf
+    q_0..q_n over {0..n}; the theorem requires E[F] <= n delta, which the caller chooses
+    (Cor 3.4 and Thm 3.5 are the paper's computable instantiations).  Returns
+    sum_j q_j T(v - j) with T(u) = 1 for u <= 0.
+    """
+    p = check_prior_array(priors, "priors")
+    eps = _scalar_epsilon(epsilon)
+    q = check_prior_array(f_pmf, "f_pmf")
+    n = p.size
+    if q.size > n + 1:
+        raise ValueError(f"f_pmf must have at most n + 1 = {n + 1} entries, got {q.size}")
+    if abs(q.sum() - 1.0) > 1e-9:
+        raise ValueError(f"f_pmf must sum to 1, got {q.sum()!r}")
+    t = poisson_binomial_tail(np.atleast_1d(beta(p, eps)), method=method)
+    v = np.arange(n + 2)
+    out = np.zeros(n + 2)
+    for j, qj in enumerate(q):  # loop over the support of F
+        if qj > 0:
+            out += qj * np.asarray(_tail_at(t, v - j))
+    out[-1] = 0.0  # L <= n
+    return np.minimum(out, 1.0)
+
+
+def cor34_tail(prior_samples: Any, epsilon: Any, delta: Any, *,
+               delta_multiplier: float = 1.0, method: str = "auto") -> TailBound:
+    """Cor 3.4 (approximate DP, probability over data and mechanism) from R Monte Carlo runs.
+
+        B(v) = min(1, (1/R) sum_r T_r(v) + m n delta),
+        T_r(v) = Pr[sum_i Bern(beta(p_i^(r), eps)) >= v],         (seed 003 Cor 3.4, spec/003 §1.6)
+
+    where p_i^(r) = Pr_{X' ~ D_i}[l_i(X', A(a_r)) = 1] is the prior success of the attempt made
+    in run r (fresh data X ~ D, a_r ~ M(X)).  ``stderr`` holds the Monte Carlo standard error
+    of the average (not part of the paper, which attaches no interval to the average).
+
+    Args:
+      prior_samples: array (R, n) (or (R,) for a single target) of p_i^(r), in [0, 1].
+      epsilon, delta, delta_multiplier: as in :func:`thm35_tail`.
+    """
+    arr = np.asarray(prior_samples, dtype=float)
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 1:
+        raise ValueError(f"prior_samples must have shape (runs, n), got {np.shape(prior_samples)}")
+    check_prior_array(arr.reshape(-1), "prior_samples")
+    eps = _scalar_epsilon(epsilon)
+    d = check_delta(delta)
+    m = _check_multiplier(delta_multiplier)
+    runs, n = arr.shape
+    betas = np.asarray(beta(arr, eps)).reshape(runs, n)
+    if n == 1:
+        b1 = betas[:, 0]
+        tails = np.stack([np.ones(runs), b1, np.zeros(runs)], axis=1)
+    else:
+        tails = np.stack([poisson_binomial_tail(row, method=method) for row in betas])
+    mean = tails.mean(axis=0)
+    se = tails.std(axis=0, ddof=1) / math.sqrt(runs) if runs > 1 else np.zeros(n + 2)
+    tail = np.minimum(1.0, mean + m * n * d)
+    tail[0] = 1.0
+    tail[-1] = 0.0
+    return TailBound(tail=tail, theorem="cor3.4", epsilon=eps, delta=d, n=n,
+                     expected=float(betas.sum(axis=1).mean()), delta_multiplier=m, stderr=se,
+                     settings={"n": n, "runs": runs, "epsilon": eps, "delta": d,
+                               "delta_multiplier": m, "method": method})
+
+
+def cor34_monte_carlo(simulate: Callable[[np.random.Generator], Any], epsilon: Any, delta: Any,
+                      *, runs: int = 1000, seed: int | None = None,
+                      rng: np.random.Generator | None = None, delta_multiplier: float = 1.0,
+                      method: str = "auto") -> TailBound:
+    """Cor 3.4 by Monte Carlo over fresh data and mechanism runs (spec/003 §1.6 algorithm).
+
+    Args:
+      simulate: ``simulate(rng) -> p`` runs one attack game (sample X ~ D, a ~ M(X),
+        z = A(a)) and returns the n prior success probabilities p_i(z) of the attempt.
+      runs: number R of independent runs (>= 1).
+      seed / rng: randomness (explicit; ``rng`` wins if both are given).
+    """
+    runs = check_count("runs", runs, minimum=1)
+    gen = rng if rng is not None else np.random.default_rng(seed)
+    samples = np.stack([np.atleast_1d(np.asarray(simulate(gen), dtype=float))
+                        for _ in range(runs)])
+    out = cor34_tail(samples, epsilon, delta, delta_multiplier=delta_multiplier, method=method)
+    settings = dict(out.settings)
+    settings["seed"] = seed
+    return TailBound(tail=out.tail, theorem=out.theorem, epsilon=out.epsilon, delta=out.delta,
+                     n=out.n, expected=out.expected, delta_multiplier=out.delta_multiplier,
+                     stderr=out.stderr, settings=settings)
+
+
+# --------------------------------------------------------------------------------------------
+# Single target (n = 1, k = 1, v = 1) closed forms and derived quantities (spec/003 §1.8)
+# --------------------------------------------------------------------------------------------
+
+def single_target_bound(prior: Any, epsilon: Any, delta: Any = 0.0, *,
+                        theorem: str = "thm3.5") -> np.ndarray | float:
+    """Posterior success bound for one target and one guess (spec/003 §1.8(a)), vectorised:
+
+    * "thm3.2": beta(p, eps)                      (pure DP; delta ignored)
+    * "cor3.4": min(1, beta(p, eps) + delta)
+    * "thm3.5": beta + (1 - beta) delta           (alpha = 1 - beta at n = v = 1)
+    """
+    check_choice("theorem", theorem, THEOREMS)
+    p = check_prior_array(prior, "prior", min_size=0) if np.ndim(prior) else \
+        check_prior_array([prior], "prior")[0]
+    d = check_delta(delta)
+    b = np.asarray(beta(p, epsilon))
+    if theorem == "thm3.2":
+        out = b
+    elif theorem == "cor3.4":
+        out = np.minimum(1.0, b + d)
+    else:
+        out = b + (1.0 - b) * d
+    return out if out.ndim else float(out)
+
+
+def advantage(posterior: Any, prior: Any) -> np.ndarray | float:
+    """Generalised advantage (posterior - prior) / (1 - prior) (seed 003 §5.3, Cherubin 2017)."""
+    post = np.asarray(posterior, dtype=float)
+    p = check_prior_array(prior, "prior", open_interval=True, min_size=0) if np.ndim(prior) \
+        else check_prior_scalar(prior)
+    if np.isnan(post).any() or (post < 0).any() or (post > 1).any():
+        raise ValueError(f"posterior must be in [0, 1], got {posterior!r}")
+    out = (post - p) / (1.0 - np.asarray(p))
+    return out if np.ndim(out) else float(out)
+
+
+def advantage_bound(prior: Any, epsilon: Any, delta: Any = 0.0, *,
+                    theorem: str = "cor3.4") -> np.ndarray | float:
+    """Upper bound on the advantage of any attack on one target: Adv of
+    :func:`single_target_bound` (the paper's Fig. 2(a) uses Cor 3.4 with delta = 1e-5)."""
+    p = check_prior_array(prior, "prior", open_interval=True, min_size=0) if np.ndim(prior) \
+        else check_prior_scalar(prior)
+    post = single_target_bound(p, epsilon, delta, theorem=theorem)
+    return advantage(post, p)
+
+
+def _logit(x: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(x) - np.log1p(-x)
+
+
+def epsilon_protect(prior: Any, tau: float = 0.05, delta: Any = 0.0, *,
+                    theorem: str = "cor3.4") -> np.ndarray | float:
+    """Smallest epsilon with advantage bound <= tau (seed 003 §5.3; closed form spec/003 §1.8(d)).
+
+        post* = p + tau (1 - p);   b = post* - delta (Cor 3.4) | (post* - delta)/(1 - delta)
+        (Thm 3.5) | post* (pure);   eps_protect = logit(b) - logit(p)
+
+    Exact because beta is logistic in epsilon.  When b < p no epsilon achieves Adv <= tau (the
+    delta term alone exceeds tau); NaN is returned there (spec/003 §1.8(d) prints "0", which would
+    wrongly suggest that eps = 0 protects; this follows the formula's meaning instead).
+    """
+    check_choice("theorem", theorem, THEOREMS)
+    p = check_prior_array(prior, "prior", open_interval=True, min_size=0) if np.ndim(prior) \
+        else check_prior_scalar(prior)
+    t = float(tau)
+    if not (0.0 < t < 1.0):
+        raise ValueError(f"tau must be in (0, 1), got {tau!r}")
+    d = check_delta(delta)
+    pa = np.asarray(p, dtype=float)
+    post = pa + t * (1.0 - pa)
+    if theorem == "cor3.4":
+        b = post - d
+    elif theorem == "thm3.5":
+        b = (post - d) / (1.0 - d)
+    else:
+        b = post
+    with np.errstate(invalid="ignore"):
+        eps = np.where(b < pa, np.nan, np.maximum(0.0, _logit(np.clip(b, 1e-300, 1.0)) -
+                                                  _logit(pa)))
+    return eps if eps.ndim else float(eps)
+
+
+def epsilon_for_posterior(prior: Any, posterior: Any) -> np.ndarray | float:
+    """The epsilon at which beta(prior, eps) = posterior: logit(posterior) - logit(prior)."""
+    p = np.asarray(check_prior_array(prior, "prior", open_interval=True, min_size=0))
+    q = np.asarray(check_prior_array(posterior, "posterior", open_interval=True, min_size=0))
+    out = np.maximum(0.0, _logit(q) - _logit(p))
+    return out.reshape(np.broadcast_shapes(np.shape(prior), np.shape(posterior))) \
+        if out.size != 1 else float(out.reshape(-1)[0])
+
+
+def leaked_bits(epsilon: Any, alpha: Any) -> np.ndarray | float:
+    """Bits an eps-DP mechanism leaks about one person, except with probability alpha:
+    log2(e^eps (1/alpha - 1) + 1) (seed 003 §3.2 "Estimating bit leakage"), vectorised."""
+    e = check_epsilon(epsilon)
+    a = np.asarray(alpha, dtype=float)
+    if np.isnan(a).any() or (a <= 0).any() or (a >= 1).any():
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    out = np.logaddexp(np.asarray(e) + np.log1p(-a) - np.log(a), 0.0) / math.log(2)
+    return out if np.ndim(out) else float(out)
+
+
+def leak_probability(bits: Any, epsilon: Any) -> np.ndarray | float:
+    """Probability that an eps-DP mechanism reveals d uniform bits: e^eps / (e^eps - 1 + 2^d)
+    = beta(2^-d, eps) (seed 003 §3.2), vectorised; computed from logit(2^-d) so that d = 100
+    bits stays accurate."""
+    d = np.asarray(bits, dtype=float)
+    if np.isnan(d).any() or (d < 0).any():
+        raise ValueError(f"bits must be >= 0, got {bits!r}")
+    e = check_epsilon(epsilon)
+    # logit(2^-d) = -log(2^d - 1) = -(d ln 2 + log1p(-2^-d))
+    with np.errstate(divide="ignore"):
+        lg = -(d * math.log(2) + np.log1p(-np.exp2(-d)))
+    out = np.where(d == 0, 1.0, expit(np.asarray(e) + lg))
+    return out if np.ndim(out) else float(out)
+
+
+def epsilon_for_leak(bits: Any, alpha: Any) -> np.ndarray | float:
+    """The epsilon at which the probability of leaking d uniform bits reaches alpha:
+    ln((2^d - 1) alpha / (1 - alpha)) (inverse of :func:`leak_probability`), floored at 0."""
+    d = np.asarray(bits, dtype=float)
+    if np.isnan(d).any() or (d <= 0).any():
+        raise ValueError(f"bits must be > 0, got {bits!r}")
+    a = np.asarray(alpha, dtype=float)
+    if np.isnan(a).any() or (a <= 0).any() or (a >= 1).any():
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    log_2d_minus_1 = d * math.log(2) + np.log1p(-np.exp2(-d))
+    out = np.maximum(0.0, log_2d_minus_1 + np.log(a) - np.log1p(-a))
+    return out if np.ndim(out) else float(out)

@@ -1,0 +1,111 @@
+"""The flipping probability beta(p, eps) and the single-target posterior bounds (seed 003 §3.2).
+
+Theorem 3.2 of seed 003 (Swanberg et al., "Beyond the Worst Case", arXiv 2507.08158v1): for an
+eps-DP mechanism and a product prior, the success indicator of target i, conditional on any
+output and on the other targets, is dominated by Bernoulli(beta_i) with
+
+    beta(p, eps) = e^eps / (e^eps - 1 + 1/p) = e^eps p / (1 + (e^eps - 1) p)
+                 = sigmoid(eps + logit p)                       (spec/003 §1.3)
+
+where p = Pr_{X ~ D_i}[l_i(X, z) = 1] is the prior success of the attempt z on a fresh sample of
+person i.  It is the Bayes posterior when the prior log-odds are raised by exactly eps, and the
+lower companion (App. B) is sigmoid(logit p - eps).
+
+Decision (spec/003 §8.1): Thm 3.2 is stated for "(eps, delta)-DP" but its proof (App. B) is for
+(eps, 0)-DP and beta uses only eps, so it is implemented as a pure-DP result; the delta-aware
+versions are Cor. 3.4 and Thm. 3.5 in :mod:`dpaudit.risk.bounds`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy.special import expit
+
+from dpaudit.validation import check_finite_array
+
+__all__ = ["beta", "posterior_lower", "check_prior_array", "check_prior_scalar",
+           "check_epsilon"]
+
+
+def check_epsilon(epsilon: Any, name: str = "epsilon") -> np.ndarray | float:
+    """epsilon >= 0 (scalar or array; +inf allowed and means 'no privacy')."""
+    e = np.asarray(epsilon, dtype=float) if not isinstance(epsilon, (int, float)) \
+        else np.asarray(float(epsilon))
+    if np.isnan(e).any() or (e < 0).any():
+        raise ValueError(f"{name} must be >= 0 (inf allowed), got {epsilon!r}")
+    return e if e.ndim else float(e)
+
+
+def check_prior_array(values: Any, name: str = "priors", *, open_interval: bool = False,
+                      min_size: int = 1) -> np.ndarray:
+    """Per-target prior success probabilities as a 1-D float array.
+
+    Accepted range [0, 1] (p_i = 0 encodes an abstention or an impossible guess, seed 003
+    §3.3; p_i = 1 a certain success), or (0, 1) with ``open_interval=True``.
+    """
+    try:
+        arr = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be an array of probabilities") from None
+    arr = arr.reshape(-1) if arr.ndim == 0 else arr
+    arr = check_finite_array(name, arr, min_size=min_size)
+    bad = (arr <= 0) | (arr >= 1) if open_interval else (arr < 0) | (arr > 1)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        rng = "(0, 1)" if open_interval else "[0, 1]"
+        raise ValueError(f"{name} must be in {rng}; entry {i} is {arr[i]!r}")
+    return arr
+
+
+def check_prior_scalar(value: Any, name: str = "prior") -> float:
+    """A single prior success probability, in the open interval (0, 1)."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number in (0, 1), got {value!r}") from None
+    if not (0.0 < v < 1.0):
+        raise ValueError(f"{name} must be in (0, 1), got {value!r}")
+    return v
+
+
+def _logit(p: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore"):
+        return np.log(p) - np.log1p(-p)
+
+
+def beta(p: Any, epsilon: Any) -> np.ndarray | float:
+    """Flipping probability beta(p, eps) = sigmoid(eps + logit p) (seed 003 Thm 3.2).
+
+    Vectorised (NumPy broadcasting over p and epsilon).  Computed as
+    ``expit(eps + log p - log1p(-p))``, stable for p down to 1e-300 and large eps; p = 0 -> 0,
+    p = 1 -> 1, eps = inf -> 1 for p > 0 (spec/003 §1.3).
+
+    Args:
+      p: prior success probability/probabilities in [0, 1].
+      epsilon: privacy parameter(s), >= 0 (inf allowed).
+    """
+    pp = check_prior_array(p, "p", min_size=0) if np.ndim(p) else \
+        check_prior_array([p], "p")[0]
+    e = check_epsilon(epsilon)
+    pp_a, e_a = np.broadcast_arrays(np.asarray(pp, dtype=float), np.asarray(e, dtype=float))
+    with np.errstate(invalid="ignore"):
+        out = expit(e_a + _logit(pp_a))
+    out = np.where(pp_a <= 0, 0.0, np.where(pp_a >= 1, 1.0, out))
+    out = np.where(np.isinf(e_a) & (pp_a > 0), 1.0, out)
+    return out if out.ndim else float(out)
+
+
+def posterior_lower(p: Any, epsilon: Any) -> np.ndarray | float:
+    """Lower companion of beta: e^-eps / (e^-eps - 1 + 1/p) = sigmoid(logit p - eps)
+    (seed 003 App. B, proof of Thm 3.2).  p = 0 -> 0, p = 1 -> 1, eps = inf -> 0 for p < 1."""
+    pp = check_prior_array(p, "p", min_size=0) if np.ndim(p) else \
+        check_prior_array([p], "p")[0]
+    e = check_epsilon(epsilon)
+    pp_a, e_a = np.broadcast_arrays(np.asarray(pp, dtype=float), np.asarray(e, dtype=float))
+    with np.errstate(invalid="ignore"):
+        out = expit(_logit(pp_a) - e_a)
+    out = np.where(pp_a <= 0, 0.0, np.where(pp_a >= 1, 1.0, out))
+    out = np.where(np.isinf(e_a) & (pp_a < 1), 0.0, out)
+    return out if out.ndim else float(out)
