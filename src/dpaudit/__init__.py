@@ -17,6 +17,7 @@ from dpaudit.curves import (
     dpsgd_curve,
     resolve_family,
 )
+from dpaudit.estimators.one_run import audit_one_run
 from dpaudit.results import AuditResult
 
 __version__ = "0.1.0"
@@ -24,4 +25,5 @@ __version__ = "0.1.0"
 __all__ = [
     "AuditResult", "Curve", "EpsDeltaDP", "Family", "GaussianDP", "LaplaceDP", "NumericCurve",
     "SubsampledGaussianDP", "dpsgd_curve", "resolve_family", "__version__",
+    "audit_one_run",
 ]

@@ -2,3 +2,4 @@
 
 from dpaudit.estimators.bits import bits  # noqa: E402,F401  (seed 000)
 from dpaudit.estimators.lifted import lifted, lifted_tuned  # noqa: E402,F401  (seed 002)
+from dpaudit.estimators.one_run import audit_one_run  # noqa: E402,F401  (side by side)

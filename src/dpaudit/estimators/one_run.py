@@ -1,0 +1,261 @@
+"""One-run audits side by side: every method on the same canaries, scores and guesses.
+
+Input: per-canary truth bits ``member`` (1 = canary included / secret bit 1; must be i.i.d.
+uniform) and ``score`` (higher = more likely bit 1) from ONE run of the mechanism.  The guesses
+follow Steinke, Nasr & Jagielski's rule, which every method accepts (spec/001 §2.2): sort by
+score, guess 1 for the ``k_plus`` highest scores, 0 for the ``k_minus`` lowest, abstain on the
+rest; ``r = k_plus + k_minus`` guesses, ``u`` of them wrong.
+
+Methods (estimators with the contracts of DESIGN.md):
+
+* ``"tight"``        seed 001, exact order-statistics tail: ``E.tight(n, r, u, family)``;
+* ``"bits"``         seed 000, every bit decoded (r = n): ``E.bits(n, errors, family, ci)``;
+* ``"steinke"``      Steinke et al. 2023, (eps, delta) null: ``E.steinke(m, guesses, correct)``;
+* ``"mahloujifar"``  Mahloujifar et al. 2024, f-DP null: ``E.mahloujifar(m, guesses, correct)``.
+
+Choosing (k_plus, k_minus) after seeing the data is a multiple-testing problem: reporting the
+best of G bounds each computed at confidence gamma over-claims.  Here each method evaluates a
+fixed grid of G guess counts (default r/n in {0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1}, k_plus =
+ceil(r/2), k_minus = floor(r/2)), each at confidence ``1 - (1 - gamma)/G`` (**Bonferroni over
+the grid**), and reports the largest bound.  By the union bound, P[reported bound > true eps]
+<= sum_g (1 - gamma)/G = 1 - gamma, so every reported row is valid at ``confidence``.
+"bits" uses a single point (r = n: all guessed, split at the median or at ``bits_threshold``),
+so it needs no correction.  The rows are each valid on their own; the best of several methods
+is valid only with ``simultaneous=True``, which further splits 1 - gamma across the methods.
+
+Ties in the scores are broken by a random priority drawn from ``seed``: breaking ties by input
+order would let the order of the file (e.g. members first) leak the truth into the guesses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from dpaudit.curves import resolve_family
+from dpaudit.observations import MembershipObservations
+from dpaudit.results import AuditResult
+from dpaudit.validation import (
+    check_confidence,
+    check_count,
+    check_delta,
+    check_finite_array,
+)
+
+__all__ = ["audit_one_run", "guess_counts", "default_grid", "ONE_RUN_METHODS",
+           "DEFAULT_FRACTIONS"]
+
+ONE_RUN_METHODS = ("tight", "bits", "steinke", "mahloujifar")
+DEFAULT_FRACTIONS = (0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0)
+
+
+def default_grid(n: int, fractions: Sequence[float] = DEFAULT_FRACTIONS) -> list[tuple[int, int]]:
+    """(k_plus, k_minus) pairs with r = round(f n), k_plus = ceil(r/2), k_minus = floor(r/2);
+    points with r < 2 are dropped and duplicates removed (order kept)."""
+    n = check_count("n", n, minimum=1)
+    fr = check_finite_array("fractions", fractions)
+    if ((fr <= 0) | (fr > 1)).any():
+        raise ValueError(f"fractions must be in (0, 1], got {fr.tolist()}")
+    out: list[tuple[int, int]] = []
+    for f in fr:
+        r = min(n, int(round(float(f) * n)))
+        if r < 2:
+            continue
+        pair = ((r + 1) // 2, r // 2)
+        if pair not in out:
+            out.append(pair)
+    if not out:
+        raise ValueError(f"no grid point has at least 2 guesses for n = {n}; pass a grid or "
+                         f"larger fractions")
+    return out
+
+
+def _order(score: np.ndarray, seed: int | np.random.Generator | None) -> np.ndarray:
+    """Ascending score order with ties broken by a random priority (independent of truth):
+    a random permutation followed by a stable sort."""
+    perm = np.random.default_rng(seed).permutation(score.size)
+    return perm[np.argsort(score[perm], kind="stable")]
+
+
+def _cumulative_members(member: np.ndarray, score: np.ndarray,
+                        seed: int | np.random.Generator | None) -> np.ndarray:
+    """ones_low[k] = number of members among the k lowest scores (k = 0..n)."""
+    return np.concatenate([[0], np.cumsum(member[_order(score, seed)], dtype=np.int64)])
+
+
+def _counts(ones_low: np.ndarray, kp: np.ndarray, km: np.ndarray) -> dict[str, np.ndarray]:
+    n = ones_low.size - 1
+    ones_top = ones_low[-1] - ones_low[n - kp]
+    wrong = (kp - ones_top) + ones_low[km]
+    r = kp + km
+    return {"k_plus": kp, "k_minus": km, "guesses": r, "wrong": wrong, "correct": r - wrong}
+
+
+def guess_counts(member: Any, score: Any, grid: Sequence[tuple[int, int]], *,
+                 seed: int | np.random.Generator | None = 0) -> dict[str, np.ndarray]:
+    """Counts of the top-k_plus / bottom-k_minus guessing rule for every grid point, vectorised.
+
+    One sort (O(n log n)) and one cumulative sum; each grid point is then O(1):
+    wrong = (k_plus - members among the k_plus highest) + members among the k_minus lowest.
+    Returns arrays ``k_plus, k_minus, guesses (r), wrong (u), correct (v = r - u)``.
+    """
+    obs = MembershipObservations.from_arrays(member, score)
+    kp, km = _check_grid(grid, obs.n)
+    return _counts(_cumulative_members(obs.member, obs.score, seed), kp, km)
+
+
+def _check_grid(grid: Sequence[tuple[int, int]], n: int) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        g = np.asarray(grid, dtype=float).reshape(-1, 2)
+    except (TypeError, ValueError):
+        raise ValueError("grid must be a sequence of (k_plus, k_minus) pairs") from None
+    if g.shape[0] == 0:
+        raise ValueError("grid must contain at least one (k_plus, k_minus) pair")
+    if (g != np.round(g)).any() or (g < 0).any():
+        raise ValueError(f"grid entries must be whole numbers >= 0, got {g.tolist()}")
+    kp, km = g[:, 0].astype(np.int64), g[:, 1].astype(np.int64)
+    r = kp + km
+    if (r < 1).any() or (r > n).any():
+        raise ValueError(f"grid: k_plus + k_minus must be in [1, n = {n}], got {r.tolist()}")
+    return kp, km
+
+
+def _estimator(name: str) -> Any:
+    try:
+        mod = importlib.import_module(f"dpaudit.estimators.{name}")
+    except ImportError:
+        raise ValueError(f"method {name!r} is not available (dpaudit.estimators.{name} "
+                         f"is missing)") from None
+    return getattr(mod, name)
+
+
+def _run_point(method: str, fn: Any, n: int, r: int, u: int, *, family: Any, delta: float,
+               confidence: float, bits_ci: str, tight_mode: str) -> AuditResult:
+    if method == "tight":
+        return fn(n=n, r=r, u=u, family=family, delta=delta, confidence=confidence,
+                  mode=tight_mode)
+    if method == "bits":
+        return fn(n=n, errors=u, family=family, delta=delta, confidence=confidence, ci=bits_ci)
+    if method == "steinke":
+        return fn(m=n, guesses=r, correct=r - u, delta=delta, confidence=confidence)
+    return fn(m=n, guesses=r, correct=r - u, delta=delta, confidence=confidence, family=family)
+
+
+def _balance_warning(obs: MembershipObservations) -> None:
+    """Every one-run method assumes i.i.d. uniform bits; flag a grossly unbalanced input."""
+    p = stats.binomtest(obs.n_members, obs.n, 0.5).pvalue if obs.n <= 10**7 else 1.0
+    if p < 1e-3:
+        warnings.warn(f"member bits look unbalanced ({obs.n_members} of {obs.n} are 1, "
+                      f"binomial p = {p:.2g}); one-run audits assume each canary is included "
+                      f"independently with probability 1/2", UserWarning, stacklevel=3)
+
+
+def audit_one_run(member: Any, score: Any, delta: float = 1e-5, confidence: float = 0.95,
+                  methods: Sequence[str] = ONE_RUN_METHODS, family: Any = "gdp", *,
+                  fractions: Sequence[float] = DEFAULT_FRACTIONS,
+                  grid: Sequence[tuple[int, int]] | None = None,
+                  bits_ci: str = "clopper_pearson", bits_threshold: float | None = None,
+                  tight_mode: str = "exact", simultaneous: bool = False,
+                  seed: int | np.random.Generator | None = 0) -> list[AuditResult]:
+    """Run several one-run audit methods on the same observations (one row per method).
+
+    Args:
+      member: truth bits (0/1), one per canary, drawn i.i.d. uniform by the audit game.
+      score: per-canary scores from one run, higher = more likely bit 1.
+      delta: delta at which every epsilon is stated (and the null delta of "eps_delta").
+      confidence: probability that each reported bound holds (after the grid correction).
+      methods: any of "tight", "bits", "steinke", "mahloujifar"; the output keeps this order
+        (the first one is the "primary" method used by the CLI verdict).
+      family: null family of the f-DP methods (tight, bits, mahloujifar); Steinke's null is
+        always (eps, delta)-DP.
+      fractions: r/n values of the default grid (ignored when ``grid`` is given).
+      grid: explicit (k_plus, k_minus) pairs, shared by tight, steinke and mahloujifar.
+      bits_ci: CI of the bits method ("clopper_pearson", "hoeffding" or "aci").
+      bits_threshold: guess 1 iff score > threshold for "bits" (the paper's fixed-threshold
+        decoder); default: the ceil(n/2) highest scores are guessed 1.
+      tight_mode: ``mode`` of E.tight ("exact" by default).
+      simultaneous: split 1 - confidence across the methods as well, so that the maximum over
+        all rows is valid at ``confidence`` (Bonferroni over methods x grid).
+      seed: random tie-breaking of equal scores.
+
+    Each result keeps its estimator's fields and gains ``settings`` k_plus, k_minus, guesses,
+    wrong, correction ("bonferroni"), grid, grid_size, per_test_confidence, and ``details``
+    grid_epsilons (the bound at every grid point, each at per_test_confidence).  ``p_value`` is
+    the Bonferroni-adjusted p-value min(1, G p) of the chosen point (None if undefined).
+    """
+    obs = MembershipObservations.from_arrays(member, score)
+    obs.require_both_classes()
+    n = obs.n
+    delta = check_delta(delta)
+    gamma = check_confidence(confidence)
+    if isinstance(methods, str):
+        methods = (methods,)
+    methods = tuple(methods)
+    if not methods:
+        raise ValueError(f"methods must name at least one of {', '.join(ONE_RUN_METHODS)}")
+    for m in methods:
+        if m not in ONE_RUN_METHODS:
+            raise ValueError(f"methods must be among {', '.join(map(repr, ONE_RUN_METHODS))}; "
+                             f"got {m!r}")
+    if len(set(methods)) != len(methods):
+        raise ValueError(f"methods must not repeat a method; got {list(methods)}")
+    if any(m != "steinke" for m in methods):
+        resolve_family(family, delta)  # validate early, with the family's own message
+    if bits_threshold is not None:
+        bits_threshold = float(check_finite_array("bits_threshold", [bits_threshold])[0])
+    _balance_warning(obs)
+
+    pairs = default_grid(n, fractions) if grid is None else [tuple(p) for p in grid]
+    ones_low = _cumulative_members(obs.member, obs.score, seed)
+    counts = _counts(ones_low, *_check_grid(pairs, n))
+    if bits_threshold is None:
+        bits_kp = (n + 1) // 2
+        half = np.array([bits_kp]), np.array([n - bits_kp])
+        bits_u = int(_counts(ones_low, *half)["wrong"][0])
+    else:
+        guess = obs.score > bits_threshold
+        bits_u = int(np.count_nonzero(guess != obs.member))
+        bits_kp = int(np.count_nonzero(guess))
+    alpha_total = 1.0 - gamma
+    alpha_method = alpha_total / len(methods) if simultaneous else alpha_total
+
+    results: list[AuditResult] = []
+    for m in methods:
+        fn = _estimator(m)
+        if m == "bits":
+            pts = [(bits_kp, n - bits_kp, n, bits_u)]
+        else:
+            pts = [(int(a), int(b), int(r), int(u)) for a, b, r, u in
+                   zip(counts["k_plus"], counts["k_minus"], counts["guesses"], counts["wrong"],
+                       strict=True)]
+        g = len(pts)
+        conf_each = 1.0 - alpha_method / g
+        rows = [_run_point(m, fn, n, r, u, family=family, delta=delta, confidence=conf_each,
+                           bits_ci=bits_ci, tight_mode=tight_mode) for _, _, r, u in pts]
+        eps = [float(x.epsilon) for x in rows]
+        best = int(np.argmax(eps))
+        chosen = rows[best]
+        kp, km, r, u = pts[best]
+        p_adj = None if chosen.p_value is None else float(min(1.0, g * chosen.p_value))
+        settings = {**dict(chosen.settings), "n": n, "k_plus": kp, "k_minus": km,
+                    "guesses": r, "wrong": u, "correction": "bonferroni", "grid_size": g,
+                    "grid": [[a, b] for a, b, _, _ in pts], "per_test_confidence": conf_each,
+                    "simultaneous": bool(simultaneous), "tie_break_seed": _seed_repr(seed)}
+        if m == "bits":
+            settings["decoder"] = ("median split" if bits_threshold is None
+                                   else f"score > {bits_threshold:g}")
+        details = {**dict(chosen.details), "grid_epsilons": eps,
+                   "unadjusted_p_value": chosen.p_value}
+        results.append(dataclasses.replace(chosen, confidence=gamma, p_value=p_adj,
+                                           settings=settings, details=details))
+    return results
+
+
+def _seed_repr(seed: Any) -> Any:
+    return seed if seed is None or isinstance(seed, int) else "generator"
