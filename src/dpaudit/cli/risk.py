@@ -1,0 +1,165 @@
+"""``dpaudit risk``: what an (epsilon, delta) guarantee means for n targets (seed 003).
+
+    dpaudit risk --epsilon 4 --delta 1e-5 --prior 0.1 --targets 100 [--confidence 0.95] [--json]
+    dpaudit risk --epsilon 1 --delta 1e-5 --prior-file priors.csv
+
+Prints, for an attacker whose best a-priori guess succeeds with probability ``prior`` on each
+target (or per-person priors from ``--prior-file``):
+
+* the per-target success bound (Thm 3.5 at n = 1: beta + (1 - beta) delta);
+* v_UB: with probability >= confidence at most v_UB of the n targets are attacked successfully
+  (Thm 3.5 over n targets, spec/003 §1.8(e));
+* the bits leaked per person except with probability 1 - confidence (seed 003 §3.2; a pure-DP
+  statement in epsilon);
+* the advantage bound (Cor 3.4, seed 003 §5.3) and eps_protect (smallest epsilon with advantage
+  <= tau).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import typer
+from rich.table import Table
+
+from dpaudit.cli.common import app, console, print_json
+from dpaudit.risk.bounds import (
+    advantage,
+    epsilon_protect,
+    leaked_bits,
+    single_target_bound,
+    thm35_tail,
+)
+from dpaudit.risk.flipping import beta, check_epsilon, check_prior_scalar
+from dpaudit.risk.priors import load_priors
+from dpaudit.validation import check_confidence, check_count, check_delta
+
+
+def risk_summary(epsilon: float, delta: float, priors: np.ndarray, *, confidence: float = 0.95,
+                 tau: float = 0.05, delta_multiplier: float = 1.0) -> dict[str, Any]:
+    """The numbers ``dpaudit risk`` prints, as a JSON-friendly dict (keys mirror AuditResult:
+    epsilon, delta, confidence, method, params, settings, details)."""
+    n = int(priors.size)
+    tb = thm35_tail(priors, epsilon, delta, delta_multiplier=delta_multiplier)
+    vub = int(tb.v_ub(confidence))
+    per_target = np.atleast_1d(single_target_bound(priors, epsilon, delta, theorem="thm3.5"))
+    post_cor34 = np.atleast_1d(single_target_bound(priors, epsilon, delta, theorem="cor3.4"))
+    inner = (priors > 0) & (priors < 1)
+    adv = np.atleast_1d(advantage(post_cor34[inner], priors[inner])) if inner.any() \
+        else np.zeros(1)
+    eps_prot = np.atleast_1d(epsilon_protect(priors[inner], tau, delta)) if inner.any() \
+        else np.array([math.nan])
+    bits = leaked_bits(epsilon, 1.0 - confidence)
+    betas = np.atleast_1d(beta(priors, epsilon))
+    homogeneous = bool(np.all(priors == priors[0]))
+    details = {
+        "success_bound_mean": float(per_target.mean()),
+        "expected_successes_bound": float(betas.sum()),
+        "expected_successes_prior": float(priors.sum()),
+        "v_ub_fraction": vub / n,
+        "p_value_at_v_ub_plus_1": float(tb.sf(vub + 1)),
+        "advantage_max": float(adv.max()),
+        "advantage_mean": float(adv.mean()),
+        "epsilon_protect_min": float(np.nanmin(eps_prot)) if np.isfinite(eps_prot).any()
+        else None,
+        "prior_bits": float(-math.log2(priors.max())) if priors.max() > 0 else None,
+    }
+    return {
+        "epsilon": float(epsilon),
+        "delta": float(delta),
+        "confidence": float(confidence),
+        "method": "risk_thm3.5",
+        "success_bound": float(per_target.max()),
+        "v_ub": vub,
+        "targets": n,
+        "leaked_bits": float(bits),
+        "advantage": float(adv.max()),
+        "epsilon_protect": details["epsilon_protect_min"],
+        "params": {"prior": float(priors[0]) if homogeneous else None,
+                   "prior_max": float(priors.max()), "prior_mean": float(priors.mean())},
+        "settings": {"epsilon": float(epsilon), "delta": float(delta), "targets": n,
+                     "confidence": float(confidence), "tau": float(tau),
+                     "delta_multiplier": float(delta_multiplier),
+                     "homogeneous": homogeneous},
+        "details": details,
+    }
+
+
+def _fmt(x: Any) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        if math.isnan(x):
+            return "-"
+        return f"{x:.4f}" if abs(x) >= 1e-3 or x == 0 else f"{x:.3e}"
+    return str(x)
+
+
+@app.command("risk")
+def risk_command(
+    epsilon: float = typer.Option(..., "--epsilon", help="Privacy parameter epsilon (>= 0)."),
+    delta: float = typer.Option(0.0, "--delta", help="delta of (epsilon, delta)-DP, in [0, 1)."),
+    prior: float | None = typer.Option(
+        None, "--prior", help="Prior success probability of the best guess, in (0, 1)."),
+    targets: int | None = typer.Option(
+        None, "--targets", help="Number of target people n (>= 1; default: 1, or the number "
+                                "of entries of --prior-file)."),
+    confidence: float = typer.Option(0.95, "--confidence",
+                                     help="Probability that v_UB holds, in (0, 1)."),
+    prior_file: Path | None = typer.Option(
+        None, "--prior-file", help="Per-person priors: one number per line (or a CSV column)."),
+    tau: float = typer.Option(0.05, "--tau", help="Advantage threshold for eps_protect."),
+    delta_multiplier: float = typer.Option(
+        1.0, "--delta-multiplier", help="m in the m*n*delta term (1 = paper, 2 = Steinke code)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Bound how many of n targets any attacker can reconstruct under (epsilon, delta)-DP."""
+    eps = check_epsilon(epsilon)
+    if not isinstance(eps, float) or not math.isfinite(eps):
+        raise ValueError(f"epsilon must be a finite number >= 0, got {epsilon!r}")
+    d = check_delta(delta)
+    c = check_confidence(confidence)
+    if prior_file is not None and prior is not None:
+        raise ValueError("prior: give either --prior or --prior-file, not both")
+    if prior_file is not None:
+        priors = load_priors(prior_file)
+        if targets is not None:
+            n = check_count("targets", targets, minimum=1)
+            if n != priors.size:
+                raise ValueError(f"targets ({n}) must equal the number of priors in "
+                                 f"--prior-file ({priors.size})")
+    elif prior is not None:
+        p = check_prior_scalar(prior, "prior")
+        n = check_count("targets", 1 if targets is None else targets, minimum=1)
+        priors = np.full(n, p)
+    else:
+        raise ValueError("prior: one of --prior or --prior-file is required")
+    out = risk_summary(eps, d, priors, confidence=c, tau=tau, delta_multiplier=delta_multiplier)
+    if as_json:
+        print_json(out)
+        return
+    det = out["details"]
+    n = out["targets"]
+    table = Table(title=f"Attack risk under ({eps:g}, {d:g})-DP, {n} target(s)")
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    table.add_column("meaning")
+    pdesc = f"{out['params']['prior']:g}" if out["params"]["prior"] is not None else \
+        f"max {out['params']['prior_max']:.4g}, mean {out['params']['prior_mean']:.4g}"
+    table.add_row("prior", pdesc, "best a-priori guess succeeds with this probability")
+    table.add_row("success bound", _fmt(out["success_bound"]),
+                  "per-target attack success <= this (Thm 3.5, n = 1)")
+    table.add_row("expected successes", _fmt(det["expected_successes_bound"]),
+                  f"vs {_fmt(det['expected_successes_prior'])} from the prior alone")
+    table.add_row(f"v_UB ({100 * c:g}%)", f"{out['v_ub']} / {n}",
+                  f"at most this many targets attacked, with prob. >= {c:g} (Thm 3.5)")
+    table.add_row("leaked bits", _fmt(out["leaked_bits"]),
+                  f"bits per person leaked except with prob. {1 - c:.3g} (pure-eps statement)")
+    table.add_row("advantage", _fmt(out["advantage"]),
+                  "(posterior - prior)/(1 - prior) bound (Cor 3.4)")
+    table.add_row(f"epsilon_protect (tau={tau:g})", _fmt(out["epsilon_protect"]),
+                  "largest-risk person: smallest eps with advantage <= tau")
+    console.print(table)
