@@ -29,12 +29,15 @@ from dpaudit.experiments.plotting import plot_panels, resolve_size, seed_sequenc
 from dpaudit.experiments.registry import experiment
 from dpaudit.experiments.tight_figures import (
     DELTA,
+    DPSGDConfig,
     _bits,
     _finish,
     _gaussian_bits,
     _laplace_bits,
     _rr_bits,
     _steinke,
+    gdp_ceiling,
+    observe,
     steinke_k_sweep,
 )
 
@@ -153,3 +156,65 @@ def run_bits_laplace(out_dir: Path, *, full: bool = False, seed: int = 0,
     return _idealised(out_dir, name="bits-laplace", figure="Fig. 8", mech="laplace",
                       size=resolve_size(full, size), seed=seed)
 
+
+
+# --------------------------------------------------------------------------- Figs 9-10
+#: backprop-clipping bug: expected batch size |B| (noise |B| times too small, spec/000 §6.5).
+FLAWED_BATCH_SIZE = 16
+
+
+def _dpsgd(out_dir: Path, *, name: str, figure: str, size: str, seed: int,
+           flaw: str | None) -> list[Path]:
+    cfg = DPSGDConfig.preset(size, {"tiny": (1000,), "small": (1000, 10_000),
+                                    "full": (1000, 10_000)})
+    rows: list[dict[str, Any]] = []
+    for si, sigma in enumerate(cfg.sigmas):
+        mech = cfg.mechanism(sigma, flaw=flaw, batch_size=FLAWED_BATCH_SIZE)
+        claimed = mech.claimed_epsilon(DELTA)
+        ceiling = gdp_ceiling(mech.claimed_curve)
+        for n in cfg.ns:
+            for rep in range(cfg.reps):
+                rng = seed_sequence(seed, 10 if flaw else 9, si, n, rep)
+                x, guess, _, signed = observe(mech, n, rng)
+                errors = int(np.count_nonzero(x != guess))
+                base = {"figure": figure, "panel": f"n={n}", "n": n, "sigma": sigma,
+                        "claimed_eps": claimed, "rep": rep, "seed": seed,
+                        "theory_eps": claimed, "gdp_ceiling": ceiling}
+                ours = {**base, "r": n, "u": errors, "correct": n - errors,
+                        "accuracy": 1 - errors / n}
+                for ci, method in CI_METHODS:
+                    rows.append(_bits(ours, n=n, errors=errors, family="gdp", ci=ci,
+                                      method=method))
+                rows.extend(_steinke_rows(base, x, guess, signed, n, rng,
+                                          best_k_max_n=100_000))
+            if flaw is None:
+                rows.append({**base, "rep": 0, "method": "gdp_ceiling", "epsilon": ceiling})
+
+    def plot(path: Path, rs: list[dict[str, Any]]) -> Path:
+        what = ("flawed DP-SGD (backprop clipping, |B| = "
+                f"{FLAWED_BATCH_SIZE}): bound above the dashed line = violation caught"
+                if flaw else "white-box DP-SGD")
+        return plot_panels(path, rs, panel_key="panel", x_key="claimed_eps", title=str,
+                           xlog=False, ylog=bool(flaw),
+                           xlabel="claimed epsilon (PLD accountant, delta=1e-5)",
+                           labels={**LABELS, "gdp_ceiling": "GDP-family ceiling"},
+                           suptitle=f"seed 000 {figure}: {what} (q={cfg.sampling_rate:g}, "
+                                    f"T={cfg.steps}, simulated; 95% conf.)")
+
+    return _finish(out_dir, name, rows, plot)
+
+
+@experiment("bits-dpsgd", "White-box DP-SGD (simulated, Dirac canaries): bits transmission vs "
+            "Steinke over the claimed epsilon, n in {1e3, 1e4}", "seed 000 Fig. 9")
+def run_bits_dpsgd(out_dir: Path, *, full: bool = False, seed: int = 0,
+                   size: str | None = None) -> list[Path]:
+    return _dpsgd(out_dir, name="bits-dpsgd", figure="Fig. 9", size=resolve_size(full, size),
+                  seed=seed, flaw=None)
+
+
+@experiment("bits-dpsgd-flawed", "DP-SGD with the backprop-clipping bug: the one-run audit "
+            "catches the violation, Steinke only for small claims", "seed 000 Fig. 10")
+def run_bits_dpsgd_flawed(out_dir: Path, *, full: bool = False, seed: int = 0,
+                          size: str | None = None) -> list[Path]:
+    return _dpsgd(out_dir, name="bits-dpsgd-flawed", figure="Fig. 10",
+                  size=resolve_size(full, size), seed=seed, flaw="backprop_clipping")

@@ -114,7 +114,8 @@ def plot_panels(path: Path, rows: Sequence[Mapping[str, Any]], *, panel_key: str
     panels = sorted({r[panel_key] for r in rows}) if panel_key else [None]
     ncol = len(panels)
     fig, axes = plt.subplots(1, ncol, figsize=(4.6 * ncol, 3.8), squeeze=False)
-    for ax, pv in zip(axes[0], panels, strict=True):
+    for i, (ax, pv) in enumerate(zip(axes[0], panels, strict=True)):
+        theory_txt = ""
         prow = [r for r in rows if panel_key is None or r[panel_key] == pv]
         series = list(dict.fromkeys(r[series_key] for r in prow))
         for s in series:
@@ -134,8 +135,8 @@ def plot_panels(path: Path, rows: Sequence[Mapping[str, Any]], *, panel_key: str
                 tx = np.array([float(d[x_key]) for d in th])
                 ty = np.array([d["mean"] for d in th])
                 if np.allclose(ty, ty[0]):
-                    ax.axhline(ty[0], color="k", ls="--", lw=1.2,
-                               label=f"theoretical eps = {ty[0]:.3g}")
+                    ax.axhline(ty[0], color="k", ls="--", lw=1.2, label="theoretical eps")
+                    theory_txt = f" (theoretical eps {ty[0]:.3g})"
                 else:
                     ax.plot(tx, ty, "k--", lw=1.2, label="theoretical eps")
         if diagonal:
@@ -150,9 +151,10 @@ def plot_panels(path: Path, rows: Sequence[Mapping[str, Any]], *, panel_key: str
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         if title is not None:
-            ax.set_title(title(pv), fontsize=10)
+            ax.set_title(title(pv) + theory_txt, fontsize=10)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        if i == 0 or hlines:
+            ax.legend(fontsize=7)
     if suptitle:
         fig.suptitle(suptitle, fontsize=11)
     fig.tight_layout()

@@ -31,17 +31,17 @@ from dpaudit.experiments.plotting import plot_panels, resolve_size, seed_sequenc
 from dpaudit.experiments.registry import experiment
 
 __all__ = [
-    "DELTA", "CONFIDENCE", "COLUMNS", "observe", "top_r_errors", "extreme_correct",
-    "steinke_k_sweep",
+    "DELTA", "CONFIDENCE", "COLUMNS", "DPSGDConfig", "gdp_ceiling", "observe", "top_r_errors",
+    "extreme_correct", "steinke_k_sweep",
 ]
 
 DELTA = 1e-5
 CONFIDENCE = 0.95
 
 COLUMNS = (
-    "figure", "panel", "mu", "eps", "q", "null_delta", "n", "r", "rep", "seed", "method",
-    "epsilon", "theory_eps", "ratio", "u", "correct", "accuracy", "fitted", "mode", "delta",
-    "confidence", "seconds",
+    "figure", "panel", "mu", "eps", "q", "null_delta", "sigma", "claimed_eps", "n", "r", "rep",
+    "seed", "method", "epsilon", "theory_eps", "ratio", "u", "correct", "accuracy", "fitted",
+    "mode", "delta", "confidence", "seconds", "gdp_ceiling",
 )
 
 
@@ -89,9 +89,9 @@ def steinke_k_sweep(truth: np.ndarray, score: np.ndarray, ks: Sequence[int],
 
 
 def _mechanisms() -> Any:
-    from dpaudit.mechanisms import simple
+    from dpaudit import mechanisms
 
-    return simple
+    return mechanisms
 
 
 def observe(mech: Any, n: int, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
@@ -304,6 +304,95 @@ def run_gaussian_general(out_dir: Path, *, full: bool = False, seed: int = 0,
     return _finish(out_dir, "tight-gaussian", rows, plot)
 
 
+# --------------------------------------------------------------------------- DP-SGD (Fig 6)
+@dataclass(frozen=True)
+class DPSGDConfig:
+    """White-box DP-SGD with Dirac canaries (spec/000 §6.4, spec/001 §3.4).
+
+    The papers train real models (CIFAR-10) and do not give q, T or sigma; we use the
+    simulator of :class:`dpaudit.mechanisms.DPSGDSimulator` with Poisson rate q = 0.1, T = 100
+    steps, no background gradients, and the optimal per-canary log-likelihood-ratio score
+    (``score_kind="lr"``).  The x-axis is the claimed epsilon at delta = 1e-5 of
+    ``dpsgd_curve(sigma, q, T)`` (dp_accounting PLD) for a grid of noise multipliers sigma.
+    """
+
+    sigmas: tuple[float, ...]
+    ns: tuple[int, ...]
+    reps: int
+    sampling_rate: float = 0.1
+    steps: int = 100
+    score_kind: str = "lr"
+
+    @classmethod
+    def preset(cls, size: str, ns: dict[str, tuple[int, ...]]) -> DPSGDConfig:
+        sigmas = {"tiny": (1.5,), "small": (0.8, 1.0, 1.5, 2.0, 3.0),
+                  "full": (0.7, 0.8, 1.0, 1.5, 2.0, 3.0)}[size]
+        reps = {"tiny": 2, "small": 3, "full": 20}[size]
+        return cls(sigmas, ns[size], reps)
+
+    def mechanism(self, sigma: float, *, flaw: str | None = None, batch_size: int = 1) -> Any:
+        M = _mechanisms()
+        if flaw == "backprop_clipping":
+            return M.backprop_clipping_dpsgd(noise_multiplier=sigma,
+                                             sampling_rate=self.sampling_rate, steps=self.steps,
+                                             batch_size=batch_size, score_kind=self.score_kind)
+        return M.DPSGDSimulator(noise_multiplier=sigma, sampling_rate=self.sampling_rate,
+                                steps=self.steps, score_kind=self.score_kind)
+
+
+def gdp_ceiling(curve: Any, delta: float = DELTA) -> float:
+    """Largest epsilon a GDP-family audit can reach on a mechanism with this curve.
+
+    A GDP-family bound is driven by the error rate, which is at least e*(curve); the GDP curve
+    with the same optimal error, mu = -2 Phi^{-1}(e*), has epsilon(delta) below the DP-SGD
+    PLD epsilon (the composed subsampled Gaussian has heavier privacy-loss tails), so this is
+    the asymptote of every GDP-family audit of DP-SGD (spec/000 §6.4's suggested family).
+    """
+    from scipy.special import ndtri
+
+    return float(GaussianDP(float(-2.0 * ndtri(curve.bit_error()))).epsilon(delta))
+
+
+@experiment("tight-dpsgd", "White-box DP-SGD (simulated, Dirac canaries, k+ = k- guesses): "
+            "ours vs Steinke vs Mahloujifar over the claimed epsilon", "seed 001 Fig. 6")
+def run_dpsgd(out_dir: Path, *, full: bool = False, seed: int = 0,
+              size: str | None = None) -> list[Path]:
+    size = resolve_size(full, size)
+    cfg = DPSGDConfig.preset(size, {"tiny": (1000,), "small": (2000,), "full": (10_000,)})
+    # paper: 2500 smallest -> 0 and 2500 largest -> 1 (r = 5000); same fraction r = n/2 here.
+    rows: list[dict[str, Any]] = []
+    for si, sigma in enumerate(cfg.sigmas):
+        mech = cfg.mechanism(sigma)
+        claimed = mech.claimed_epsilon(DELTA)
+        ceiling = gdp_ceiling(mech.claimed_curve)
+        for n in cfg.ns:
+            k = n // 4
+            r = 2 * k
+            for rep in range(cfg.reps):
+                rng = seed_sequence(seed, 6, si, n, rep)
+                x, _, _, signed = observe(mech, n, rng)
+                correct = extreme_correct(x, signed, k, k, rng)
+                base = {"figure": "Fig. 6", "panel": f"n={n}, r={r}", "n": n, "r": r,
+                        "sigma": sigma, "claimed_eps": claimed, "rep": rep, "seed": seed,
+                        "theory_eps": claimed, "u": r - correct, "correct": correct,
+                        "accuracy": correct / r, "gdp_ceiling": ceiling}
+                rows.append(_tight(base, n=n, r=r, u=r - correct, family="gdp"))
+                rows.append(_steinke(base, m=n, r=r, correct=correct))
+                rows.append(_mahloujifar(base, m=n, r=r, correct=correct))
+            rows.append({"figure": "Fig. 6", "panel": f"n={n}, r={r}", "n": n, "r": r,
+                         "sigma": sigma, "claimed_eps": claimed, "rep": 0, "seed": seed,
+                         "method": "gdp_ceiling", "epsilon": ceiling, "theory_eps": claimed})
+
+    def plot(path: Path, rs: list[dict[str, Any]]) -> Path:
+        return plot_panels(path, rs, panel_key="panel", x_key="claimed_eps", title=str,
+                           xlog=False, xlabel="claimed epsilon (PLD accountant, delta=1e-5)",
+                           labels={"gdp_ceiling": "GDP-family ceiling (e*-matched GDP)"},
+                           suptitle=f"seed 001 Fig. 6: white-box DP-SGD (q={cfg.sampling_rate:g}"
+                                    f", T={cfg.steps}, simulated; 95% conf.)")
+
+    return _finish(out_dir, "tight-dpsgd", rows, plot)
+
+
 # --------------------------------------------------------------------------- Fig 7
 @experiment("tight-rr", "Randomized response (eps=2) with large delta: ours vs Steinke over n",
             "seed 001 Fig. 7")
@@ -437,7 +526,9 @@ def run_ablation_pvalue(out_dir: Path, *, full: bool = False, seed: int = 0,
                            hlines={f"delta={d:g}": ((1 - CONFIDENCE, "0.05"),) for d in deltas})
 
     csv_path = write_csv(Path(out_dir) / "tight-ablation-pvalue.csv", rows,
-                         (*COLUMNS[:15], "p_value", "mode", "delta", "confidence", "seconds"))
+                         ("figure", "panel", "eps", "null_delta", "n", "r", "u", "correct",
+                          "accuracy", "method", "mode", "p_value", "delta", "confidence",
+                          "seconds", "seed"))
     return [csv_path, plot(Path(out_dir) / "tight-ablation-pvalue.png", rows)]
 
 
