@@ -1,0 +1,174 @@
+"""One-run audit of Steinke, Nasr and Jagielski, *Privacy Auditing with One (1) Training Run*
+(NeurIPS 2023, arXiv:2305.08846) -- the baseline of seeds 000 and 001 (spec/001 §5.1,
+spec/000 §7.1).
+
+Game: m canaries, each included with probability 1/2; after one run the auditor guesses
+"included" for the k+ highest scores and "excluded" for the k- lowest and abstains on the
+rest; r = k+ + k- guesses, v of them correct.  Under (eps, delta)-DP (their Theorem 5.2 /
+Corollary 5.4 and the p-value code of their Appendix D):
+
+    q      = e^eps / (1 + e^eps)
+    beta   = P[Binomial(r, q) >= v]
+    alpha  = max_{i=1..v} (1/i) P[v - i <= Binomial(r, q) < v]
+           = max_{i=1..v} (1/i) sum_{j=1..i} pmf(v - j; r, q)
+    p(eps) = min(1, beta + 2 m delta alpha)
+
+and the bound is the largest eps with p(eps) < 1 - confidence, found by growing an upper
+bracket by +1 (capped at ``eps_cap``) and bisecting (shared helper
+:func:`dpaudit.search.largest_rejected`).  The 2 m delta term makes the bound collapse to 0
+for large m delta (seed 001 §6.2, Fig. 7).
+
+``variant="port"`` reproduces the seed-001 authors' comparison port (their
+``compare/RESULTS.txt``; spec/001 §4.3, §5.1), whose window is shifted by one:
+alpha = max_i (1/i) (CDF(v) - CDF(v - i)) = max_i (1/i) sum_{j=0..i-1} pmf(v - j).  It is
+offered only to reproduce their numbers; the original is the published statistic.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from scipy import special, stats
+
+from dpaudit.results import AuditResult
+from dpaudit.search import largest_rejected
+from dpaudit.validation import (
+    check_binary_array,
+    check_choice,
+    check_confidence,
+    check_count,
+    check_counts_le,
+    check_delta,
+    check_finite_array,
+    check_positive,
+    check_same_length,
+)
+
+__all__ = ["steinke", "steinke_p_value", "guesses_from_scores", "STEINKE_VARIANTS"]
+
+STEINKE_VARIANTS = ("original", "port")
+
+
+def _check_counts(m: Any, guesses: Any, correct: Any) -> tuple[int, int, int]:
+    m = check_count("m", m, minimum=1)
+    r = check_count("guesses", guesses, minimum=0)
+    v = check_count("correct", correct, minimum=0)
+    check_counts_le("guesses", r, "m", m)
+    check_counts_le("correct", v, "guesses", r)
+    return m, r, v
+
+
+def _p_value(m: int, r: int, v: int, eps: float, delta: float, variant: str) -> float:
+    if v == 0:
+        return 1.0
+    q = float(special.expit(eps))
+    beta = float(stats.binom.sf(v - 1, r, q))
+    if delta == 0.0:
+        return min(1.0, beta)
+    # pmf(v - j; r, q) for j = 0..v (log space, so that far tails are exact zeros, not NaN)
+    k = np.arange(v, -1, -1, dtype=float)
+    pmf = np.exp(stats.binom.logpmf(k, r, q))
+    i = np.arange(1, v + 1, dtype=float)
+    if variant == "original":
+        window = np.cumsum(pmf[1:])          # sum_{j=1..i} pmf(v - j)
+    else:
+        window = np.cumsum(pmf[:-1])         # sum_{j=0..i-1} pmf(v - j)
+    alpha = float(np.max(window / i))
+    return float(min(1.0, beta + 2.0 * m * delta * alpha))
+
+
+def steinke_p_value(m: int, guesses: int, correct: int, eps: float, delta: float = 1e-5,
+                    variant: str = "original") -> float:
+    """p-value of "the mechanism is (eps, delta)-DP" given ``correct`` of ``guesses`` right
+    among ``m`` canaries (Steinke et al. 2023, Cor. 5.4 / Appendix D; module docstring)."""
+    m, r, v = _check_counts(m, guesses, correct)
+    eps = float(eps)
+    if not (eps >= 0 and math.isfinite(eps)):
+        raise ValueError(f"eps must be finite and >= 0, got {eps!r}")
+    delta = check_delta(delta)
+    check_choice("variant", variant, STEINKE_VARIANTS)
+    return _p_value(m, r, v, eps, delta, variant)
+
+
+def steinke(m: int, guesses: int, correct: int, delta: float = 1e-5,
+            confidence: float = 0.95, variant: str = "original", *, tol: float = 1e-6,
+            eps_cap: float = 200.0) -> AuditResult:
+    """Steinke-Nasr-Jagielski one-run epsilon lower bound at ``delta``.
+
+    Args:
+      m: number of canaries (each included with probability 1/2).
+      guesses: number of non-abstained guesses r = k+ + k- (0 <= r <= m).
+      correct: number of correct guesses v (0 <= v <= r).
+      delta: delta of the (eps, delta)-DP null (enters through the 2 m delta term).
+      confidence: probability that the bound holds; eps is rejected iff
+        p(eps) < 1 - confidence (their convention).
+      variant: "original" (published statistic) or "port" (seed-001 authors' port).
+      tol: relative tolerance of the bisection on eps.
+      eps_cap: largest eps searched; ``details["hit_ceiling"]`` is set when reached.
+    """
+    m, r, v = _check_counts(m, guesses, correct)
+    delta = check_delta(delta)
+    confidence = check_confidence(confidence)
+    check_choice("variant", variant, STEINKE_VARIANTS)
+    tol = check_positive("tol", tol, upper=0.1)
+    eps_cap = check_positive("eps_cap", eps_cap)
+    sig = 1.0 - confidence
+
+    def reject(eps: float) -> bool:
+        return _p_value(m, r, v, eps, delta, variant) < sig
+
+    # their bracket: eps_max = 1, grown by +1 while still rejected (capped).
+    hi = min(1.0, eps_cap)
+    while hi < eps_cap and reject(hi):
+        hi = min(hi + 1.0, eps_cap)
+    res = largest_rejected(reject, 0.0, hi, tol=tol)
+    eps = 0.0 if res.nothing_rejected else res.theta
+    hit = res.hit_ceiling and hi >= eps_cap
+    return AuditResult(
+        epsilon=float(eps), delta=delta, confidence=confidence, method="steinke",
+        params={"eps": float(eps)}, p_value=_p_value(m, r, v, eps, delta, variant),
+        settings={"m": m, "guesses": r, "correct": v, "delta": delta,
+                  "confidence": confidence, "variant": variant, "tol": tol,
+                  "eps_cap": eps_cap},
+        details={"hit_ceiling": bool(hit), "nothing_rejected": res.nothing_rejected,
+                 "accuracy": v / r if r else math.nan})
+
+
+def guesses_from_scores(truth: Any, score: Any, k_pos: Any, k_neg: Any, *,
+                        rng: np.random.Generator | int = 0) -> tuple[Any, Any]:
+    """Steinke et al.'s guessing rule: "included" (1) for the ``k_pos`` highest scores,
+    "excluded" (0) for the ``k_neg`` lowest, abstain on the rest.
+
+    Returns ``(guesses, correct)`` with guesses = k_pos + k_neg.  ``k_pos``/``k_neg`` may be
+    arrays (a k-sweep): the canaries are sorted once and the counts come from cumulative sums,
+    so a whole sweep costs O(m log m).  Ties in ``score`` are broken by a uniformly random
+    priority drawn from ``rng`` (independent of ``truth``, so tie-breaking cannot leak the
+    truth through the input order).
+    """
+    t = check_binary_array("truth", truth)
+    s = check_finite_array("score", score)
+    check_same_length(truth=t, score=s)
+    m = t.size
+    kp = np.asarray(k_pos)
+    kn = np.asarray(k_neg)
+    for name, k in (("k_pos", kp), ("k_neg", kn)):
+        flat = k.reshape(-1)
+        if flat.size == 0 or not np.all(np.isfinite(flat.astype(float))) or np.any(
+                flat.astype(float) != np.round(flat.astype(float))) or np.any(flat < 0):
+            raise ValueError(f"{name} must be integers >= 0, got {k!r}")
+    kp, kn = np.broadcast_arrays(kp.astype(np.int64), kn.astype(np.int64))
+    if np.any(kp + kn > m):
+        raise ValueError(f"k_pos + k_neg must be <= the number of canaries ({m})")
+    gen = np.random.default_rng(rng)
+    order = np.lexsort((gen.random(m), s))  # ascending score, random among ties
+    sorted_truth = t[order].astype(np.int64)
+    # correct "excluded" guesses among the k lowest; correct "included" among the k highest.
+    low_false = np.concatenate([[0], np.cumsum(1 - sorted_truth)])
+    high_true = np.concatenate([[0], np.cumsum(sorted_truth[::-1])])
+    correct = high_true[kp] + low_false[kn]
+    guesses = kp + kn
+    if guesses.ndim == 0:
+        return int(guesses), int(correct)
+    return guesses, correct
