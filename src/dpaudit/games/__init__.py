@@ -1,0 +1,18 @@
+"""Audit games: the bits-transmission framework (one run / many runs), the black-box parallel
+multi-run driver, and end-to-end audits of simulated mechanisms."""
+
+from dpaudit.games.audit import (
+    OneRunReport,
+    default_family,
+    demo_dpsgd,
+    multi_run_audit,
+    one_run_audit,
+)
+from dpaudit.games.bits import NULL, BitsTranscript, CanaryGenerator, partition_runs, transmit
+from dpaudit.games.blackbox import BlackBoxAudit, run_trials, trial_rng
+
+__all__ = [
+    "CanaryGenerator", "BitsTranscript", "transmit", "partition_runs", "NULL",
+    "BlackBoxAudit", "run_trials", "trial_rng", "OneRunReport", "one_run_audit",
+    "default_family", "multi_run_audit", "demo_dpsgd",
+]
