@@ -31,8 +31,11 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import multiprocessing as mp
+import pickle
 import warnings
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -162,7 +165,8 @@ def audit_one_run(member: Any, score: Any, delta: float = 1e-5, confidence: floa
                   grid: Sequence[tuple[int, int]] | None = None,
                   bits_ci: str = "clopper_pearson", bits_threshold: float | None = None,
                   tight_mode: str = "exact", simultaneous: bool = False,
-                  seed: int | np.random.Generator | None = 0) -> list[AuditResult]:
+                  seed: int | np.random.Generator | None = 0,
+                  n_jobs: int = 1) -> list[AuditResult]:
     """Run several one-run audit methods on the same observations (one row per method).
 
     Args:
@@ -183,6 +187,8 @@ def audit_one_run(member: Any, score: Any, delta: float = 1e-5, confidence: floa
       simultaneous: split 1 - confidence across the methods as well, so that the maximum over
         all rows is valid at ``confidence`` (Bonferroni over methods x grid).
       seed: random tie-breaking of equal scores.
+      n_jobs: worker processes (forked) for the (method, grid point) bound computations;
+        1 (default) = in-process.  Results do not depend on it.
 
     Each result keeps its estimator's fields and gains ``settings`` k_plus, k_minus, guesses,
     wrong, correction ("bonferroni"), grid, grid_size, per_test_confidence, and ``details``
@@ -225,19 +231,27 @@ def audit_one_run(member: Any, score: Any, delta: float = 1e-5, confidence: floa
     alpha_total = 1.0 - gamma
     alpha_method = alpha_total / len(methods) if simultaneous else alpha_total
 
-    results: list[AuditResult] = []
+    plan: list[tuple[str, list[tuple[int, int, int, int]], float]] = []
     for m in methods:
-        fn = _estimator(m)
         if m == "bits":
             pts = [(bits_kp, n - bits_kp, n, bits_u)]
         else:
             pts = [(int(a), int(b), int(r), int(u)) for a, b, r, u in
                    zip(counts["k_plus"], counts["k_minus"], counts["guesses"], counts["wrong"],
                        strict=True)]
+        plan.append((m, pts, 1.0 - alpha_method / len(pts)))
+    for m in methods:
+        _estimator(m)  # fail early, with a clear message, for a missing method
+    tasks = [(m, n, r, u, family, delta, conf, bits_ci, tight_mode)
+             for m, pts, conf in plan for _, _, r, u in pts]
+    done = _map(tasks, check_count("n_jobs", n_jobs, minimum=1))
+
+    results: list[AuditResult] = []
+    pos = 0
+    for m, pts, conf_each in plan:
         g = len(pts)
-        conf_each = 1.0 - alpha_method / g
-        rows = [_run_point(m, fn, n, r, u, family=family, delta=delta, confidence=conf_each,
-                           bits_ci=bits_ci, tight_mode=tight_mode) for _, _, r, u in pts]
+        rows = done[pos:pos + g]
+        pos += g
         eps = [float(x.epsilon) for x in rows]
         best = int(np.argmax(eps))
         chosen = rows[best]
@@ -255,6 +269,32 @@ def audit_one_run(member: Any, score: Any, delta: float = 1e-5, confidence: floa
         results.append(dataclasses.replace(chosen, confidence=gamma, p_value=p_adj,
                                            settings=settings, details=details))
     return results
+
+
+def _task(task: tuple[Any, ...]) -> AuditResult:
+    m, n, r, u, family, delta, conf, bits_ci, tight_mode = task
+    return _run_point(m, _estimator(m), n, r, u, family=family, delta=delta, confidence=conf,
+                      bits_ci=bits_ci, tight_mode=tight_mode)
+
+
+def _map(tasks: list[tuple[Any, ...]], workers: int) -> list[AuditResult]:
+    """Evaluate the bound computations, in worker processes when it pays off.
+
+    The estimators are dominated by SciPy calls that hold the GIL, so threads do not help;
+    forked processes do.  Falls back to sequential evaluation when there is one task, one
+    worker, no ``fork`` start method, or an unpicklable family (e.g. a lambda).
+    """
+    if workers > 1 and len(tasks) > 1 and "fork" in mp.get_all_start_methods():
+        try:
+            pickle.dumps(tasks[0])
+        except Exception:  # noqa: BLE001 - any pickling failure means "run in-process"
+            pass
+        else:
+            ctx = mp.get_context("fork")
+            with ProcessPoolExecutor(max_workers=min(workers, len(tasks)),
+                                     mp_context=ctx) as pool:
+                return list(pool.map(_task, tasks))
+    return [_task(t) for t in tasks]
 
 
 def _seed_repr(seed: Any) -> Any:
