@@ -70,6 +70,19 @@ def check_prior_scalar(value: Any, name: str = "prior") -> float:
     return v
 
 
+def _check_p(p: Any) -> np.ndarray:
+    """p of any shape, each entry in [0, 1]."""
+    try:
+        arr = np.asarray(p, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"p must be probabilities in [0, 1], got {p!r}") from None
+    bad = ~((arr >= 0) & (arr <= 1))
+    if bad.any():
+        v = arr.reshape(-1)[int(np.flatnonzero(bad.reshape(-1))[0])]
+        raise ValueError(f"p must be in [0, 1]; got {v!r}")
+    return arr
+
+
 def _logit(p: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore"):
         return np.log(p) - np.log1p(-p)
@@ -86,8 +99,7 @@ def beta(p: Any, epsilon: Any) -> np.ndarray | float:
       p: prior success probability/probabilities in [0, 1].
       epsilon: privacy parameter(s), >= 0 (inf allowed).
     """
-    pp = check_prior_array(p, "p", min_size=0) if np.ndim(p) else \
-        check_prior_array([p], "p")[0]
+    pp = _check_p(p)
     e = check_epsilon(epsilon)
     pp_a, e_a = np.broadcast_arrays(np.asarray(pp, dtype=float), np.asarray(e, dtype=float))
     with np.errstate(invalid="ignore"):
@@ -100,8 +112,7 @@ def beta(p: Any, epsilon: Any) -> np.ndarray | float:
 def posterior_lower(p: Any, epsilon: Any) -> np.ndarray | float:
     """Lower companion of beta: e^-eps / (e^-eps - 1 + 1/p) = sigmoid(logit p - eps)
     (seed 003 App. B, proof of Thm 3.2).  p = 0 -> 0, p = 1 -> 1, eps = inf -> 0 for p < 1."""
-    pp = check_prior_array(p, "p", min_size=0) if np.ndim(p) else \
-        check_prior_array([p], "p")[0]
+    pp = _check_p(p)
     e = check_epsilon(epsilon)
     pp_a, e_a = np.broadcast_arrays(np.asarray(pp, dtype=float), np.asarray(e, dtype=float))
     with np.errstate(invalid="ignore"):
