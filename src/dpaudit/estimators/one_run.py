@@ -42,6 +42,7 @@ import numpy as np
 from scipy import stats
 
 from dpaudit.curves import resolve_family
+from dpaudit.estimators.steinke import guesses_from_scores
 from dpaudit.observations import MembershipObservations
 from dpaudit.results import AuditResult
 from dpaudit.validation import (
@@ -79,38 +80,20 @@ def default_grid(n: int, fractions: Sequence[float] = DEFAULT_FRACTIONS) -> list
     return out
 
 
-def _order(score: np.ndarray, seed: int | np.random.Generator | None) -> np.ndarray:
-    """Ascending score order with ties broken by a random priority (independent of truth):
-    a random permutation followed by a stable sort."""
-    perm = np.random.default_rng(seed).permutation(score.size)
-    return perm[np.argsort(score[perm], kind="stable")]
-
-
-def _cumulative_members(member: np.ndarray, score: np.ndarray,
-                        seed: int | np.random.Generator | None) -> np.ndarray:
-    """ones_low[k] = number of members among the k lowest scores (k = 0..n)."""
-    return np.concatenate([[0], np.cumsum(member[_order(score, seed)], dtype=np.int64)])
-
-
-def _counts(ones_low: np.ndarray, kp: np.ndarray, km: np.ndarray) -> dict[str, np.ndarray]:
-    n = ones_low.size - 1
-    ones_top = ones_low[-1] - ones_low[n - kp]
-    wrong = (kp - ones_top) + ones_low[km]
-    r = kp + km
-    return {"k_plus": kp, "k_minus": km, "guesses": r, "wrong": wrong, "correct": r - wrong}
-
-
 def guess_counts(member: Any, score: Any, grid: Sequence[tuple[int, int]], *,
                  seed: int | np.random.Generator | None = 0) -> dict[str, np.ndarray]:
-    """Counts of the top-k_plus / bottom-k_minus guessing rule for every grid point, vectorised.
+    """Counts of the top-k_plus / bottom-k_minus guessing rule at every grid point.
 
-    One sort (O(n log n)) and one cumulative sum; each grid point is then O(1):
-    wrong = (k_plus - members among the k_plus highest) + members among the k_minus lowest.
-    Returns arrays ``k_plus, k_minus, guesses (r), wrong (u), correct (v = r - u)``.
+    A thin wrapper of :func:`dpaudit.estimators.steinke.guesses_from_scores` (one sort, then
+    cumulative sums, ties broken by a random priority drawn from ``seed``).  Returns arrays
+    ``k_plus, k_minus, guesses (r), wrong (u), correct (v = r - u)``.
     """
     obs = MembershipObservations.from_arrays(member, score)
     kp, km = _check_grid(grid, obs.n)
-    return _counts(_cumulative_members(obs.member, obs.score, seed), kp, km)
+    r, v = guesses_from_scores(obs.member, obs.score, kp, km,
+                               rng=np.random.default_rng() if seed is None else seed)
+    r, v = np.asarray(r, dtype=np.int64), np.asarray(v, dtype=np.int64)
+    return {"k_plus": kp, "k_minus": km, "guesses": r, "wrong": r - v, "correct": v}
 
 
 def _check_grid(grid: Sequence[tuple[int, int]], n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -218,12 +201,11 @@ def audit_one_run(member: Any, score: Any, delta: float = 1e-5, confidence: floa
     _balance_warning(obs)
 
     pairs = default_grid(n, fractions) if grid is None else [tuple(p) for p in grid]
-    ones_low = _cumulative_members(obs.member, obs.score, seed)
-    counts = _counts(ones_low, *_check_grid(pairs, n))
+    # one sort for the whole grid plus the bits median split (last entry)
+    counts = guess_counts(obs.member, obs.score, [*pairs, ((n + 1) // 2, n // 2)], seed=seed)
     if bits_threshold is None:
         bits_kp = (n + 1) // 2
-        half = np.array([bits_kp]), np.array([n - bits_kp])
-        bits_u = int(_counts(ones_low, *half)["wrong"][0])
+        bits_u = int(counts["wrong"][-1])
     else:
         guess = obs.score > bits_threshold
         bits_u = int(np.count_nonzero(guess != obs.member))
@@ -237,8 +219,8 @@ def audit_one_run(member: Any, score: Any, delta: float = 1e-5, confidence: floa
             pts = [(bits_kp, n - bits_kp, n, bits_u)]
         else:
             pts = [(int(a), int(b), int(r), int(u)) for a, b, r, u in
-                   zip(counts["k_plus"], counts["k_minus"], counts["guesses"], counts["wrong"],
-                       strict=True)]
+                   zip(counts["k_plus"][:-1], counts["k_minus"][:-1], counts["guesses"][:-1],
+                       counts["wrong"][:-1], strict=True)]
         plan.append((m, pts, 1.0 - alpha_method / len(pts)))
     for m in methods:
         _estimator(m)  # fail early, with a clear message, for a missing method
