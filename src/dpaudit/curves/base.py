@@ -26,7 +26,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from scipy import optimize
 
 from dpaudit.search import solve_monotone
 from dpaudit.validation import check_delta, check_nonnegative
@@ -54,20 +53,28 @@ def _profile_objective(curve: Curve, eps: float, log_alpha: np.ndarray) -> np.nd
 def numeric_delta(curve: Curve, epsilon: float) -> float:
     """delta_f(eps) by direct maximisation of the hockey-stick objective over alpha.
 
-    The objective is concave in alpha (f is convex), hence unimodal in log(alpha); a log grid
-    over [1e-60, 1] locates the maximiser and a bounded Brent search refines it.
+    The objective is concave in alpha (f is convex), hence unimodal: a log grid over
+    [1e-60, 1] brackets the maximiser and a golden-section search in alpha (not log alpha, so
+    the bracket shrinks to machine precision even at the kinks of piecewise-linear curves)
+    refines it.
     """
     eps = float(epsilon)
     vals = _profile_objective(curve, eps, _LOG_ALPHA_GRID)
     i = int(np.argmax(vals))
-    lo = _LOG_ALPHA_GRID[max(i - 1, 0)]
-    hi = _LOG_ALPHA_GRID[min(i + 1, len(_LOG_ALPHA_GRID) - 1)]
     best = float(vals[i])
-    if hi > lo:
-        res = optimize.minimize_scalar(
-            lambda t: -float(_profile_objective(curve, eps, np.array([t]))[0]),
-            bounds=(lo, hi), method="bounded", options={"xatol": 1e-12})
-        best = max(best, -float(res.fun))
+    a = math.exp(_LOG_ALPHA_GRID[i - 1]) if i > 0 else 0.0
+    b = math.exp(_LOG_ALPHA_GRID[min(i + 1, len(_LOG_ALPHA_GRID) - 1)])
+    # Zoom: 65 equispaced points per round, keep the two neighbours of the best one (the
+    # maximiser of a concave function lies between them); each round shrinks by 32x.
+    for _ in range(12):
+        if b - a <= 1e-16 * max(b, 1e-300):
+            break
+        x = np.linspace(a, b, 65)
+        with np.errstate(divide="ignore"):
+            v = _profile_objective(curve, eps, np.log(np.maximum(x, 1e-320)))
+        j = int(np.argmax(v))
+        best = max(best, float(v[j]))
+        a, b = x[max(j - 1, 0)], x[min(j + 1, 64)]
     # alpha = 0 end point (f(0) < 1 for curves with a delta atom).
     f0 = float(curve.tradeoff(np.array([0.0]))[0])
     best = max(best, 1.0 - f0)
@@ -75,7 +82,12 @@ def numeric_delta(curve: Curve, epsilon: float) -> float:
 
 
 def numeric_epsilon(curve: Curve, delta: float, *, delta_fn: Any = None) -> float:
-    """inf{eps >= 0 : delta_f(eps) <= delta}, by the shared monotone solver."""
+    """inf{eps >= 0 : delta_f(eps) <= delta}, by the shared monotone solver.
+
+    Resolution: the numeric profile is accurate to ~1e-14 absolute, so delta below ~1e-12 (in
+    particular delta = 0 for a curve that is not pure DP) cannot be resolved numerically; curves
+    with closed forms (GaussianDP, LaplaceDP, EpsDeltaDP, ...) decide those cases exactly.
+    """
     dfn = delta_fn if delta_fn is not None else (lambda e: numeric_delta(curve, e))
     # Floating-point slack: the profile is flat at delta on plateaus (pure DP at delta = 0,
     # (eps, delta0)-DP at delta = delta0); solving exactly there is ill-posed.

@@ -54,8 +54,11 @@ class SubsampledGaussianDP(Curve):
         #   C_q(f)(x) = f_q(x) on [0, x*], x* + f_q(x*) - x on [x*, f_q(x*)], f_q^{-1}(x) after.
         xs = float(ndtr(-self.mu / 2))
         fxs = float(self._fq(np.array(xs)))
-        inv = invert_decreasing(self._fq, a)
-        return np.where(a <= xs, self._fq(a), np.where(a <= fxs, xs + fxs - a, inv))
+        out = np.where(a <= xs, self._fq(a), xs + fxs - a)
+        tail = a > fxs
+        if tail.any():
+            out[tail] = invert_decreasing(self._fq, a[tail])
+        return out
 
     def power(self, alpha: Any) -> np.ndarray:
         if self.symmetrized:
@@ -79,4 +82,7 @@ class SubsampledGaussianDP(Curve):
         return float(max(d1, d2))
 
     def epsilon(self, delta: float) -> float:
-        return numeric_epsilon(self, check_delta(delta), delta_fn=self.delta)
+        delta = check_delta(delta)
+        if delta == 0.0:
+            return math.inf  # a Gaussian component is never pure DP
+        return numeric_epsilon(self, delta, delta_fn=self.delta)
