@@ -35,7 +35,7 @@ class LaplaceDP(Curve):
         a = as_alpha(alpha)
         e = self.eps
         lo = math.exp(-e) / 2
-        with np.errstate(divide="ignore"):
+        with np.errstate(divide="ignore", over="ignore"):
             mid = math.exp(-e) / (4 * np.where(a > 0, a, 1.0))
         return np.where(a < lo, 1 - math.exp(e) * a,
                         np.where(a <= 0.5, mid, math.exp(-e) * (1 - a)))
