@@ -293,13 +293,16 @@ def password_prior(variant: str = "implied") -> ZipfPrior:
     return ZipfPrior(s, n, name=f"password ({variant})")
 
 
-def pii_like_prior(num_candidates: int = 2000, p_max: float = 0.0055) -> ExplicitPrior:
+def pii_like_prior(num_candidates: int = 5000, p_max: float = 0.0055) -> ExplicitPrior:
     """A PII-like (names) prior: a Zipf-profile distribution over ``num_candidates`` candidate
     names whose most likely candidate has prior ``p_max`` (default: the paper-implied 0.0055,
     spec/003 §6.4).  The exponent s solves 1 / H_{N,s} = p_max (shared monotone solver).
 
     Stand-in for the GPT-2-perplexity prior of seed 003 §5.1 (no pretrained model is used); feed
-    real perplexities to :meth:`ExplicitPrior.from_perplexities` instead when available.
+    real perplexities to :meth:`ExplicitPrior.from_perplexities` instead when available.  The
+    default 5000 candidates (s = 0.4608) also reproduce the paper's qualitative findings at
+    eps = 5: the most likely name has Adv 0.448 (paper 0.45) while the median and 10th-percentile
+    names stay below Adv 0.05 (0.022 and 0.017); with <= 2000 candidates the median exceeds it.
     """
     n = check_count("num_candidates", num_candidates, minimum=2)
     pm = float(p_max)
