@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import math
 import multiprocessing as mp
 import pickle
 import warnings
@@ -60,7 +61,7 @@ DEFAULT_FRACTIONS = (0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0)
 
 
 def default_grid(n: int, fractions: Sequence[float] = DEFAULT_FRACTIONS) -> list[tuple[int, int]]:
-    """(k_plus, k_minus) pairs with r = round(f n), k_plus = ceil(r/2), k_minus = floor(r/2);
+    """(k_plus, k_minus) pairs with r = floor(f n + 1/2), k_plus = ceil(r/2), k_minus = floor(r/2);
     points with r < 2 are dropped and duplicates removed (order kept)."""
     n = check_count("n", n, minimum=1)
     fr = check_finite_array("fractions", fractions)
@@ -68,7 +69,7 @@ def default_grid(n: int, fractions: Sequence[float] = DEFAULT_FRACTIONS) -> list
         raise ValueError(f"fractions must be in (0, 1], got {fr.tolist()}")
     out: list[tuple[int, int]] = []
     for f in fr:
-        r = min(n, int(round(float(f) * n)))
+        r = min(n, int(math.floor(float(f) * n + 0.5)))  # half-up rounding
         if r < 2:
             continue
         pair = ((r + 1) // 2, r // 2)
