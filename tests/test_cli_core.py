@@ -1,0 +1,99 @@
+"""CLI: curve, audit, demo; one-line errors with a non-zero exit."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from dpaudit.cli import main
+
+
+def run(capsys, *argv):
+    rc = main(list(argv))
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_curve_gdp_json(capsys):
+    rc, out, _ = run(capsys, "curve", "gdp", "--mu", "1", "--delta", "1e-5", "--json")
+    assert rc == 0
+    d = json.loads(out)
+    assert round(d["epsilon"], 4) == 4.3772
+    assert d["bit_error"] == pytest.approx(0.308538, abs=1e-6)
+
+
+def test_curve_table(capsys):
+    rc, out, _ = run(capsys, "curve", "sgm", "--mu", "2", "--q", "0.2")
+    assert rc == 0 and "7.6204" in out and "0.431731" in out
+
+
+@pytest.fixture
+def scores_csv(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 20_000
+    member = (rng.random(n) < 0.5).astype(int)
+    score = member * 3.0 + rng.normal(size=n)
+    p = tmp_path / "scores.csv"
+    np.savetxt(p, np.column_stack([member, score]), delimiter=",", header="member,score",
+               comments="", fmt=["%d", "%.6f"])
+    return p
+
+
+def test_audit_verdicts(capsys, scores_csv):
+    rc, out, _ = run(capsys, "audit", str(scores_csv), "--claimed-epsilon", "1", "--json")
+    assert rc == 0
+    d = json.loads(out)
+    assert d["violation"] is True and d["verdict"].startswith("violation: epsilon >= ")
+    assert [r["method"] for r in d["results"]] == ["multi_run", "multi_run_gdp"]
+    assert set(d["results"][0]) >= {"epsilon", "delta", "confidence", "method", "params",
+                                    "p_value", "settings", "details"}
+    rc, out, _ = run(capsys, "audit", str(scores_csv), "--claimed-epsilon", "50")
+    assert rc == 0 and "no violation detected" in out
+
+
+def test_audit_npz_and_json_inputs(capsys, tmp_path):
+    m = np.array([1, 0] * 200)
+    s = m * 2.0 + np.linspace(-1, 1, 400)
+    np.savez(tmp_path / "a.npz", member=m, score=s)
+    (tmp_path / "a.json").write_text(json.dumps({"member": m.tolist(), "score": s.tolist()}))
+    eps = []
+    for name in ("a.npz", "a.json"):
+        rc, out, _ = run(capsys, "audit", str(tmp_path / name), "--json")
+        assert rc == 0
+        eps.append(json.loads(out)["results"][0]["epsilon"])
+    assert eps[0] == eps[1] > 0
+
+
+@pytest.mark.parametrize("content,match", [
+    ("member,value\n1,0.3\n", "missing column(s) score"),
+    ("member,score\n1,abc\n", "must be numeric"),
+    ("member,score\n1,nan\n0,0.1\n", "score must be finite"),
+    ("", "empty file"),
+])
+def test_audit_bad_files(capsys, tmp_path, content, match):
+    p = tmp_path / "bad.csv"
+    p.write_text(content)
+    rc, out, err = run(capsys, "audit", str(p))
+    assert rc == 2 and out == ""
+    assert err.startswith("error: ") and match in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("argv,match", [
+    (["audit", "/no/such/file.csv"], "not found"),
+    (["curve", "gdp", "--mu", "1", "--bogus"], "No such option"),
+    (["curve", "nope", "--mu", "1"], "kind must be one of"),
+    (["curve", "gdp", "--mu", "1", "--delta", "2"], "delta must be in"),
+    (["frobnicate"], "No such command"),
+])
+def test_cli_errors_one_line(capsys, argv, match):
+    rc, _, err = run(capsys, *argv)
+    assert rc == 2 and match in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_demo_catches_the_flaw(capsys):
+    rc, out, _ = run(capsys, "demo", "--json")
+    assert rc == 0
+    d = json.loads(out)
+    assert d["correct"].startswith("no violation") and d["flawed"].startswith("violation")
