@@ -87,8 +87,8 @@ def one_run_cmd(
                   extra={"canaries": obs.n, "members": obs.n_members})
     for r in results:
         s = r.settings
-        console.print(f"{r.method}: k+={s['k_plus']} k-={s['k_minus']} guesses={s['guesses']} "
-                      f"wrong={s['wrong']} (grid of {s['grid_size']}, per-test confidence "
-                      f"{s['per_test_confidence']:.5f})")
+        console.print(f"{r.method}: k+={s['k_plus']} k-={s['k_minus']} wrong={s['wrong']}"
+                      f"/{s['guesses']}; grid {s['grid_size']}, per-test conf "
+                      f"{s['per_test_confidence']:.5f}")
     if v:
         console.print(f"[bold]{v}[/bold] (based on {basis.method})")
