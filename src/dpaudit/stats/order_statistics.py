@@ -334,7 +334,7 @@ def log_binom_cdf(u: Any, r: Any, p: Any) -> np.ndarray:
     mid = ~(full | zero_p | one_p)
     if mid.any():
         um, rm, pm = u[mid], r[mid], p[mid]
-        c = special.bdtr(um, rm, pm)
+        c = special.bdtr(np.floor(um).astype(np.int64), rm.astype(np.int64), pm)
         with np.errstate(divide="ignore"):
             val = np.log(c)
         tiny = ~(c > 1e-280)
