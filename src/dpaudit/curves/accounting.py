@@ -17,7 +17,6 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
-from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
 from dpaudit.curves.base import Curve, as_alpha
 from dpaudit.validation import (
@@ -83,6 +82,10 @@ def dpsgd_curve(noise_multiplier: float, sampling_rate: float, steps: int, *,
     sigma = check_positive("noise_multiplier", noise_multiplier)
     q = check_probability("sampling_rate", sampling_rate, open_low=True)
     t = check_count("steps", steps, minimum=1)
+    # imported lazily: dp_accounting pulls in scipy.signal and takes seconds to import,
+    # which every CLI start-up would otherwise pay.
+    from dp_accounting.pld import privacy_loss_distribution as pld_lib
+
     base = pld_lib.from_gaussian_mechanism(
         standard_deviation=sigma, sampling_prob=q,
         value_discretization_interval=value_discretization_interval)
