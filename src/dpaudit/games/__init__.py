@@ -3,6 +3,7 @@ multi-run driver, and end-to-end audits of simulated mechanisms."""
 
 from dpaudit.games.audit import (
     OneRunReport,
+    available_methods,
     default_family,
     demo_dpsgd,
     multi_run_audit,
@@ -15,6 +16,6 @@ from dpaudit.games.lidp import LiDPScores, gaussian_lidp_scores, lidp_game  # se
 __all__ = [
     "CanaryGenerator", "BitsTranscript", "transmit", "partition_runs", "NULL",
     "BlackBoxAudit", "run_trials", "trial_rng", "OneRunReport", "one_run_audit",
-    "default_family", "multi_run_audit", "demo_dpsgd",
+    "default_family", "multi_run_audit", "demo_dpsgd", "available_methods",
 ]
 __all__ += ["LiDPScores", "gaussian_lidp_scores", "lidp_game"]

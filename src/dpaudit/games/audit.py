@@ -36,7 +36,8 @@ from dpaudit.observations import MembershipObservations
 from dpaudit.results import AuditResult
 from dpaudit.validation import check_confidence, check_count, check_delta
 
-__all__ = ["OneRunReport", "one_run_audit", "default_family", "multi_run_audit", "demo_dpsgd"]
+__all__ = ["OneRunReport", "one_run_audit", "default_family", "multi_run_audit", "demo_dpsgd",
+           "available_methods"]
 
 
 def default_family(mechanism: SimulatedMechanism) -> Any:
