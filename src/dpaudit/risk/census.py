@@ -41,6 +41,7 @@ from dpaudit.validation import check_count, check_nonnegative
 __all__ = [
     "ColumnSpec", "ACS_COLUMNS", "ACS_PARENTS", "BayesNet", "acs_generator_network",
     "load_pums_csv", "write_pums_csv", "shipped_pums_sample_path", "column_index",
+    "fit_acs_network",
 ]
 
 
@@ -528,3 +529,24 @@ def write_pums_csv(path: str | Path, records: np.ndarray, rng: np.random.Generat
         w.writerow([c.name for c in columns])
         w.writerows(zip(*decoded, strict=True))
     return path
+
+
+def fit_acs_network(records: np.ndarray, *, pseudocount: float = 1.0) -> BayesNet:
+    """Fit the ACS structure (:data:`ACS_PARENTS`) to category-index records (e.g. the output of
+    :func:`load_pums_csv` on public data) -- the paper's "BayNet fitted on public data"."""
+    base_names = tuple(c.name for c in ACS_COLUMNS)
+    parents = [tuple(column_index(base_names, p) for p in ACS_PARENTS[n]) for n in base_names]
+    order = [column_index(base_names, n) for n in ACS_PARENTS]
+    return BayesNet.fit(records, [c.size for c in ACS_COLUMNS], parents, names=base_names,
+                        order=order, pseudocount=pseudocount)
+
+
+if __name__ == "__main__":  # pragma: no cover - regenerates the shipped synthetic sample
+    _out = shipped_pums_sample_path()
+    _rng = np.random.default_rng(20251122)
+    _recs = acs_generator_network().sample(500, _rng)
+    write_pums_csv(_out, _recs, _rng, comment=(
+        "SYNTHETIC DATA - not real ACS records. 500 person records sampled from\n"
+        "dpaudit.risk.census.acs_generator_network(seed=2025) and written in ACS PUMS code\n"
+        "format by write_pums_csv (regenerate: python -m dpaudit.risk.census)."))
+    print(f"wrote {_out}")
