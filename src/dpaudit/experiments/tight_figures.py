@@ -490,6 +490,8 @@ def run_sgm(out_dir: Path, *, full: bool = False, seed: int = 0,
             "seed 001 Fig. 10")
 def run_ablation_pvalue(out_dir: Path, *, full: bool = False, seed: int = 0,
                         size: str | None = None) -> list[Path]:
+    from dpaudit.estimators.steinke import steinke_p_value
+
     size = resolve_size(full, size)
     E = _E()
     eps = 1.0
@@ -513,7 +515,7 @@ def run_ablation_pvalue(out_dir: Path, *, full: bool = False, seed: int = 0,
                 rows.append({**base, "method": f"tight_{mode}", "mode": mode, "p_value": p,
                              "seconds": time.perf_counter() - t0})
             t0 = time.perf_counter()
-            p = float(E.steinke_p_value(eps, m=n, guesses=r, correct=int(r - u), delta=d))
+            p = float(steinke_p_value(m=n, guesses=r, correct=int(r - u), eps=eps, delta=d))
             rows.append({**base, "method": "steinke", "p_value": p,
                          "seconds": time.perf_counter() - t0})
 
@@ -526,7 +528,7 @@ def run_ablation_pvalue(out_dir: Path, *, full: bool = False, seed: int = 0,
                            hlines={f"delta={d:g}": ((1 - CONFIDENCE, "0.05"),) for d in deltas})
 
     csv_path = write_csv(Path(out_dir) / "tight-ablation-pvalue.csv", rows,
-                         ("figure", "panel", "eps", "null_delta", "n", "r", "u", "correct",
+                         ("figure", "panel", "eps", "null_delta", "n", "r", "rep", "u", "correct",
                           "accuracy", "method", "mode", "p_value", "delta", "confidence",
                           "seconds", "seed"))
     return [csv_path, plot(Path(out_dir) / "tight-ablation-pvalue.png", rows)]
