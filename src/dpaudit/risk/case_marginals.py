@@ -36,6 +36,7 @@ import numpy as np
 
 from dpaudit.risk.bounds import TailBound, thm35_tail
 from dpaudit.risk.census import BayesNet
+from dpaudit.risk.priors import within_distance_success
 from dpaudit.risk.rap import (
     RAPOptions,
     marginal_workload,
@@ -114,8 +115,8 @@ class MAIOutcome:
 def window_mass(probs: np.ndarray, tolerance: int) -> np.ndarray:
     """Mass of the window |x - c| <= E for every centre c: out[i, c] = sum_{|x-c|<=E} probs[i, x].
 
-    For E = 0 this is ``probs``. p*_i = max_c out[i, c] is the best-guess prior success of
-    approximate reconstruction on an ordinal column (spec/003 §1.7, sliding window of width 2E+1).
+    For E = 0 this is ``probs``. Its argmax is the best window centre (the guess); its maximum
+    equals :func:`dpaudit.risk.priors.within_distance_success`, which supplies p*_i.
     """
     p = np.asarray(probs, dtype=float)
     e = check_count("tolerance", tolerance, minimum=0)
@@ -203,7 +204,7 @@ def run_mai(network: BayesNet, target: Sequence[int | str], setting: MAISetting,
     if len(tgt) == 1:
         e = setting.tolerance
         prior_w = window_mass(cond[0], e)
-        p_star = prior_w.max(axis=1)
+        p_star = np.atleast_1d(within_distance_success(cond[0], e))
         prior_guess = prior_w.argmax(axis=1)[:, None]
         attack_guess = window_mass(result.probs[0], e).argmax(axis=1)[:, None]
         ok_attack = np.abs(attack_guess - truth) <= e
