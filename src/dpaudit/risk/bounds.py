@@ -260,7 +260,7 @@ def alpha_term(tail: Any, v: Any = None) -> np.ndarray:
     inside = (flat >= 1) & (flat <= n)
     out = np.zeros(flat.shape, dtype=float)
     out[inside] = _alpha_at(t, flat[inside])
-    return out.reshape(vv.shape) if vv.ndim else out
+    return out.reshape(vv.shape)
 
 
 def _thm35_from_tail(t: np.ndarray, n: int, delta: float, mult: float,
