@@ -72,19 +72,30 @@ class OneRunReport:
     true_epsilon: float | None = None
     settings: dict[str, Any] = field(default_factory=dict)
 
+    simultaneous: bool = False
+
     @property
     def best(self) -> float:
         return max(r.epsilon for r in self.results)
 
     @property
+    def verdict_result(self) -> AuditResult:
+        """The row the verdict rests on: the primary (first) method, whose bound is valid on
+        its own; the best row only when the run was ``simultaneous`` (Bonferroni over methods).
+        """
+        if self.simultaneous:
+            return max(self.results, key=lambda r: r.epsilon)
+        return self.results[0]
+
+    @property
     def violation(self) -> bool:
-        return self.best > self.claimed_epsilon
+        return self.verdict_result.epsilon > self.claimed_epsilon
 
 
 def one_run_audit(mechanism: SimulatedMechanism, n: int, seed: int, *, delta: float = 1e-5,
                   confidence: float = 0.95, family: Any = None,
-                  methods: Sequence[str] | None = None, true_epsilon: bool = False
-                  ) -> OneRunReport:
+                  methods: Sequence[str] | None = None, true_epsilon: bool = False,
+                  simultaneous: bool = False) -> OneRunReport:
     """Audit a simulated mechanism in one run with n canaries (seeded, reproducible).
 
     ``true_epsilon=True`` also evaluates the true curve's epsilon (can be slow for the
@@ -100,14 +111,16 @@ def one_run_audit(mechanism: SimulatedMechanism, n: int, seed: int, *, delta: fl
     fam = default_family(mechanism) if family is None else family
     results = audit_one_run(obs.member, obs.score, delta=delta, confidence=confidence,
                             methods=tuple(methods) if methods else available_methods(),
-                            family=fam, bits_threshold=0.0, seed=seed)
+                            family=fam, bits_threshold=0.0, simultaneous=simultaneous,
+                            seed=seed)
     return OneRunReport(
         mechanism=mechanism.describe(), observations=obs, results=results,
         claimed_epsilon=mechanism.claimed_epsilon(delta),
         true_epsilon=mechanism.true_epsilon(delta) if true_epsilon else None,
         settings={"n": n, "seed": seed, "delta": delta, "confidence": confidence,
                   "family": fam if isinstance(fam, str) else repr(fam),
-                  "flaw": mechanism.flaw})
+                  "flaw": mechanism.flaw},
+        simultaneous=simultaneous)
 
 
 def multi_run_audit(audit: Any, trials: int, seed: int, *, delta: float = 0.0,

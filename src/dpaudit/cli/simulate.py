@@ -1,0 +1,154 @@
+"""``dpaudit simulate MECHANISM [--flawed NAME] [--canaries N] [--seed S] [--json]``.
+
+Audits a simulated mechanism of :mod:`dpaudit.mechanisms` end to end and prints every method
+side by side with the verdict against the mechanism's claimed epsilon:
+
+* gaussian, laplace, rr, subsampled_gaussian, dpsgd -- ONE run with N canaries (seed 000
+  Algorithm 2), all one-run methods (``dpaudit.audit_one_run``); the verdict rests on the
+  primary (first) method, or on the best row with ``--simultaneous``;
+* svt -- the Sparse Vector Technique (Lyu, Su, Li 2017), audited with N independent runs
+  (seed 000 Algorithm 1) and the classical Clopper-Pearson audit (``estimators.multi_run``).
+
+Flaws (``--flawed``): wrong_sensitivity (gaussian, laplace), backprop_clipping and
+reused_noise (dpsgd), alg3 / alg4 / alg5 / alg6 (svt; alg1 is the correct SVT).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from dpaudit.cli.common import app, console, print_results, verdict
+from dpaudit.mechanisms import (
+    FLAWS,
+    DPSGDSimulator,
+    GaussianMechanism,
+    LaplaceMechanism,
+    RandomizedResponse,
+    SimulatedMechanism,
+    SubsampledGaussianMechanism,
+    WrongSensitivityMechanism,
+)
+from dpaudit.mechanisms.svt import SVT_VARIANTS, SparseVector, default_construction, svt_audit
+from dpaudit.validation import check_choice, check_count
+
+MECHANISM_NAMES = ("gaussian", "laplace", "rr", "subsampled_gaussian", "dpsgd", "svt")
+
+
+def build_mechanism(name: str, flawed: str | None, *, mu: float, eps: float, rr_delta: float,
+                    q: float, sensitivity: float, noise_multiplier: float,
+                    sampling_rate: float, steps: int, batch_size: int, threat: str,
+                    score: str) -> SimulatedMechanism:
+    """The simulator named ``name`` (optionally with flaw ``flawed``); ValueError otherwise."""
+    check_choice("MECHANISM", name, MECHANISM_NAMES)
+    if flawed is not None:
+        allowed = [f for f, ms in FLAWS.items() if name in ms]
+        if flawed not in allowed:
+            raise ValueError(f"--flawed for {name} must be one of "
+                             f"{', '.join(allowed) or '(none)'}; got {flawed!r}")
+    if flawed == "wrong_sensitivity":
+        return WrongSensitivityMechanism(name, mu if name == "gaussian" else eps, sensitivity)
+    if name == "gaussian":
+        return GaussianMechanism(mu)
+    if name == "laplace":
+        return LaplaceMechanism(eps)
+    if name == "rr":
+        return RandomizedResponse(eps, rr_delta)
+    if name == "subsampled_gaussian":
+        return SubsampledGaussianMechanism(mu, q)
+    if threat == "last_iterate":
+        score = "sum"
+    return DPSGDSimulator(noise_multiplier=noise_multiplier, sampling_rate=sampling_rate,
+                          steps=steps, threat=threat, score_kind=score, flaw=flawed,
+                          batch_size=batch_size if flawed == "backprop_clipping" else 1)
+
+
+@app.command("simulate")
+def simulate_cmd(
+    mechanism: str = typer.Argument(..., help="gaussian, laplace, rr, subsampled_gaussian, "
+                                              "dpsgd or svt."),
+    flawed: str | None = typer.Option(None, "--flawed", help="Flaw to inject: "
+                                      "wrong_sensitivity, backprop_clipping, reused_noise, "
+                                      "alg3..alg6 (svt)."),
+    canaries: int | None = typer.Option(None, "--canaries", help="Canaries (one run); for svt "
+                                        "the number of runs.  Default 10,000 (svt: 20,000, "
+                                        "alg3: 200,000)."),
+    seed: int = typer.Option(0, "--seed", help="Random seed (simulation and tie-breaking)."),
+    delta: float = typer.Option(1e-5, "--delta", help="delta at which epsilon is stated."),
+    confidence: float = typer.Option(0.95, "--confidence", help="Probability the bound holds."),
+    mu: float = typer.Option(1.0, "--mu", help="mu of gaussian / subsampled_gaussian."),
+    eps: float = typer.Option(1.0, "--eps", help="epsilon of laplace / rr / svt."),
+    rr_delta: float = typer.Option(1e-5, "--rr-delta", help="delta of the rr leak symbol."),
+    q: float = typer.Option(0.5, "--q", help="Sampling rate of subsampled_gaussian."),
+    sensitivity: float = typer.Option(2.0, "--sensitivity",
+                                      help="True sensitivity for wrong_sensitivity."),
+    noise_multiplier: float = typer.Option(1.0, "--noise-multiplier", help="DP-SGD sigma."),
+    sampling_rate: float = typer.Option(0.01, "--sampling-rate", help="DP-SGD Poisson rate."),
+    steps: int = typer.Option(1000, "--steps", help="DP-SGD steps."),
+    batch_size: int = typer.Option(16, "--batch-size", help="|B| of backprop_clipping."),
+    threat: str = typer.Option("white_box", "--threat", help="white_box or last_iterate."),
+    score: str = typer.Option("lr", "--score", help="DP-SGD white-box score: lr or sum."),
+    simultaneous: bool = typer.Option(False, "--simultaneous",
+                                      help="Bonferroni across methods (verdict on best row)."),
+    true_eps: bool = typer.Option(False, "--true-epsilon",
+                                  help="Also compute the true epsilon (may be slow)."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """One-run audit of a simulated mechanism with every method, and the verdict."""
+    from dpaudit.games.audit import one_run_audit
+
+    if mechanism == "svt":
+        _simulate_svt(flawed, canaries, seed, eps, confidence, as_json)
+        return
+    mech = build_mechanism(mechanism, flawed, mu=mu, eps=eps, rr_delta=rr_delta, q=q,
+                           sensitivity=sensitivity, noise_multiplier=noise_multiplier,
+                           sampling_rate=sampling_rate, steps=steps, batch_size=batch_size,
+                           threat=threat, score=score)
+    n = check_count("--canaries", canaries if canaries is not None else 10_000, minimum=2)
+    if not as_json:
+        console.print(f"Simulating {mech.describe()}: one run, {n} canaries, seed {seed}")
+    rep = one_run_audit(mech, n, seed, delta=delta, confidence=confidence,
+                        true_epsilon=true_eps, simultaneous=simultaneous)
+    basis = rep.verdict_result
+    v = verdict(basis.epsilon, rep.claimed_epsilon)
+    extra: dict[str, Any] = {"mechanism": rep.mechanism, "flaw": mech.flaw, "canaries": n,
+                             "seed": seed, "family": rep.settings["family"],
+                             "claimed_epsilon": rep.claimed_epsilon}
+    if rep.true_epsilon is not None:
+        extra["true_epsilon"] = rep.true_epsilon
+    if as_json:
+        extra.update({"violation": rep.violation, "verdict": v, "verdict_method": basis.method})
+        print_results(rep.results, as_json=True, extra=extra)
+        return
+    print_results(rep.results, true_epsilon=rep.true_epsilon,
+                  title=f"One-run audits of {rep.mechanism} (each row valid at "
+                        f"{confidence:g})", extra=extra)
+    console.print(f"[bold]{v}[/bold] (based on {basis.method})")
+
+
+def _simulate_svt(flawed: str | None, trials: int | None, seed: int, eps: float,
+                  confidence: float, as_json: bool) -> None:
+    from dpaudit.estimators.multi_run import multi_run
+
+    variant = flawed or "alg1"
+    check_choice("--flawed", variant, SVT_VARIANTS)
+    default = 200_000 if variant == "alg3" else 20_000
+    n = check_count("--canaries", trials if trials is not None else default, minimum=2)
+    svt = SparseVector(variant, epsilon=eps, cutoff=1 if variant == "alg3" else 10)
+    cons = default_construction(variant)
+    if not as_json:
+        console.print(f"Simulating SVT {variant} (Lyu, Su, Li 2017), eps = {eps:g}, "
+                      f"cutoff {svt.cutoff}, '{cons}' construction: {n} independent runs")
+    obs = svt_audit(variant, n, seed, epsilon=eps)
+    res = multi_run(obs.member, obs.score, delta=0.0, confidence=confidence)
+    v = verdict(res.epsilon, svt.claimed_epsilon)
+    extra: dict[str, Any] = {"mechanism": f"svt[{variant}]", "runs": n, "seed": seed,
+                             "construction": cons, "claimed_epsilon": svt.claimed_epsilon,
+                             "true_epsilon (Lyu et al.)": svt.true_epsilon}
+    if as_json:
+        extra.update({"violation": bool(res.epsilon > svt.claimed_epsilon), "verdict": v})
+        print_results([res], as_json=True, extra=extra)
+        return
+    print_results([res], title=f"Multi-run audit of SVT {variant}", extra=extra)
+    console.print(f"[bold]{v}[/bold]")
