@@ -244,6 +244,11 @@ def test_hull_alpha_equals_brute_force() -> None:
         t = poisson_binomial_tail(risk.beta(rng.beta(a, b, n), 1.3))
         np.testing.assert_allclose(_alpha_all_hull(t), _alpha_all_brute(t), rtol=1e-12,
                                    atol=1e-15)
+    # abstentions (p = 0) and certain successes (p = 1) create flat runs of T at 0 and 1
+    for p in (np.r_[np.full(300, 0.5), np.zeros(3000)], np.r_[np.ones(50), np.full(3000, 0.3)]):
+        t = poisson_binomial_tail(risk.beta(p, 1.0))
+        np.testing.assert_allclose(_alpha_all_hull(t), _alpha_all_brute(t), rtol=1e-12,
+                                   atol=1e-15)
     t = poisson_binomial_tail(risk.beta(np.full(60, 0.3), 1.0))
     for v in (1, 10, 25, 59, 60):
         assert risk.alpha_term(t, v) == pytest.approx(_alpha_brute(t, v, 60), rel=1e-12)
