@@ -265,6 +265,17 @@ def test_thm35_bound_pointwise_matches_full_curve_large_n() -> None:
     assert np.all(np.diff(tb.tail) <= 0)
 
 
+@pytest.mark.parametrize(("n", "delta"), [(100, 1e-5), (1000, 1e-4), (20_000, 1e-6),
+                                          (50, 0.05), (50, 0.5)])
+def test_thm35_v_ub_binary_search_matches_full_curve(n: int, delta: float) -> None:
+    # includes n delta > 1 (falls back to the monotone envelope of the full curve)
+    p = np.random.default_rng(n).beta(0.7, 2.0, n)
+    conf = [0.05, 0.5, 0.95, 0.99]
+    np.testing.assert_array_equal(risk.thm35_v_ub(p, 1.0, delta, conf),
+                                  risk.thm35_tail(p, 1.0, delta).v_ub(conf))
+    assert risk.thm35_v_ub(np.full(100, 0.56), 1.0, DELTA, 0.95) == 84
+
+
 def test_v_ub_definition_and_p_value() -> None:
     tb = risk.thm35_tail(np.full(100, 0.56), 1.0, DELTA)
     v = tb.v_ub(0.95)

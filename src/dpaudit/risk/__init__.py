@@ -29,6 +29,7 @@ from dpaudit.risk.bounds import (
     thm33_tail,
     thm35_bound,
     thm35_tail,
+    thm35_v_ub,
     v_ub,
 )
 from dpaudit.risk.comparators import (
@@ -68,7 +69,7 @@ __all__ = [
     "THEOREMS", "TailBound", "advantage", "advantage_bound", "alpha_term", "cor34_monte_carlo",
     "cor34_tail", "epsilon_for_leak", "epsilon_for_posterior", "epsilon_protect",
     "leak_probability", "leaked_bits", "pure_tail", "single_target_bound", "thm33_tail",
-    "thm35_bound", "thm35_tail", "v_ub",
+    "thm35_bound", "thm35_tail", "thm35_v_ub", "v_ub",
     "kaissis_bound", "mmc_bound", "narcissus_bound", "narcissus_printed_form", "rero_bound",
     "steinke_membership_bound",
     "curve_epsilon", "gdp_mu", "pure_tail_from_curve", "single_target_bound_from_curve",

@@ -56,6 +56,7 @@ __all__ = [
     "thm33_tail",
     "thm35_tail",
     "thm35_bound",
+    "thm35_v_ub",
     "cor34_tail",
     "cor34_monte_carlo",
     "v_ub",
@@ -323,6 +324,49 @@ def thm35_bound(priors: Any, epsilon: Any, delta: Any, v: Any, *,
     out = np.minimum(1.0, tv + alpha_term(t, iv) * m * p.size * d)
     out = np.where(iv <= 0, 1.0, np.where(iv > p.size, 0.0, out))
     return out if out.ndim else float(out)
+
+
+def thm35_v_ub(priors: Any, epsilon: Any, delta: Any, confidence: Any, *,
+               delta_multiplier: float = 1.0, method: str = "auto") -> np.ndarray | int:
+    """v_UB(c) under Thm 3.5 without building the whole curve: binary search over v with the
+    pointwise bound (O(n log n) per confidence), for very many targets (1e6 and more).
+
+    Valid because B(v) is non-increasing when m n delta <= 1 (it is then the LP optimum of
+    App. B); for m n delta > 1 the full monotone envelope of :func:`thm35_tail` is used.
+    Equals ``thm35_tail(...).v_ub(confidence)``.
+    """
+    p = check_prior_array(priors, "priors")
+    eps = _scalar_epsilon(epsilon)
+    d = check_delta(delta)
+    m = _check_multiplier(delta_multiplier)
+    cs = np.asarray(confidence, dtype=float)
+    for ci in np.atleast_1d(cs):
+        check_confidence(ci)
+    n = p.size
+    if m * n * d > 1:
+        return thm35_tail(p, eps, d, delta_multiplier=m, method=method).v_ub(confidence)
+    t = poisson_binomial_tail(np.atleast_1d(beta(p, eps)), method=method)
+
+    def bound(u: int) -> float:
+        if u <= 0:
+            return 1.0
+        if u > n:
+            return 0.0
+        return min(1.0, float(t[u]) + float(alpha_term(t, u)) * m * n * d)
+
+    out = []
+    for c in np.atleast_1d(cs):
+        thresh = (1.0 - c) * (1 + 1e-12)
+        lo, hi = 0, n  # invariant: answer in [lo, hi]; B(hi + 1) <= thresh always holds
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if bound(mid + 1) <= thresh:
+                hi = mid
+            else:
+                lo = mid + 1
+        out.append(lo)
+    res = np.asarray(out, dtype=np.int64).reshape(cs.shape)
+    return res if res.ndim else int(res)
 
 
 def thm33_tail(priors: Any, epsilon: Any, f_pmf: Any, *, method: str = "auto") -> np.ndarray:
