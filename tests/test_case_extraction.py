@@ -95,6 +95,18 @@ def test_simulated_release_equals_full_training(corpus: list[str], lazy: bool) -
     # without noise the secret is recovered exactly
     res = game.simulate(np.random.default_rng(1), runs=20)
     assert res.attack_rate == 1.0
+    assert not res.uniform_prior and math.isnan(res.mmc_rate_bound())
+
+
+def test_released_noise_matches_calibration(corpus: list[str]) -> None:
+    noisy = ExtractionGame(corpus[:200], UNIFORM, ExtractionSetting(epsilon=1.0, n_targets=50))
+    exact = ExtractionGame(corpus[:200], UNIFORM, ExtractionSetting(epsilon=math.inf,
+                                                                    n_targets=50))
+    secrets = np.random.default_rng(2).integers(0, 10, size=(40, 50))
+    resid = noisy.release(secrets, np.random.default_rng(3)) - exact.release(secrets, None)
+    # 40 runs x 50 rows x V cells > 9e4 draws: sample std within 2% (> 8 SE) of s
+    assert resid.size > 90_000
+    assert resid.std() == pytest.approx(math.sqrt(2) / 0.26805, rel=0.02)
 
 
 # ----------------------------------------------------------------------------- bounds
@@ -106,7 +118,7 @@ def test_attack_below_bounds(corpus: list[str], eps: float) -> None:
     for prior, uniform in ((PASSWORD, False), (UNIFORM, True)):
         st = ExtractionSetting(epsilon=eps, n_targets=40, runs=300, attack="posterior")
         res = run_extraction(corpus, prior, st, rng)
-        row = res.row(uniform)
+        row = res.row()
         # the seeded first run, and the exceedance rate of v_UB(95%) (<= 5%; 300 runs:
         # P(Bin(300, .05) > 27) < 0.5%)
         assert res.success[0] <= row["v_ub_95"]
@@ -115,7 +127,7 @@ def test_attack_below_bounds(corpus: list[str], eps: float) -> None:
         assert res.attack_rate <= res.thm35_rate_bound() + 4 * se
         assert res.attack_rate <= res.cor34_rate_bound() + 4 * se
         if uniform:
-            assert res.attack_rate <= res.mmc_rate_bound(True) + 4 * se
+            assert res.attack_rate <= res.mmc_rate_bound() + 4 * se
         # the Bayes attacker never does worse than the prior (4 SE slack)
         assert res.attack_rate >= res.p_star - 4 * se
 
@@ -127,7 +139,7 @@ def test_success_increases_with_epsilon(corpus: list[str]) -> None:
         res = run_extraction(corpus, UNIFORM, ExtractionSetting(
             epsilon=eps, n_targets=50, runs=200, attack="model"), rng)
         rates.append(res.attack_rate)
-        ses.append(res.row(True)["attack_rate_se"] if res.success.std() > 0 else 0.0)
+        ses.append(res.row()["attack_rate_se"] if res.success.std() > 0 else 0.0)
     for a, b, sa, sb in zip(rates, rates[1:], ses, ses[1:], strict=False):
         assert b - a > 4 * math.hypot(sa, sb)
     assert rates[-1] == 1.0

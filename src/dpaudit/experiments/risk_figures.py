@@ -173,13 +173,13 @@ def run_figure2(out_dir: Path, *, full: bool = False, seed: int = 0) -> list[Pat
     n_targets = 1 if full else 10
     eps3 = [0.25, 0.5, 1, 2, 4, 8, 10, 16] if full else [0.5, 1, 2, 4, 8, 16]
     rows3: list[dict[str, Any]] = []
-    for pname, prior in priors.items():
+    for prior in priors.values():
         for attack in ("model", "model+prior", "posterior"):
             for e in eps3:
                 st = ExtractionSetting(epsilon=float(e), delta=DELTA, n_targets=n_targets,
                                        runs=runs, attack=attack)
                 res = run_extraction(corpus, prior, st, rng)
-                rows3.append({"figure": "3", "seed": seed, **res.row(pname == "uniform")})
+                rows3.append({"figure": "3", "seed": seed, **res.row()})
     csv2 = _write_csv(out_dir / "risk_figure2.csv", rows2)
     csv3 = _write_csv(out_dir / "risk_figure3_extraction.csv", rows3)
     plt = _plt()

@@ -172,6 +172,7 @@ class ExtractionResult:
     prior_success: np.ndarray = field(repr=False)
     guess_prior: np.ndarray = field(repr=False)
     k_candidates: int = 10
+    uniform_prior: bool = False
 
     @property
     def n(self) -> int:
@@ -195,10 +196,11 @@ class ExtractionResult:
         s = self.setting
         return float(cor34_tail(self.guess_prior.reshape(-1, 1), s.epsilon, s.delta).tail[1])
 
-    def mmc_rate_bound(self, uniform: bool) -> float:
-        """MMC single-canary bound with f = G_mu (uniform priors over K candidates only)."""
+    def mmc_rate_bound(self) -> float:
+        """MMC single-canary bound with f = G_mu (uniform priors over K candidates, one guess
+        only; NaN otherwise). The mechanism is exactly mu-GDP, so G_mu is its trade-off curve."""
         s = self.setting
-        if not uniform or s.guesses != 1:
+        if not self.uniform_prior or s.guesses != 1:
             return math.nan
         if math.isinf(s.epsilon):
             return 1.0
@@ -209,7 +211,7 @@ class ExtractionResult:
         s = self.setting
         return thm35_tail(np.full(self.n, self.p_star), s.epsilon, s.delta)
 
-    def row(self, uniform: bool) -> dict[str, Any]:
+    def row(self) -> dict[str, Any]:
         s = self.setting
         tail = self.thm35_count_tail()
         v95 = int(tail.v_ub(0.95))
@@ -221,7 +223,7 @@ class ExtractionResult:
             "attack_rate_se": float(self.success.std(ddof=1) / self.n / math.sqrt(s.runs))
             if s.runs > 1 else math.nan,
             "thm35_bound": self.thm35_rate_bound(), "cor34_bound": self.cor34_rate_bound(),
-            "mmc_gmu_bound": self.mmc_rate_bound(uniform), "v_ub_95": v95,
+            "mmc_gmu_bound": self.mmc_rate_bound(), "v_ub_95": v95,
             "max_success": int(self.success.max()),
             "frac_runs_above_v_ub_95": float((self.success > v95).mean()),
         }
@@ -361,7 +363,8 @@ class ExtractionGame:
             done += b
         return ExtractionResult(st, self.prior.name, self.prior.top_k_mass(st.guesses),
                                 np.concatenate(succ), np.concatenate(psucc),
-                                np.concatenate(gp), k_candidates=k)
+                                np.concatenate(gp), k_candidates=k,
+                                uniform_prior=bool(np.ptp(self.prior.probs) < 1e-12))
 
 
 def run_extraction(corpus: Sequence[str], prior: SecretPrior, setting: ExtractionSetting,
