@@ -40,6 +40,10 @@ Upper confidence bounds on the error rate (``ci=``), k = errors:
   claim a violation.
 
 Preconditions (not checkable from counts): bits are uniform (prior 1/2) and every bit is decoded.
+What is tested is the error floor; converting the fitted family member to epsilon assumes the
+mechanism's curve lies in the family (the paper's reading, spec/000 §3.10 "why the family
+matters").  ``family="eps_delta"`` needs no such assumption: (1 - delta)/(1 + e^eps) <= p_up is
+implied by (eps, delta)-DP itself.  (With ``delta=0`` a GDP fit therefore reports eps = inf.)
 """
 
 from __future__ import annotations
