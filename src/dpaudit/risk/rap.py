@@ -254,6 +254,7 @@ def rap_attack(known: np.ndarray, known_cols: Sequence[int], unknown_cols: Seque
             sl = slice(int(released.offsets[m]), int(released.offsets[m + 1]))
             idx_m, _ = _cell_index(_assemble(known, kc, attrs), [attrs], sizes)
             const[sl] = np.bincount(idx_m.ravel(), minlength=sl.stop - sl.start)
+    all_idx = np.concatenate([idx.ravel() for _, idx in plans])
     scale = 1.0 / (2.0 * max(released.noise_std, opt.min_noise_std) ** 2)
     log_prior = [z - np.log(np.exp(z - z.max(1, keepdims=True)).sum(1, keepdims=True))
                  - z.max(1, keepdims=True) for z in logits]
@@ -271,13 +272,13 @@ def rap_attack(known: np.ndarray, known_cols: Sequence[int], unknown_cols: Seque
             for r in range(1, len(key)):
                 sub = "a" + letters[:r]
                 w = np.einsum(f"{sub},a{letters[r]}->{sub}{letters[r]}", w, xs[upos[key[r]]])
-            weights.append(w)
-            q += np.bincount(idx.ravel(), weights=np.broadcast_to(w[None], idx.shape).ravel(),
-                             minlength=total)
+            weights.append(np.broadcast_to(w[None], idx.shape).ravel())
+        # one bincount over every released cell of every group
+        q += np.bincount(all_idx, weights=np.concatenate(weights), minlength=total)
         resid = q - y
         losses[t - 1] = float(resid @ resid) * scale
         grads = [np.zeros_like(z) for z in logits]
-        for (key, idx), _w in zip(plans, weights, strict=True):
+        for key, idx in plans:
             g = 2.0 * scale * resid[idx].sum(axis=0)  # (n, *sizes[key])
             r_all = len(key)
             for r in range(r_all):
