@@ -10,7 +10,6 @@ Families (``--family``): ``gdp``, ``laplace``, ``eps_delta`` (null delta = ``--d
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import typer
@@ -18,6 +17,9 @@ import typer
 from dpaudit.cli.common import bound_app, print_results
 from dpaudit.curves import resolve_family
 from dpaudit.estimators.bits import bits
+from dpaudit.estimators.mahloujifar import mahloujifar
+from dpaudit.estimators.steinke import steinke
+from dpaudit.estimators.tight import tight
 
 __all__ = ["parse_family"]
 
@@ -44,13 +46,6 @@ def parse_family(text: str, delta: float = 0.0) -> Any:
         raise ValueError(f"--family: {e} (CLI spelling: gdp, laplace, eps_delta, "
                          f"subsampled_gaussian:Q)") from None
     return fam
-
-
-def _estimator(name: str) -> Any:
-    try:
-        return getattr(importlib.import_module(f"dpaudit.estimators.{name}"), name)
-    except (ImportError, AttributeError):
-        raise ValueError(f"estimator {name!r} is not available in this installation") from None
 
 
 _DELTA = typer.Option(1e-5, "--delta", help="delta at which epsilon is stated.")
@@ -96,7 +91,7 @@ def tight_cmd(
     as_json: bool = _JSON,
 ) -> None:
     """Tight one-run audit (seed 001): f-DP null, exact order-statistics tail."""
-    res = _estimator("tight")(n=n, r=r, u=u, family=parse_family(family, delta), delta=delta,
+    res = tight(n=n, r=r, u=u, family=parse_family(family, delta), delta=delta,
                               confidence=confidence, mode=mode)
     print_results(res, as_json=as_json, claimed_epsilon=claimed_epsilon,
                   title=f"Tight one-run audit: n={n}, r={r}, u={u}")
@@ -113,7 +108,7 @@ def steinke_cmd(
     as_json: bool = _JSON,
 ) -> None:
     """Steinke-Nasr-Jagielski one-run audit ((eps, delta)-DP null)."""
-    res = _estimator("steinke")(m=m, guesses=guesses, correct=correct, delta=delta,
+    res = steinke(m=m, guesses=guesses, correct=correct, delta=delta,
                                 confidence=confidence)
     print_results(res, as_json=as_json, claimed_epsilon=claimed_epsilon,
                   title=f"Steinke et al. one-run audit: {correct}/{guesses} correct, m={m}")
@@ -131,7 +126,7 @@ def mahloujifar_cmd(
     as_json: bool = _JSON,
 ) -> None:
     """Mahloujifar-Melis-Chaudhuri f-DP one-run audit."""
-    res = _estimator("mahloujifar")(m=m, guesses=guesses, correct=correct, delta=delta,
+    res = mahloujifar(m=m, guesses=guesses, correct=correct, delta=delta,
                                     confidence=confidence, family=parse_family(family, delta))
     print_results(res, as_json=as_json, claimed_epsilon=claimed_epsilon,
                   title=f"Mahloujifar et al. one-run audit: {correct}/{guesses} correct, m={m}")

@@ -30,7 +30,6 @@ order would let the order of the file (e.g. members first) leak the truth into t
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import math
 import multiprocessing as mp
 import pickle
@@ -43,7 +42,10 @@ import numpy as np
 from scipy import stats
 
 from dpaudit.curves import resolve_family
-from dpaudit.estimators.steinke import guesses_from_scores
+from dpaudit.estimators.bits import bits
+from dpaudit.estimators.mahloujifar import mahloujifar
+from dpaudit.estimators.steinke import guesses_from_scores, steinke
+from dpaudit.estimators.tight import tight
 from dpaudit.observations import MembershipObservations
 from dpaudit.results import AuditResult
 from dpaudit.validation import (
@@ -113,25 +115,19 @@ def _check_grid(grid: Sequence[tuple[int, int]], n: int) -> tuple[np.ndarray, np
     return kp, km
 
 
-def _estimator(name: str) -> Any:
-    try:
-        mod = importlib.import_module(f"dpaudit.estimators.{name}")
-    except ImportError:
-        raise ValueError(f"method {name!r} is not available (dpaudit.estimators.{name} "
-                         f"is missing)") from None
-    return getattr(mod, name)
-
-
-def _run_point(method: str, fn: Any, n: int, r: int, u: int, *, family: Any, delta: float,
+def _run_point(method: str, n: int, r: int, u: int, *, family: Any, delta: float,
                confidence: float, bits_ci: str, tight_mode: str) -> AuditResult:
+    """One bound: the estimator contracts of DESIGN.md on the counts (n, r, u)."""
     if method == "tight":
-        return fn(n=n, r=r, u=u, family=family, delta=delta, confidence=confidence,
-                  mode=tight_mode)
+        return tight(n=n, r=r, u=u, family=family, delta=delta, confidence=confidence,
+                     mode=tight_mode)
     if method == "bits":
-        return fn(n=n, errors=u, family=family, delta=delta, confidence=confidence, ci=bits_ci)
+        return bits(n=n, errors=u, family=family, delta=delta, confidence=confidence,
+                    ci=bits_ci)
     if method == "steinke":
-        return fn(m=n, guesses=r, correct=r - u, delta=delta, confidence=confidence)
-    return fn(m=n, guesses=r, correct=r - u, delta=delta, confidence=confidence, family=family)
+        return steinke(m=n, guesses=r, correct=r - u, delta=delta, confidence=confidence)
+    return mahloujifar(m=n, guesses=r, correct=r - u, delta=delta, confidence=confidence,
+                       family=family)
 
 
 def _balance_warning(obs: MembershipObservations) -> None:
@@ -223,8 +219,6 @@ def audit_one_run(member: Any, score: Any, delta: float = 1e-5, confidence: floa
                    zip(counts["k_plus"][:-1], counts["k_minus"][:-1], counts["guesses"][:-1],
                        counts["wrong"][:-1], strict=True)]
         plan.append((m, pts, 1.0 - alpha_method / len(pts)))
-    for m in methods:
-        _estimator(m)  # fail early, with a clear message, for a missing method
     tasks = [(m, n, r, u, family, delta, conf, bits_ci, tight_mode)
              for m, pts, conf in plan for _, _, r, u in pts]
     done = _map(tasks, check_count("n_jobs", n_jobs, minimum=1))
@@ -256,7 +250,7 @@ def audit_one_run(member: Any, score: Any, delta: float = 1e-5, confidence: floa
 
 def _task(task: tuple[Any, ...]) -> AuditResult:
     m, n, r, u, family, delta, conf, bits_ci, tight_mode = task
-    return _run_point(m, _estimator(m), n, r, u, family=family, delta=delta, confidence=conf,
+    return _run_point(m, n, r, u, family=family, delta=delta, confidence=conf,
                       bits_ci=bits_ci, tight_mode=tight_mode)
 
 
