@@ -79,7 +79,8 @@ class NgramSpec:
         """Hashed context row of every position of a code sequence (..., L) -> (..., L).
 
         The context of position t is codes[t - order + 1 : t] (BOS-padded), encoded exactly in
-        base V and hashed with a fixed 64-bit multiplicative hash into ``buckets`` rows.
+        base V and hashed with a fixed 64-bit multiplicative (Fibonacci) hash, high bits folded
+        down, into ``buckets`` rows.
         """
         c = np.asarray(codes, dtype=np.int64)
         w = self.order - 1
@@ -90,6 +91,7 @@ class NgramSpec:
         key = (win * powers).sum(-1).astype(np.uint64)
         with np.errstate(over="ignore"):
             h = key * _HASH_MULT
+        h ^= h >> np.uint64(29)  # fold the well-mixed high bits into the low ones
         return (h % np.uint64(self.buckets)).astype(np.int64)
 
 
