@@ -168,7 +168,7 @@ def moments_at_thresholds(scores: Any, thresholds: Any, order: int,
     w = special.comb(r[:, None] - 1, ls[None, :] - 1) / special.comb(kk, ls)[None, :]  # (K, L)
     flat = srt.reshape(-1)
     wflat = np.broadcast_to(w, (n, kk, order)).reshape(-1, order)
-    idx = np.argsort(flat, kind="stable")
+    idx = np.argsort(flat)  # order among ties is irrelevant: all tied scores count together
     vals = flat[idx]
     csum = np.concatenate([np.zeros((1, order)), np.cumsum(wflat[idx][::-1], axis=0)])
     # number of scores >= tau, counted from the top of the ascending sort
