@@ -287,11 +287,13 @@ def run_dpsgd(out_dir: Path, *, full: bool = False, seed: int = 0) -> list[Path]
                     for m, v in zip(n_grid, eps_n, strict=True):
                         rows.append({"claimed_epsilon": e, "canary": can, "estimator": name,
                                      "K": k, "n": m, "rep": r, "epsilon": v})
-                    nstar = trials_to_reach(n_grid, eps_n, base, space="linear")
+                    # no positive baseline bound -> nothing to reach (factor undefined)
+                    nstar = (trials_to_reach(n_grid, eps_n, base, space="linear")
+                             if base > 0 else math.nan)
                     table.append({"claimed_epsilon": e, "canary": can, "interval": name,
                                   "rep": r, "baseline_epsilon": base,
                                   "n_star": nstar,
-                                  "factor": n_ref / nstar if nstar > 0 else math.inf})
+                                  "factor": n_ref / nstar if nstar > 0 else math.nan})
     paths = [_write_csv(out_dir / "lidp_dpsgd.csv", rows),
              _write_csv(out_dir / "lidp_dpsgd_table1.csv", table)]
     panels = []
