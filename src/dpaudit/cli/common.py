@@ -52,10 +52,18 @@ def _fmt(x: Any) -> str:
 def print_results(results: Sequence[AuditResult] | AuditResult, *, as_json: bool = False,
                   claimed_epsilon: float | None = None, true_epsilon: float | None = None,
                   title: str = "Audit", extra: dict[str, Any] | None = None) -> None:
-    """Render results side by side (rich table) or as JSON (keys mirror AuditResult)."""
+    """Render results side by side (rich table) or as JSON (keys mirror AuditResult).
+
+    With ``claimed_epsilon`` the verdict is taken from the first result (the primary method):
+    taking the best of several bounds would not hold at the stated confidence.
+    """
     rs: list[AuditResult] = [results] if isinstance(results, AuditResult) else list(results)
-    best = max((r.epsilon for r in rs), default=0.0)
+    # The verdict rests on the FIRST (primary) result only: each row holds at the stated
+    # confidence on its own, but the maximum over several rows does not.
+    best = rs[0].epsilon if rs else 0.0
     v = verdict(best, claimed_epsilon)
+    if v and len(rs) > 1:
+        v += f" [verdict from {rs[0].method}; other rows are for comparison]"
     if as_json:
         out: dict[str, Any] = {"results": [r.to_dict() for r in rs]}
         if claimed_epsilon is not None:

@@ -1,8 +1,17 @@
-"""Estimators: observations (+ family, delta, confidence) -> AuditResult."""
+"""Estimators: observations (+ family, delta, confidence) -> AuditResult.
 
-from dpaudit.estimators.bits import bits  # noqa: E402,F401  (seed 000)
-from dpaudit.estimators.lifted import lifted, lifted_tuned  # noqa: E402,F401  (seed 002)
-from dpaudit.estimators.one_run import audit_one_run  # noqa: E402,F401  (side by side)
-from dpaudit.estimators.steinke import guesses_from_scores, steinke  # noqa: E402,F401  (SNJ23)
-from dpaudit.estimators.tight import tight, tight_p_value  # noqa: E402,F401  (seed 001)
-from dpaudit.estimators.mahloujifar import mahloujifar  # noqa: E402,F401  (MMC24 f-DP)
+One module per method: multi_run (seed 004), tight (seed 001), bits (seed 000), steinke
+(Steinke-Nasr-Jagielski 2023), mahloujifar (Mahloujifar-Melis-Chaudhuri 2024), lifted (seed 002);
+one_run runs the one-run methods side by side on the same observations.
+"""
+
+from dpaudit.estimators.bits import bits
+from dpaudit.estimators.lifted import lifted, lifted_tuned
+from dpaudit.estimators.mahloujifar import mahloujifar
+from dpaudit.estimators.multi_run import multi_run, multi_run_counts
+from dpaudit.estimators.one_run import audit_one_run
+from dpaudit.estimators.steinke import guesses_from_scores, steinke
+from dpaudit.estimators.tight import tight, tight_p_value
+
+__all__ = ["audit_one_run", "bits", "guesses_from_scores", "lifted", "lifted_tuned",
+           "mahloujifar", "multi_run", "multi_run_counts", "steinke", "tight", "tight_p_value"]
