@@ -96,4 +96,7 @@ def test_demo_catches_the_flaw(capsys):
     rc, out, _ = run(capsys, "demo", "--json")
     assert rc == 0
     d = json.loads(out)
-    assert d["correct"].startswith("no violation") and d["flawed"].startswith("violation")
+    assert d["dpsgd_correct"]["verdict"].startswith("no violation")
+    assert d["dpsgd_flawed"]["verdict"].startswith("violation")
+    mr = d["multi_run"]
+    assert mr["correct"].startswith("no violation") and mr["flawed"].startswith("violation")

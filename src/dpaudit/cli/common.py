@@ -63,7 +63,7 @@ def print_results(results: Sequence[AuditResult] | AuditResult, *, as_json: bool
     best = rs[0].epsilon if rs else 0.0
     v = verdict(best, claimed_epsilon)
     if v and len(rs) > 1:
-        v += f" [verdict from {rs[0].method}; other rows are for comparison]"
+        v += f" (verdict from {rs[0].method}; other rows are for comparison)"
     if as_json:
         out: dict[str, Any] = {"results": [r.to_dict() for r in rs]}
         if claimed_epsilon is not None:

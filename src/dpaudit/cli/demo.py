@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import typer
 
 from dpaudit.cli.common import app as _app
-from dpaudit.cli.common import console, print_results, verdict
+from dpaudit.cli.common import console, print_json, print_results, verdict
 from dpaudit.curves import GaussianDP
 from dpaudit.estimators.multi_run import multi_run
 from dpaudit.search import solve_monotone
@@ -37,18 +39,41 @@ def demo_cmd(
     seed: int = typer.Option(0, "--seed", help="Random seed."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
-    """Run the showcase audits on simulated mechanisms."""
-    claimed, delta = 2.0, 1e-5
-    mu, ok = multi_run_demo(claimed, delta, seed=seed)
-    _, bad = multi_run_demo(claimed, delta, noise_scale_bug=0.25, seed=seed + 1)
-    ok = ok.__class__(**{**ok.__dict__, "method": "multi_run (correct Gaussian)"})
-    bad = bad.__class__(**{**bad.__dict__, "method": "multi_run (noise 4x too small)"})
-    if not as_json:
-        console.print(f"[bold]Multi-run audit[/bold]: Gaussian sum query claimed "
-                      f"({claimed:g}, {delta:g})-DP (mu = {mu:.4f}), 100,000 trials, "
-                      f"95% confidence")
-    print_results([ok, bad], as_json=as_json,
+    """Run the showcase audits: one-run DP-SGD (correct vs flawed), then a multi-run audit."""
+    from dpaudit.games.audit import DEMO_SETTINGS, demo_dpsgd
+
+    out: dict[str, object] = {}
+    s = DEMO_SETTINGS
+    for label, flawed in (("correct", False), ("flawed", True)):
+        claimed, results = demo_dpsgd(flawed=flawed, seed=seed)
+        name = f"dpsgd_{label}"
+        title = (f"One-run white-box audit of {'FLAWED (backprop clipping) ' if flawed else ''}"
+                 f"DP-SGD: sigma={s['noise_multiplier']:g}, q={s['sampling_rate']:g}, "
+                 f"T={s['steps']}, {s['canaries']:,} canaries, claimed eps={claimed:.3f} "
+                 f"at delta={s['delta']:g}")
+        if as_json:
+            out[name] = {"claimed_epsilon": claimed, "verdict": verdict(results[0].epsilon,
+                                                                        claimed),
+                         "results": [r.to_dict() for r in results]}
+        else:
+            print_results(results, claimed_epsilon=claimed, title=title)
+    claimed_mr, delta = 2.0, 1e-5
+    mu, ok = multi_run_demo(claimed_mr, delta, seed=seed)
+    _, bad = multi_run_demo(claimed_mr, delta, noise_scale_bug=0.25, seed=seed + 1)
+    ok = replace(ok, method="multi_run (correct Gaussian)")
+    bad = replace(bad, method="multi_run (noise 4x too small)")
+    if as_json:
+        out["multi_run"] = {"claimed_epsilon": claimed_mr, "mu": mu,
+                            "correct": verdict(ok.epsilon, claimed_mr),
+                            "flawed": verdict(bad.epsilon, claimed_mr),
+                            "results": [ok.to_dict(), bad.to_dict()]}
+        print_json(out)
+        return
+    console.print(f"[bold]Multi-run audit[/bold]: Gaussian sum query claimed "
+                  f"({claimed_mr:g}, {delta:g})-DP (mu = {mu:.4f}), 100,000 trials, "
+                  f"95% confidence")
+    print_results([ok, bad],
                   title="Classical multi-run audit (Clopper-Pearson, Bonferroni thresholds)",
-                  extra={"claimed_epsilon": claimed,
-                         "correct": verdict(ok.epsilon, claimed),
-                         "flawed": verdict(bad.epsilon, claimed)})
+                  extra={"claimed_epsilon": claimed_mr,
+                         "correct": verdict(ok.epsilon, claimed_mr),
+                         "flawed": verdict(bad.epsilon, claimed_mr)})
