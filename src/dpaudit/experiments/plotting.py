@@ -33,7 +33,10 @@ COLORS: dict[str, str] = {
     "tight_hoeffding": "tab:purple", "bits_cp": "tab:blue", "bits_aci": "tab:cyan",
     "bits_hoeffding": "tab:purple", "xiang": "tab:green", "steinke": "tab:red",
     "steinke_best_k": "tab:red", "steinke_no_abstain": "tab:orange", "mahloujifar": "tab:olive",
+    "gdp_ceiling": "tab:gray", "accuracy v/r": "tab:blue",
 }
+#: series drawn as reference lines rather than estimates.
+REFERENCE_SERIES = ("gdp_ceiling",)
 
 
 def resolve_size(full: bool, size: str | None) -> str:
@@ -99,7 +102,8 @@ def plot_panels(path: Path, rows: Sequence[Mapping[str, Any]], *, panel_key: str
                 xlabel: str = "n (number of canaries)", ylabel: str = "epsilon lower bound",
                 xlog: bool = True, ylog: bool = False, suptitle: str = "",
                 hlines: Mapping[Any, Sequence[tuple[float, str]]] | None = None,
-                labels: Mapping[str, str] | None = None, diagonal: bool = False) -> Path:
+                labels: Mapping[str, str] | None = None, diagonal: bool = False,
+                ylim: tuple[float | None, float | None] | None = None) -> Path:
     """One panel per value of ``panel_key``; per series mean +- std over seeds vs ``x_key``.
 
     ``theory_key`` names a per-row column holding the theoretical epsilon: drawn dashed black
@@ -113,7 +117,7 @@ def plot_panels(path: Path, rows: Sequence[Mapping[str, Any]], *, panel_key: str
 
     panels = sorted({r[panel_key] for r in rows}) if panel_key else [None]
     ncol = len(panels)
-    fig, axes = plt.subplots(1, ncol, figsize=(4.6 * ncol, 3.8), squeeze=False)
+    fig, axes = plt.subplots(1, ncol, figsize=(max(4.6 * ncol, 7.0), 3.8), squeeze=False)
     for i, (ax, pv) in enumerate(zip(axes[0], panels, strict=True)):
         theory_txt = ""
         prow = [r for r in rows if panel_key is None or r[panel_key] == pv]
@@ -127,6 +131,9 @@ def plot_panels(path: Path, rows: Sequence[Mapping[str, Any]], *, panel_key: str
             m = np.array([d["mean"] for d in summ])
             sd = np.array([d["std"] for d in summ])
             label = (labels or {}).get(s, s)
+            if s in REFERENCE_SERIES:
+                ax.plot(x, m, ls=":", lw=1.5, label=label, color=COLORS.get(s))
+                continue
             ax.plot(x, m, marker="o", ms=3.5, label=label, color=COLORS.get(s))
             ax.fill_between(x, m - sd, m + sd, alpha=0.2, color=COLORS.get(s))
         if theory_key:
@@ -148,6 +155,8 @@ def plot_panels(path: Path, rows: Sequence[Mapping[str, Any]], *, panel_key: str
             ax.set_xscale("log")
         if ylog:
             ax.set_yscale("log")
+        if ylim is not None:
+            ax.set_ylim(*ylim)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         if title is not None:

@@ -499,6 +499,7 @@ def run_ablation_pvalue(out_dir: Path, *, full: bool = False, seed: int = 0,
     deltas = (1e-5, 1e-2)
     n_u = {"tiny": 6, "small": 21, "full": 41}[size]
     e_star = EpsDeltaDP(eps, 1e-5).bit_error()
+    # u from 0 to 1.2 E[u]: the interesting region is where the p-values cross 0.05.
     us = np.unique(np.linspace(0, int(1.2 * e_star * r), n_u).round().astype(int))
     modes = ("exact", "paper", "hoeffding")
     rows: list[dict[str, Any]] = []
@@ -523,7 +524,8 @@ def run_ablation_pvalue(out_dir: Path, *, full: bool = False, seed: int = 0,
         return plot_panels(path, rs, panel_key="panel", x_key="u", y_key="p_value",
                            theory_key=None, xlog=False, ylog=True, title=str,
                            xlabel=f"number of wrong guesses u (n={n}, r={r})",
-                           ylabel="p-value of the null", suptitle=f"seed 001 Fig. 10: null "
+                           ylabel="p-value of the null", ylim=(1e-12, 2.0),
+                           suptitle=f"seed 001 Fig. 10: null "
                            f"({eps:g}, delta)-DP; dotted = 0.05 significance",
                            hlines={f"delta={d:g}": ((1 - CONFIDENCE, "0.05"),) for d in deltas})
 
