@@ -20,6 +20,7 @@ __all__ = [
     "check_nonnegative",
     "check_count",
     "check_counts_le",
+    "check_nested_counts",
     "check_finite_array",
     "check_binary_array",
     "check_same_length",
@@ -92,6 +93,19 @@ def check_counts_le(small_name: str, small: int, big_name: str, big: int) -> Non
     """Impossible counts (e.g. u > r, r > n) are rejected."""
     if small > big:
         raise ValueError(f"{small_name} must be <= {big_name} ({big}), got {small}")
+
+
+def check_nested_counts(**counts: object) -> tuple[int, ...]:
+    """Counts that must nest, largest first: e.g. ``n >= r >= u`` (one-run audits) or
+    ``m >= guesses >= correct``.  The first must be >= 1, the rest >= 0; impossible counts
+    (u > r, r > n) are rejected naming both arguments."""
+    names = list(counts)
+    vals = [check_count(names[0], counts[names[0]], minimum=1)]
+    for name in names[1:]:
+        v = check_count(name, counts[name], minimum=0)
+        check_counts_le(name, v, names[len(vals) - 1], vals[-1])
+        vals.append(v)
+    return tuple(vals)
 
 
 def check_finite_array(name: str, values: object, *, min_size: int = 1) -> np.ndarray:

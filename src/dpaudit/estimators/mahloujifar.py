@@ -44,8 +44,8 @@ from dpaudit.search import SearchResult
 from dpaudit.validation import (
     check_confidence,
     check_count,
-    check_counts_le,
     check_delta,
+    check_nested_counts,
     check_positive,
 )
 
@@ -105,12 +105,7 @@ def _gap(curves: Sequence[Curve], m: int, guesses: int, correct: int, tau: float
 
 
 def _check_counts(m: Any, guesses: Any, correct: Any) -> tuple[int, int, int]:
-    m = check_count("m", m, minimum=1)
-    cp = check_count("guesses", guesses, minimum=0)
-    c = check_count("correct", correct, minimum=0)
-    check_counts_le("guesses", cp, "m", m)
-    check_counts_le("correct", c, "guesses", cp)
-    return m, cp, c
+    return check_nested_counts(m=m, guesses=guesses, correct=correct)  # type: ignore[return-value]
 
 
 def mahloujifar_reject(curve: Curve, m: int, guesses: int, correct: int,

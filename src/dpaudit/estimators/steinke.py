@@ -38,10 +38,9 @@ from dpaudit.validation import (
     check_binary_array,
     check_choice,
     check_confidence,
-    check_count,
-    check_counts_le,
     check_delta,
     check_finite_array,
+    check_nested_counts,
     check_positive,
     check_same_length,
 )
@@ -52,12 +51,7 @@ STEINKE_VARIANTS = ("original", "port")
 
 
 def _check_counts(m: Any, guesses: Any, correct: Any) -> tuple[int, int, int]:
-    m = check_count("m", m, minimum=1)
-    r = check_count("guesses", guesses, minimum=0)
-    v = check_count("correct", correct, minimum=0)
-    check_counts_le("guesses", r, "m", m)
-    check_counts_le("correct", v, "guesses", r)
-    return m, r, v
+    return check_nested_counts(m=m, guesses=guesses, correct=correct)  # type: ignore[return-value]
 
 
 def _p_value(m: int, r: int, v: int, eps: float, delta: float, variant: str) -> float:

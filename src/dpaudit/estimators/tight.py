@@ -46,9 +46,8 @@ from dpaudit.stats.order_statistics import (
 from dpaudit.validation import (
     check_choice,
     check_confidence,
-    check_count,
-    check_counts_le,
     check_delta,
+    check_nested_counts,
     check_positive,
 )
 
@@ -58,12 +57,7 @@ TIGHT_MODES = ("exact", "paper", "hoeffding")
 
 
 def _check_counts(n: Any, r: Any, u: Any) -> tuple[int, int, int]:
-    n = check_count("n", n, minimum=1)
-    r = check_count("r", r, minimum=0)
-    u = check_count("u", u, minimum=0)
-    check_counts_le("r", r, "n", n)
-    check_counts_le("u", u, "r", r)
-    return n, r, u
+    return check_nested_counts(n=n, r=r, u=u)  # type: ignore[return-value]
 
 
 def _p_value(curve: Curve, n: int, r: int, u: int, mode: str) -> float:

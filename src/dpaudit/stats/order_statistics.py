@@ -59,7 +59,7 @@ from dpaudit.curves.eps_delta import EpsDeltaDP
 from dpaudit.curves.laplace import LaplaceDP
 from dpaudit.curves.subsampled import SubsampledGaussianDP
 from dpaudit.search import solve_monotone
-from dpaudit.validation import check_choice, check_count, check_counts_le
+from dpaudit.validation import check_choice, check_count, check_nested_counts
 
 __all__ = [
     "ScoreProfile",
@@ -392,12 +392,7 @@ def _log_trapz(logf: np.ndarray, x: np.ndarray) -> float:
 
 
 def _check_nru(n: Any, r: Any, u: Any) -> tuple[int, int, int]:
-    n = check_count("n", n, minimum=1)
-    r = check_count("r", r, minimum=0)
-    u = check_count("u", u, minimum=0)
-    check_counts_le("r", r, "n", n)
-    check_counts_le("u", u, "r", r)
-    return n, r, u
+    return check_nested_counts(n=n, r=r, u=u)  # type: ignore[return-value]
 
 
 def _as_profile(source: Curve | ScoreProfile, envelope: str, points: int) -> ScoreProfile:
