@@ -32,3 +32,12 @@ def test_invert_decreasing_vectorised():
     y = np.array([0.1, 0.5, 0.9])
     x = invert_decreasing(lambda a: 1 - a ** 2, y)
     np.testing.assert_allclose(x, np.sqrt(1 - y), atol=1e-12)
+
+
+def test_largest_rejected_batched_agrees_with_bisection():
+    from dpaudit.search import largest_rejected_batched
+
+    res, evals = largest_rejected_batched(lambda t: t < 2.71828, 0.0, 10.0, 1e-9, 9)
+    assert res.theta == pytest.approx(2.71828, abs=1e-8) and res.theta < 2.71828
+    assert evals < 120  # 7 new candidates per pass, ~11 passes for 1e-9 on [0, 10]
+    assert largest_rejected_batched(lambda t: t < -1, 0.0, 1.0, 1e-6, 5)[0].nothing_rejected

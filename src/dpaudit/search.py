@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize
 
-__all__ = ["SearchResult", "largest_rejected", "solve_monotone", "invert_decreasing"]
+__all__ = ["SearchResult", "largest_rejected", "largest_rejected_batched", "solve_monotone",
+           "invert_decreasing"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,31 @@ def largest_rejected(reject: Callable[[float], bool], lo: float, hi: float, *,
         else:
             b = mid
     return SearchResult(theta=a, nothing_rejected=False, hit_ceiling=False)
+
+
+def largest_rejected_batched(reject_many: Callable[[np.ndarray], np.ndarray], lo: float,
+                             hi: float, tol: float, points: int) -> tuple[SearchResult, int]:
+    """Largest theta in [lo, hi] with reject(theta), for a predicate true on an initial
+    segment, by repeated grids of ``points`` candidates (the k-ary analogue of
+    :func:`largest_rejected`, same conventions: the rejected end is returned), for predicates
+    that are cheaper evaluated on many candidates at once.  Returns the result and the number
+    of candidates evaluated."""
+    grid = np.linspace(lo, hi, points)
+    rej = reject_many(grid)
+    evals = points
+    if not rej[0]:
+        return SearchResult(theta=lo, nothing_rejected=True, hit_ceiling=False), evals
+    if rej[-1]:
+        return SearchResult(theta=hi, nothing_rejected=False, hit_ceiling=True), evals
+    while True:
+        j = int(np.argmin(rej)) - 1      # last rejected before the first non-rejected
+        a, b = float(grid[j]), float(grid[j + 1])
+        if b - a <= tol * max(1.0, abs(a)):
+            return SearchResult(theta=a, nothing_rejected=False, hit_ceiling=False), evals
+        grid = np.linspace(a, b, points)
+        inner = reject_many(grid[1:-1])
+        evals += points - 2
+        rej = np.concatenate([[True], inner, [False]])
 
 
 def solve_monotone(fn: Callable[[float], float], target: float, lo: float, hi: float, *,

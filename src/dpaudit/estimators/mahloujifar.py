@@ -40,7 +40,7 @@ from dpaudit.curves.families import resolve_family
 from dpaudit.curves.gaussian import GaussianDP
 from dpaudit.curves.subsampled import SubsampledGaussianDP
 from dpaudit.results import AuditResult
-from dpaudit.search import SearchResult
+from dpaudit.search import largest_rejected_batched
 from dpaudit.validation import (
     check_confidence,
     check_count,
@@ -118,29 +118,6 @@ def mahloujifar_reject(curve: Curve, m: int, guesses: int, correct: int,
     return bool(_gap([curve], m, cp, c, tau)[0] > 0)
 
 
-def _kary_search(reject_many: Callable[[np.ndarray], np.ndarray], lo: float, hi: float,
-                 tol: float, points: int) -> tuple[SearchResult, int]:
-    """Largest theta in [lo, hi] with reject(theta), for a predicate true on an initial
-    segment, by repeated grids of ``points`` candidates (the k-ary analogue of
-    :func:`dpaudit.search.largest_rejected`, same conventions: the rejected end is returned)."""
-    grid = np.linspace(lo, hi, points)
-    rej = reject_many(grid)
-    evals = points
-    if not rej[0]:
-        return SearchResult(theta=lo, nothing_rejected=True, hit_ceiling=False), evals
-    if rej[-1]:
-        return SearchResult(theta=hi, nothing_rejected=False, hit_ceiling=True), evals
-    while True:
-        j = int(np.argmin(rej)) - 1      # last rejected before the first non-rejected
-        a, b = float(grid[j]), float(grid[j + 1])
-        if b - a <= tol * max(1.0, abs(a)):
-            return SearchResult(theta=a, nothing_rejected=False, hit_ceiling=False), evals
-        grid = np.linspace(a, b, points)
-        inner = reject_many(grid[1:-1])
-        evals += points - 2
-        rej = np.concatenate([[True], inner, [False]])
-
-
 def mahloujifar(m: int, guesses: int, correct: int, delta: float = 1e-5,
                 confidence: float = 0.95, family: Any = "gdp", *, tol: float = 1e-6,
                 grid_points: int | None = None) -> AuditResult:
@@ -169,7 +146,7 @@ def mahloujifar(m: int, guesses: int, correct: int, delta: float = 1e-5,
     def reject_many(thetas: np.ndarray) -> np.ndarray:
         return _gap([fam.curve(float(t)) for t in thetas], m, cp, c, tau) > 0
 
-    res, evals = _kary_search(reject_many, fam.lo, fam.hi, tol, grid_points)
+    res, evals = largest_rejected_batched(reject_many, fam.lo, fam.hi, tol, grid_points)
     if res.nothing_rejected:
         theta, eps = 0.0, 0.0
     else:
