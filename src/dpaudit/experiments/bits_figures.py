@@ -95,7 +95,7 @@ def _idealised(out_dir: Path, *, name: str, figure: str, mech: str, size: str,
     else:
         params = {"tiny": (1.0,), "small": (1.0, 2.0, 4.0), "full": (1.0, 2.0, 4.0)}[size]
         family, key = "laplace", "mu"
-    best_k_max_n = 100_000
+    best_k_max_n = 100_000  # as spec/000 Table 2: the k sweep is skipped at n = 1e6
     rows: list[dict[str, Any]] = []
     for pi, theta in enumerate(params):
         if mech == "gaussian":

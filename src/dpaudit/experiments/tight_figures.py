@@ -9,6 +9,18 @@ parameters; where the text is silent the values below are documented choices):
   *same* released guesses (n, r, correct = r - u), "mahloujifar" = ``E.mahloujifar`` on the same.
 * Repetitions: the paper's count is lost; full size uses 20 seeds (as seed 000), small 5.
 
+Decisions where the paper is silent (all documented in docs/reproduction.md):
+
+* Figs. 3/4/9: "ours" releases the r = n/2 most confident guesses (|LLR| order, random
+  tie-break); Fig. 5: k = n/20 per side (Steinke's extremes rule); Fig. 6: k = n/4 per side
+  (the paper's 2500 + 2500, n = 10^4 at full size).
+* Fig. 6 (DP-SGD): simulator with q = 0.1, T = 100, sigma grid, optimal LLR score, GDP null
+  family for ours and Mahloujifar (spec/001 §3.4 leaves the family open); the claimed epsilon
+  comes from the PLD accountant, and the GDP-family ceiling is recorded as a reference.
+* Fig. 7: eps = 2, delta in {1e-5, 1e-3, 1e-2}, r = n.  Figs. 8-9: (mu, q) in {(1, .5),
+  (2, .2)} (the authors' recorded settings), ordered-pair SGM null.  Fig. 10: (1, delta) null
+  with delta in {1e-5, 1e-2}.  Figs. 11-12: Gaussian mu = 1, delta = 1e-5.
+
 Every runner writes ``<name>.csv`` (one row per setting x seed x method: every seed's number)
 and ``<name>.png`` (mean +- std over seeds per method, theoretical epsilon dashed).  Pass
 ``size="tiny"`` for the test suite, default "small" (about a minute on 2 cores), ``full=True``
