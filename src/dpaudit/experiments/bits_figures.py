@@ -192,13 +192,13 @@ def _dpsgd(out_dir: Path, *, name: str, figure: str, size: str, seed: int,
 
     def plot(path: Path, rs: list[dict[str, Any]]) -> Path:
         what = ("flawed DP-SGD (backprop clipping, |B| = "
-                f"{FLAWED_BATCH_SIZE}): bound above the dashed line = violation caught"
+                f"{FLAWED_BATCH_SIZE})\nbound above the dashed line = violation caught"
                 if flaw else "white-box DP-SGD")
         return plot_panels(path, rs, panel_key="panel", x_key="claimed_eps", title=str,
-                           xlog=False, ylog=bool(flaw),
+                           xlog=False, ylog=bool(flaw), theory_label="claimed eps",
                            xlabel="claimed epsilon (PLD accountant, delta=1e-5)",
                            labels={**LABELS, "gdp_ceiling": "GDP-family ceiling"},
-                           suptitle=f"seed 000 {figure}: {what} (q={cfg.sampling_rate:g}, "
+                           suptitle=f"seed 000 {figure}: {what}\n(q={cfg.sampling_rate:g}, "
                                     f"T={cfg.steps}, simulated; 95% conf.)")
 
     return _finish(out_dir, name, rows, plot)

@@ -103,7 +103,8 @@ def plot_panels(path: Path, rows: Sequence[Mapping[str, Any]], *, panel_key: str
                 xlog: bool = True, ylog: bool = False, suptitle: str = "",
                 hlines: Mapping[Any, Sequence[tuple[float, str]]] | None = None,
                 labels: Mapping[str, str] | None = None, diagonal: bool = False,
-                ylim: tuple[float | None, float | None] | None = None) -> Path:
+                ylim: tuple[float | None, float | None] | None = None,
+                theory_label: str = "theoretical eps") -> Path:
     """One panel per value of ``panel_key``; per series mean +- std over seeds vs ``x_key``.
 
     ``theory_key`` names a per-row column holding the theoretical epsilon: drawn dashed black
@@ -117,7 +118,7 @@ def plot_panels(path: Path, rows: Sequence[Mapping[str, Any]], *, panel_key: str
 
     panels = sorted({r[panel_key] for r in rows}) if panel_key else [None]
     ncol = len(panels)
-    fig, axes = plt.subplots(1, ncol, figsize=(max(4.6 * ncol, 7.0), 3.8), squeeze=False)
+    fig, axes = plt.subplots(1, ncol, figsize=(max(4.6 * ncol, 7.0), 4.0), squeeze=False)
     for i, (ax, pv) in enumerate(zip(axes[0], panels, strict=True)):
         theory_txt = ""
         prow = [r for r in rows if panel_key is None or r[panel_key] == pv]
@@ -142,10 +143,10 @@ def plot_panels(path: Path, rows: Sequence[Mapping[str, Any]], *, panel_key: str
                 tx = np.array([float(d[x_key]) for d in th])
                 ty = np.array([d["mean"] for d in th])
                 if np.allclose(ty, ty[0]):
-                    ax.axhline(ty[0], color="k", ls="--", lw=1.2, label="theoretical eps")
-                    theory_txt = f" (theoretical eps {ty[0]:.3g})"
+                    ax.axhline(ty[0], color="k", ls="--", lw=1.2, label=theory_label)
+                    theory_txt = f" ({theory_label} {ty[0]:.3g})"
                 else:
-                    ax.plot(tx, ty, "k--", lw=1.2, label="theoretical eps")
+                    ax.plot(tx, ty, "k--", lw=1.2, label=theory_label)
         if diagonal:
             xs = np.array(sorted({float(r[x_key]) for r in prow}))
             ax.plot(xs, xs, "k--", lw=1.2, label="claimed eps (y = x)")

@@ -399,7 +399,8 @@ def run_dpsgd(out_dir: Path, *, full: bool = False, seed: int = 0,
         return plot_panels(path, rs, panel_key="panel", x_key="claimed_eps", title=str,
                            xlog=False, xlabel="claimed epsilon (PLD accountant, delta=1e-5)",
                            labels={"gdp_ceiling": "GDP-family ceiling (e*-matched GDP)"},
-                           suptitle=f"seed 001 Fig. 6: white-box DP-SGD (q={cfg.sampling_rate:g}"
+                           theory_label="claimed eps",
+                           suptitle=f"seed 001 Fig. 6: white-box DP-SGD\n(q={cfg.sampling_rate:g}"
                                     f", T={cfg.steps}, simulated; 95% conf.)")
 
     return _finish(out_dir, "tight-dpsgd", rows, plot)
