@@ -54,6 +54,28 @@ def _check_counts(m: Any, guesses: Any, correct: Any) -> tuple[int, int, int]:
     return check_nested_counts(m=m, guesses=guesses, correct=correct)  # type: ignore[return-value]
 
 
+def _binomial_support(r: int, q: float, log_drop: float = 800.0) -> tuple[int, int]:
+    """[k_lo, k_hi]: the k where log pmf(k; r, q) >= log pmf(mode) - log_drop (the pmf is
+    unimodal, so each end is found by integer bisection)."""
+    mode = int(min(r, max(0, math.floor((r + 1) * q))))
+    floor_ = float(stats.binom.logpmf(mode, r, q)) - log_drop
+
+    def edge(a: int, b: int, rising: bool) -> int:
+        # on [a, b] logpmf is monotone; return the extreme index still above the floor
+        while b - a > 1:
+            mid = (a + b) // 2
+            above = stats.binom.logpmf(mid, r, q) >= floor_
+            if above == rising:
+                b = mid
+            else:
+                a = mid
+        return b if rising else a
+
+    lo = 0 if stats.binom.logpmf(0, r, q) >= floor_ else edge(0, mode, rising=True)
+    hi = r if stats.binom.logpmf(r, r, q) >= floor_ else edge(mode, r, rising=False)
+    return lo, hi
+
+
 def _p_value(m: int, r: int, v: int, eps: float, delta: float, variant: str) -> float:
     if v == 0:
         return 1.0
@@ -61,14 +83,21 @@ def _p_value(m: int, r: int, v: int, eps: float, delta: float, variant: str) -> 
     beta = float(stats.binom.sf(v - 1, r, q))
     if delta == 0.0:
         return min(1.0, beta)
-    # pmf(v - j; r, q) for j = 0..v (log space, so that far tails are exact zeros, not NaN)
-    k = np.arange(v, -1, -1, dtype=float)
+    # alpha = max_i (1/i) sum_j pmf(v - j; r, q) over the window of j (original: j = 1..i,
+    # port: j = 0..i-1).  Only k = v - j inside the numerical support of Binomial(r, q)
+    # contribute: pmf outside [k_lo, k_hi] is below e^-800 of the mode's (dropped terms sum to
+    # < 1e-340 * v, far below double precision of alpha), and past k_lo the running sum is
+    # flat while i grows, so the maximum is attained inside.  This makes the statistic
+    # O(sqrt(r)) instead of O(v) per evaluation.
+    top = v - 1 if variant == "original" else v
+    k_lo, k_hi = _binomial_support(r, q)
+    k_hi = min(k_hi, top)
+    if k_hi < k_lo:
+        return float(min(1.0, beta))
+    k = np.arange(k_hi, k_lo - 1, -1, dtype=float)
     pmf = np.exp(stats.binom.logpmf(k, r, q))
-    i = np.arange(1, v + 1, dtype=float)
-    if variant == "original":
-        window = np.cumsum(pmf[1:])          # sum_{j=1..i} pmf(v - j)
-    else:
-        window = np.cumsum(pmf[:-1])         # sum_{j=0..i-1} pmf(v - j)
+    window = np.cumsum(pmf)
+    i = (v - k) if variant == "original" else (v - k + 1)
     alpha = float(np.max(window / i))
     return float(min(1.0, beta + 2.0 * m * delta * alpha))
 
