@@ -17,7 +17,6 @@ Each runner writes a long CSV (one row per setting x repetition x estimator) and
 
 from __future__ import annotations
 
-import csv
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -27,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from dpaudit.estimators.lifted import lifted_epsilon_curve, threshold_grid, trials_to_reach
+from dpaudit.experiments.plotting import write_csv
 from dpaudit.experiments.registry import experiment
 from dpaudit.games.lidp import (
     LiDPScores,
@@ -51,20 +51,6 @@ COLORS = {"DP+W1": "black", "LiDP+W1": "tab:blue", "LiDP+W2": "tab:red", "LiDP+W
 
 def _rng(*key: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence([int(k) for k in key]))
-
-
-def _write_csv(path: Path, rows: Sequence[Mapping[str, Any]]) -> Path:
-    keys: list[str] = []
-    for r in rows:
-        for k in r:
-            if k not in keys:
-                keys.append(k)
-    with path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=keys)
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
-    return path
 
 
 def _summ(rows: Sequence[Mapping[str, Any]], key: str, xkey: str,
@@ -193,8 +179,8 @@ def run_gaussian(out_dir: Path, *, full: bool = False, seed: int = 0) -> list[Pa
                                "baseline_trials_needed": nstar,
                                "ratio": nstar / x if math.isfinite(nstar) else math.nan,
                                "extrapolated": bool(m > bm.max())})
-    paths = [_write_csv(out_dir / "lidp_gaussian.csv", rows),
-             _write_csv(out_dir / "lidp_gaussian_ratio.csv", ratio_rows)]
+    paths = [write_csv(out_dir / "lidp_gaussian.csv", rows),
+             write_csv(out_dir / "lidp_gaussian_ratio.csv", ratio_rows)]
     panels = []
     for e in eps_list:
         summ = _summ([r for r in rows if r["claimed_epsilon"] == e], "estimator", "n")
@@ -221,7 +207,7 @@ def run_k_sweep(out_dir: Path, *, full: bool = False, seed: int = 0) -> list[Pat
             est = [x for x in ESTIMATORS if not x[1]] if k > 1 else [("LiDP+W1", False, 1)]
             rows += _gaussian_rows(seed, e, n, k, d, reps, {"setting": f"eps={e:g}, d={d:.0e}"},
                                    est)
-    paths = [_write_csv(out_dir / "lidp_k_sweep.csv", rows)]
+    paths = [write_csv(out_dir / "lidp_k_sweep.csv", rows)]
     panels = []
     for e, d in settings:
         lab = f"eps={e:g}, d={d:.0e}"
@@ -245,7 +231,7 @@ def run_d_sweep(out_dir: Path, *, full: bool = False, seed: int = 0) -> list[Pat
     for e in eps_list:
         for d in ds:
             rows += _gaussian_rows(seed, e, n, k, d, reps, {}, ESTIMATORS)
-    paths = [_write_csv(out_dir / "lidp_d_sweep.csv", rows)]
+    paths = [write_csv(out_dir / "lidp_d_sweep.csv", rows)]
     panels = []
     for e in eps_list:
         summ = _summ([r for r in rows if r["claimed_epsilon"] == e], "estimator", "d")
@@ -294,8 +280,8 @@ def run_dpsgd(out_dir: Path, *, full: bool = False, seed: int = 0) -> list[Path]
                                   "rep": r, "baseline_epsilon": base,
                                   "n_star": nstar,
                                   "factor": n_ref / nstar if nstar > 0 else math.nan})
-    paths = [_write_csv(out_dir / "lidp_dpsgd.csv", rows),
-             _write_csv(out_dir / "lidp_dpsgd_table1.csv", table)]
+    paths = [write_csv(out_dir / "lidp_dpsgd.csv", rows),
+             write_csv(out_dir / "lidp_dpsgd_table1.csv", table)]
     panels = []
     for can in ("clipbkd", "gradient"):
         for e in eps_list:
