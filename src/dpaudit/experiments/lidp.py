@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from dpaudit.estimators.lifted import lifted_epsilon_curve, threshold_grid, trials_to_reach
-from dpaudit.experiments.plotting import write_csv
+from dpaudit.experiments.plotting import resolve_size, write_csv
 from dpaudit.experiments.registry import experiment
 from dpaudit.games.lidp import (
     LiDPScores,
@@ -155,10 +155,15 @@ def _gaussian_rows(seed: int, eps_claim: float, n: int, k: int, d: int, reps: in
 @experiment("lidp-gaussian", "LiDP vs DP audit of the Gaussian mechanism: eps lower bound vs "
             "number of trials n (K = sqrt(n), d = 1e6); sample-complexity ratio",
             "seed 002 Fig. 3 left, §4.1")
-def run_gaussian(out_dir: Path, *, full: bool = False, seed: int = 0) -> list[Path]:
+def run_gaussian(out_dir: Path, *, full: bool = False, seed: int = 0,
+                 size: str | None = None) -> list[Path]:
     out_dir = Path(out_dir)
+    size = resolve_size(full, size)
     base_ns = [256, 1024, 4096, 16384, 65536]
-    if full:
+    if size == "tiny":  # the test suite
+        base_ns = [256, 1024]
+        ns, eps_list, reps = [256], [2.0], 1
+    elif size == "full":
         ns, eps_list, reps = base_ns, [1.0, 2.0, 4.0, 8.0], 25
     else:  # LiDP up to n = 4096; the (cheap) K = 1 baseline always up to 65536
         ns, eps_list, reps = [256, 1024, 4096], [2.0], 4
@@ -193,9 +198,14 @@ def run_gaussian(out_dir: Path, *, full: bool = False, seed: int = 0) -> list[Pa
 @experiment("lidp-k-sweep", "LiDP audit of the Gaussian mechanism vs the number of canaries K "
             "(bias-variance trade-off; correlation diagnostics)", "seed 002 Fig. 3 middle, "
             "Fig. 4 middle")
-def run_k_sweep(out_dir: Path, *, full: bool = False, seed: int = 0) -> list[Path]:
+def run_k_sweep(out_dir: Path, *, full: bool = False, seed: int = 0,
+                size: str | None = None) -> list[Path]:
     out_dir = Path(out_dir)
-    if full:
+    size = resolve_size(full, size)
+    if size == "tiny":
+        n, ks, reps = 256, [1, 4, 16], 1
+        settings = [(2.0, 10**2)]
+    elif size == "full":
         n, ks, reps = 1024, [1, 2, 4, 8, 16, 32, 64, 128, 256], 10
         settings = [(8.0, 10**3), (2.0, 10**2), (2.0, 10**6)]
     else:
@@ -220,10 +230,15 @@ def run_k_sweep(out_dir: Path, *, full: bool = False, seed: int = 0) -> list[Pat
 @experiment("lidp-d-sweep", "LiDP audit of the Gaussian mechanism vs the dimension d "
             "(K = 32): less correlated canaries in higher dimension", "seed 002 Fig. 3 right, "
             "Fig. 4 right")
-def run_d_sweep(out_dir: Path, *, full: bool = False, seed: int = 0) -> list[Path]:
+def run_d_sweep(out_dir: Path, *, full: bool = False, seed: int = 0,
+                size: str | None = None) -> list[Path]:
     out_dir = Path(out_dir)
+    size = resolve_size(full, size)
     ds = [10**2, 10**3, 10**4, 10**5, 10**6]
-    if full:
+    if size == "tiny":
+        ds = [10**2, 10**4]
+        n, k, reps, eps_list = 256, 16, 1, [2.0]
+    elif size == "full":
         n, k, reps, eps_list = 1024, 32, 10, [2.0, 8.0]
     else:
         n, k, reps, eps_list = 512, 32, 3, [2.0, 8.0]
@@ -243,9 +258,13 @@ def run_d_sweep(out_dir: Path, *, full: bool = False, seed: int = 0) -> list[Pat
 @experiment("lidp-dpsgd", "LiDP (K = 16) vs DP (K = 1) audit of a small logistic-regression "
             "DP-SGD simulator with ClipBKD and random-gradient canaries: sample-complexity "
             "factor n_ref / n*", "seed 002 Table 1 (small simulator version)")
-def run_dpsgd(out_dir: Path, *, full: bool = False, seed: int = 0) -> list[Path]:
+def run_dpsgd(out_dir: Path, *, full: bool = False, seed: int = 0,
+              size: str | None = None) -> list[Path]:
     out_dir = Path(out_dir)
-    if full:
+    size = resolve_size(full, size)
+    if size == "tiny":
+        n_ref, eps_list, reps, steps = 96, [4.0], 1, 10
+    elif size == "full":
         n_ref, eps_list, reps, steps = 1000, [2.0, 4.0, 8.0, 16.0], 3, 60
     else:
         n_ref, eps_list, reps, steps = 200, [4.0, 16.0], 1, 40  # about a minute

@@ -17,32 +17,18 @@ Every bound is computed by :mod:`dpaudit.risk`; these runners only orchestrate a
 
 from __future__ import annotations
 
-import csv
 import math
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from dpaudit.experiments.plotting import resolve_size, write_csv
 from dpaudit.experiments.registry import experiment
 
 __all__ = ["run_figure1", "run_figure2", "run_marginals"]
 
 DELTA = 1e-5
-
-
-def _write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> Path:
-    keys: list[str] = []
-    for r in rows:
-        for k in r:
-            if k not in keys:
-                keys.append(k)
-    with path.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=keys)
-        w.writeheader()
-        w.writerows(rows)
-    return path
 
 
 def _plt():  # noqa: ANN202 - matplotlib.pyplot module
@@ -84,7 +70,7 @@ def run_figure1(out_dir: Path, *, full: bool = False, seed: int = 0) -> list[Pat
         for j, k in enumerate(ks):
             rows.append({"panel": "mmc", "epsilon": eps, "prior": 1.0 / k, "K": int(k),
                          "mmc_pure": mmc0[j], "mmc_approx": mmcd[j]})
-    csv_path = _write_csv(out_dir / "risk_figure1.csv", rows)
+    csv_path = write_csv(out_dir / "risk_figure1.csv", rows)
     plt = _plt()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
     colors = {1.0: "C0", 2.0: "C1", 4.0: "C2"}
@@ -133,13 +119,16 @@ def _extraction_priors() -> dict[str, Any]:
 
 @experiment("risk-figure2", "advantage / eps_protect vs prior and n-gram extraction attack",
             "seed 003 Figs. 2-3")
-def run_figure2(out_dir: Path, *, full: bool = False, seed: int = 0) -> list[Path]:
+def run_figure2(out_dir: Path, *, full: bool = False, seed: int = 0,
+                size: str | None = None) -> list[Path]:
     """Fig. 2 bounds and the Fig. 3 extraction case study (runs: 300 small / 2000 full)."""
     from dpaudit.risk import advantage_bound, epsilon_protect
     from dpaudit.risk.case_extraction import ExtractionSetting, run_extraction
     from dpaudit.risk.corpus import load_corpus
     from dpaudit.risk.priors import UniformPrior, password_prior, pii_like_prior
 
+    size = resolve_size(full, size)
+    full = size == "full"
     out_dir = Path(out_dir)
     rng = np.random.default_rng(seed)
     # ---- Fig. 2(a): advantage bounds (Cor 3.4, delta = 1e-5)
@@ -169,9 +158,11 @@ def run_figure2(out_dir: Path, *, full: bool = False, seed: int = 0) -> list[Pat
     # ---- Fig. 3: extraction attack on the DP n-gram model
     corpus = load_corpus()
     priors = _extraction_priors()
-    runs = 2000 if full else 300
+    runs = 2000 if full else (100 if size == "tiny" else 300)
     n_targets = 1 if full else 10
     eps3 = [0.25, 0.5, 1, 2, 4, 8, 10, 16] if full else [0.5, 1, 2, 4, 8, 16]
+    if size == "tiny":
+        eps3 = [1, 16]
     rows3: list[dict[str, Any]] = []
     for prior in priors.values():
         for attack in ("model", "model+prior", "posterior"):
@@ -180,8 +171,8 @@ def run_figure2(out_dir: Path, *, full: bool = False, seed: int = 0) -> list[Pat
                                        runs=runs, attack=attack)
                 res = run_extraction(corpus, prior, st, rng)
                 rows3.append({"figure": "3", "seed": seed, **res.row()})
-    csv2 = _write_csv(out_dir / "risk_figure2.csv", rows2)
-    csv3 = _write_csv(out_dir / "risk_figure3_extraction.csv", rows3)
+    csv2 = write_csv(out_dir / "risk_figure2.csv", rows2)
+    csv3 = write_csv(out_dir / "risk_figure3_extraction.csv", rows3)
     plt = _plt()
     fig, ax = plt.subplots(1, 2, figsize=(11, 4.2))
     for name in canaries:
@@ -239,7 +230,8 @@ def run_figure2(out_dir: Path, *, full: bool = False, seed: int = 0) -> list[Pat
 @experiment("risk-marginals", "M-AI attack on noisy 3-way marginals vs Thm 3.5 bounds and prior",
             "seed 003 Figs. 4-7")
 def run_marginals(out_dir: Path, *, full: bool = False, seed: int = 0,
-                  public_records: np.ndarray | None = None) -> list[Path]:
+                  public_records: np.ndarray | None = None,
+                  size: str | None = None) -> list[Path]:
     """Case study 2 on census-like data.
 
     The "raw" data are ``public_records`` (e.g. ``load_pums_csv(path)`` on a real ACS PUMS file)
@@ -250,12 +242,16 @@ def run_marginals(out_dir: Path, *, full: bool = False, seed: int = 0,
     from dpaudit.risk.census import acs_generator_network, fit_acs_network
     from dpaudit.risk.rap import RAPOptions
 
+    size = resolve_size(full, size)
+    full = size == "full"
+    tiny = size == "tiny"  # the test suite
     out_dir = Path(out_dir)
     rng = np.random.default_rng(seed)
     if public_records is None:
-        public_records = acs_generator_network().sample(20_000 if not full else 100_000, rng)
+        n_pub = 100_000 if full else (5_000 if tiny else 20_000)
+        public_records = acs_generator_network().sample(n_pub, rng)
     net = fit_acs_network(public_records)
-    rap = RAPOptions(steps=500 if full else 200)
+    rap = RAPOptions(steps=500 if full else (60 if tiny else 200))
     reps = 5 if full else 1
     rows: list[dict[str, Any]] = []
 
@@ -263,20 +259,24 @@ def run_marginals(out_dir: Path, *, full: bool = False, seed: int = 0,
         rows.append({"figure": fig, "seed": seed, "rep": rep, **extra, **outcome.row()})
 
     cols4 = list(net.names) if full else ["SEX", "SCHL", "AGEP", "MAR", "DIS", "NATIVITY"]
+    eps5 = [0.5, 1, 2, 4, 8, 16, math.inf] if full else [1, 4, 16, math.inf]
+    max_unknown, max_tol = (13, 9) if full else (4, 4)
+    if tiny:
+        cols4, eps5, max_unknown, max_tol = ["SEX", "SCHL"], [1, math.inf], 2, 1
     for rep in range(reps):
         for c in cols4:
             add("4", run_mai(net, [c], MAISetting(epsilon=1.0, delta=DELTA, rap=rap), rng), rep)
-        for e in ([0.5, 1, 2, 4, 8, 16, math.inf] if full else [1, 4, 16, math.inf]):
+        for e in eps5:
             add("5", run_mai(net, ["SCHL"], MAISetting(epsilon=float(e), delta=DELTA, rap=rap),
                              rng), rep)
-        for dprime in range(1, (13 if full else 4) + 1):
+        for dprime in range(1, max_unknown + 1):
             kn, tg = visit_order_split(net, 3, dprime)
             add("6", run_mai(net, tg, MAISetting(epsilon=3.0, delta=DELTA, others="dropped",
                                                  rap=rap), rng, known=kn), rep)
-        for tol in range(0, (9 if full else 4) + 1):
+        for tol in range(0, max_tol + 1):
             add("7", run_mai(net, ["AGEP"], MAISetting(epsilon=1.0, delta=DELTA, tolerance=tol,
                                                        rap=rap), rng), rep)
-    csv_path = _write_csv(out_dir / "risk_marginals.csv", rows)
+    csv_path = write_csv(out_dir / "risk_marginals.csv", rows)
     plt = _plt()
     fig, axes = plt.subplots(2, 2, figsize=(12, 8))
 
