@@ -123,7 +123,7 @@ def check_finite_array(name: str, values: object, *, min_size: int = 1) -> np.nd
     bad = ~np.isfinite(arr)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"{name} must be finite (no NaN/inf); entry {i} is {arr[i]!r}")
+        raise ValueError(f"{name} must be finite (no NaN/inf); entry {i} is {float(arr[i])}")
     return arr
 
 
@@ -148,7 +148,7 @@ def check_binary_array(name: str, values: object, *, min_size: int = 1,
     if not ok.all():
         i = int(np.flatnonzero(~ok.reshape(-1))[0])
         raise ValueError(f"{name} must contain only 0/1 values; entry {i} is "
-                         f"{f.reshape(-1)[i]!r}")
+                         f"{float(f.reshape(-1)[i]):g}")
     return f.astype(bool)
 
 
