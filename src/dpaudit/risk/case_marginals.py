@@ -36,7 +36,7 @@ import numpy as np
 
 from dpaudit.risk.bounds import TailBound, thm35_tail
 from dpaudit.risk.census import BayesNet
-from dpaudit.risk.priors import within_distance_success
+from dpaudit.risk.priors import window_mass, within_distance_success
 from dpaudit.risk.rap import (
     RAPOptions,
     marginal_workload,
@@ -110,22 +110,6 @@ class MAIOutcome:
         for c, v in self.v_ub.items():
             out[f"v_ub_{int(round(100 * c))}"] = v
         return out
-
-
-def window_mass(probs: np.ndarray, tolerance: int) -> np.ndarray:
-    """Mass of the window |x - c| <= E for every centre c: out[i, c] = sum_{|x-c|<=E} probs[i, x].
-
-    For E = 0 this is ``probs``. Its argmax is the best window centre (the guess); its maximum
-    equals :func:`dpaudit.risk.priors.within_distance_success`, which supplies p*_i.
-    """
-    p = np.asarray(probs, dtype=float)
-    e = check_count("tolerance", tolerance, minimum=0)
-    s = p.shape[1]
-    c = np.concatenate([np.zeros((p.shape[0], 1)), np.cumsum(p, axis=1)], axis=1)
-    centres = np.arange(s)
-    hi = np.minimum(centres + e + 1, s)
-    lo = np.maximum(centres - e, 0)
-    return c[:, hi] - c[:, lo]
 
 
 def visit_order_split(network: BayesNet, n_known: int, n_target: int

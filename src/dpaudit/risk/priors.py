@@ -54,6 +54,7 @@ __all__ = [
     "ExplicitPrior",
     "generalized_harmonic",
     "password_prior",
+    "window_mass",
     "pii_like_prior",
     "exact_match_success",
     "within_distance_success",
@@ -354,14 +355,20 @@ def within_distance_success(pmf: Any, distance: int) -> np.ndarray | float:
     max_c sum_{|x - c| <= E} D_i(x), a sliding window of width 2E + 1 (spec/003 §1.7; seed 003
     §6 Fig. 7).  Values are indexed 0..V-1 in order; windows are truncated at the edges."""
     p = _pmf_rows(pmf)
-    e = check_count("distance", distance, minimum=0)
+    win = window_mass(p, check_count("distance", distance, minimum=0))
+    return _squeeze(np.minimum(win.max(axis=1), 1.0), pmf)
+
+
+def window_mass(probs: Any, tolerance: int) -> np.ndarray:
+    """Mass of the window |x - c| <= E for every centre c (prefix sums, truncated at the edges):
+    out[i, c] = sum_{|x - c| <= E} probs[i, x].  For E = 0 this is ``probs``; its row maxima are
+    :func:`within_distance_success` and its argmax the best window centre (the guess)."""
+    p = np.atleast_2d(np.asarray(probs, dtype=float))
+    e = check_count("tolerance", tolerance, minimum=0)
     v = p.shape[1]
     cs = np.concatenate([np.zeros((p.shape[0], 1)), np.cumsum(p, axis=1)], axis=1)
     c = np.arange(v)
-    hi = np.minimum(c + e + 1, v)
-    lo = np.maximum(c - e, 0)
-    win = cs[:, hi] - cs[:, lo]
-    return _squeeze(np.minimum(win.max(axis=1), 1.0), pmf)
+    return cs[:, np.minimum(c + e + 1, v)] - cs[:, np.maximum(c - e, 0)]
 
 
 def guess_success(pmf: Any, guesses: Any, *, distance: int = 0) -> np.ndarray | float:
