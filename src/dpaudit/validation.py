@@ -22,6 +22,7 @@ __all__ = [
     "check_counts_le",
     "check_nested_counts",
     "check_finite_array",
+    "check_finite_matrix",
     "check_binary_array",
     "check_same_length",
     "check_choice",
@@ -125,6 +126,21 @@ def check_finite_array(name: str, values: object, *, min_size: int = 1) -> np.nd
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(f"{name} must be finite (no NaN/inf); entry {i} is {float(arr[i])}")
     return arr
+
+
+def check_finite_matrix(name: str, values: object) -> np.ndarray:
+    """A non-empty (trials, K) float matrix without NaN/inf; a 1-D input is one column."""
+    try:
+        a = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a matrix of real numbers") from None
+    if a.ndim == 1:
+        a = a.reshape(-1, 1)
+    if a.ndim != 2 or a.size == 0:
+        raise ValueError(f"{name} must be a non-empty (trials, K) matrix, got shape {a.shape}")
+    if not np.isfinite(a).all():
+        raise ValueError(f"{name} must be finite (no NaN/inf)")
+    return a
 
 
 def check_binary_array(name: str, values: object, *, min_size: int = 1,

@@ -13,7 +13,8 @@ from rich.table import Table
 
 from dpaudit.results import AuditResult
 
-__all__ = ["app", "bound_app", "console", "print_results", "print_json", "verdict"]
+__all__ = ["app", "bound_app", "console", "fmt_number", "print_results", "print_json",
+           "verdict"]
 
 app = typer.Typer(
     name="dpaudit", add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -39,12 +40,15 @@ def verdict(epsilon_lb: float, claimed: float | None) -> str | None:
     return f"no violation detected (epsilon >= {epsilon_lb:.4f} <= claimed {claimed:g})"
 
 
-def _fmt(x: Any) -> str:
+def fmt_number(x: Any) -> str:
+    """Table formatting: 4 decimals, scientific below 1e-3, '-' for None/NaN, 'inf'."""
     if x is None:
         return "-"
     if isinstance(x, float):
+        if math.isnan(x):
+            return "-"
         if math.isinf(x):
-            return "inf"
+            return "inf" if x > 0 else "-inf"
         return f"{x:.4f}" if abs(x) >= 1e-3 or x == 0 else f"{x:.3e}"
     return str(x)
 
@@ -87,16 +91,16 @@ def print_results(results: Sequence[AuditResult] | AuditResult, *, as_json: bool
     table.add_column("fit", justify="left")
     table.add_column("p-value", justify="right")
     for r in rs:
-        row = [r.method, _fmt(r.epsilon), _fmt(r.delta), _fmt(r.confidence)]
+        row = [r.method, fmt_number(r.epsilon), fmt_number(r.delta), fmt_number(r.confidence)]
         if true_epsilon is not None:
             row.append(f"{100 * r.ratio_to(true_epsilon):.1f}%")
-        row.append(", ".join(f"{k}={_fmt(v)}" for k, v in r.params.items()) or "-")
-        row.append(_fmt(r.p_value))
+        row.append(", ".join(f"{k}={fmt_number(v)}" for k, v in r.params.items()) or "-")
+        row.append(fmt_number(r.p_value))
         table.add_row(*row)
     console.print(table)
     if extra:
         for k, val in extra.items():
-            console.print(f"{k}: {_fmt(val)}")
+            console.print(f"{k}: {fmt_number(val)}")
     if v:
         console.print(f"[bold]{v}[/bold]")
 

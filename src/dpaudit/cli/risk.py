@@ -25,7 +25,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from dpaudit.cli.common import app, console, print_json
+from dpaudit.cli.common import app, console, fmt_number, print_json
 from dpaudit.risk.bounds import (
     advantage,
     epsilon_protect,
@@ -88,16 +88,6 @@ def risk_summary(epsilon: float, delta: float, priors: np.ndarray, *, confidence
     }
 
 
-def _fmt(x: Any) -> str:
-    if x is None:
-        return "-"
-    if isinstance(x, float):
-        if math.isnan(x):
-            return "-"
-        return f"{x:.4f}" if abs(x) >= 1e-3 or x == 0 else f"{x:.3e}"
-    return str(x)
-
-
 @app.command("risk")
 def risk_command(
     epsilon: float = typer.Option(..., "--epsilon", help="Privacy parameter epsilon (>= 0)."),
@@ -150,16 +140,16 @@ def risk_command(
     pdesc = f"{out['params']['prior']:g}" if out["params"]["prior"] is not None else \
         f"max {out['params']['prior_max']:.4g}, mean {out['params']['prior_mean']:.4g}"
     table.add_row("prior", pdesc, "best a-priori guess succeeds with this probability")
-    table.add_row("success bound", _fmt(out["success_bound"]),
+    table.add_row("success bound", fmt_number(out["success_bound"]),
                   "per-target attack success <= this (Thm 3.5, n = 1)")
-    table.add_row("expected successes", _fmt(det["expected_successes_bound"]),
-                  f"vs {_fmt(det['expected_successes_prior'])} from the prior alone")
+    table.add_row("expected successes", fmt_number(det["expected_successes_bound"]),
+                  f"vs {fmt_number(det['expected_successes_prior'])} from the prior alone")
     table.add_row(f"v_UB ({100 * c:g}%)", f"{out['v_ub']} / {n}",
                   f"at most this many targets attacked, with prob. >= {c:g} (Thm 3.5)")
-    table.add_row("leaked bits", _fmt(out["leaked_bits"]),
+    table.add_row("leaked bits", fmt_number(out["leaked_bits"]),
                   f"bits per person leaked except with prob. {1 - c:.3g} (pure-eps statement)")
-    table.add_row("advantage", _fmt(out["advantage"]),
+    table.add_row("advantage", fmt_number(out["advantage"]),
                   "(posterior - prior)/(1 - prior) bound (Cor 3.4)")
-    table.add_row(f"epsilon_protect (tau={tau:g})", _fmt(out["epsilon_protect"]),
+    table.add_row(f"epsilon_protect (tau={tau:g})", fmt_number(out["epsilon_protect"]),
                   "largest-risk person: smallest eps with advantage <= tau")
     console.print(table)

@@ -56,7 +56,13 @@ from dpaudit.stats.xbern import (
     empirical_moments,
     moments_at_thresholds,
 )
-from dpaudit.validation import check_choice, check_confidence, check_count, check_delta
+from dpaudit.validation import (
+    check_choice,
+    check_confidence,
+    check_count,
+    check_delta,
+    check_finite_matrix,
+)
 
 __all__ = [
     "LIFTED_INTERVALS",
@@ -246,17 +252,6 @@ def threshold_grid(x_scores: Any, y_scores: Any, size: int = 500,
     return np.linspace(lo, hi, size)
 
 
-def _check_scores(name: str, s: Any) -> np.ndarray:
-    a = np.asarray(s, dtype=float)
-    if a.ndim == 1:
-        a = a.reshape(-1, 1)
-    if a.ndim != 2 or a.size == 0:
-        raise ValueError(f"{name} must be a non-empty (trials, K) matrix, got shape {a.shape}")
-    if not np.isfinite(a).all():
-        raise ValueError(f"{name} must be finite (no NaN/inf)")
-    return a
-
-
 def lifted_epsilon_curve(x_scores: Any, y_scores: Any, thresholds: Any, delta: float = 1e-5,
                          confidence: float = 0.95, interval: str = "wilson", order: int = 2,
                          *, direction: str = "greater", symmetric: bool = False,
@@ -270,8 +265,8 @@ def lifted_epsilon_curve(x_scores: Any, y_scores: Any, thresholds: Any, delta: f
     """
     d, c = _check_common(delta, confidence, interval, "add_remove", options)
     check_choice("direction", direction, DIRECTIONS)
-    xs = _check_scores("x_scores", x_scores)
-    ys = _check_scores("y_scores", y_scores)
+    xs = check_finite_matrix("x_scores", x_scores)
+    ys = check_finite_matrix("y_scores", y_scores)
     if xs.shape[1] != ys.shape[1]:
         raise ValueError(f"x_scores and y_scores must have the same number of canaries per "
                          f"trial (K); got {xs.shape[1]} and {ys.shape[1]}")
@@ -294,8 +289,8 @@ def lifted_from_scores(x_scores: Any, y_scores: Any, threshold: float, delta: fl
     The threshold must not have been chosen on these scores (use :func:`lifted_tuned`).
     """
     check_choice("direction", direction, DIRECTIONS)
-    xs = _check_scores("x_scores", x_scores)
-    ys = _check_scores("y_scores", y_scores)
+    xs = check_finite_matrix("x_scores", x_scores)
+    ys = check_finite_matrix("y_scores", y_scores)
     t = float(threshold)
     if math.isnan(t):
         raise ValueError("threshold must be a real number, got NaN")
@@ -321,8 +316,8 @@ def lifted_tuned(tune_x_scores: Any, tune_y_scores: Any, x_scores: Any, y_scores
     ``grid``: number of grid points (see :func:`threshold_grid`) or an explicit array of
     thresholds.  ``details`` records tau* and the tuning-set eps_hat(tau*).
     """
-    tx = _check_scores("tune_x_scores", tune_x_scores)
-    ty = _check_scores("tune_y_scores", tune_y_scores)
+    tx = check_finite_matrix("tune_x_scores", tune_x_scores)
+    ty = check_finite_matrix("tune_y_scores", tune_y_scores)
     if np.ndim(grid) == 0:
         taus = threshold_grid(tx, ty, int(check_count("grid", grid, minimum=1)), grid_range)
     else:

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize, special
 
+from dpaudit.mechanisms.base import as_rng
 from dpaudit.observations import LiftedObservations
 from dpaudit.search import solve_monotone
 from dpaudit.validation import (
@@ -63,15 +64,6 @@ __all__ = [
 ]
 
 MODES = ("add_remove", "replace_one")
-
-
-def _rng(rng: np.random.Generator | int | None) -> np.random.Generator:
-    if isinstance(rng, np.random.Generator):
-        return rng
-    if rng is None:
-        raise ValueError("rng must be a numpy Generator or an integer seed; got None "
-                         "(randomness is always explicit)")
-    return np.random.default_rng(check_count("rng", rng))
 
 
 # ----------------------------------------------------------------------------- observations
@@ -216,7 +208,7 @@ def lidp_game(mechanism: Callable[[Any, np.random.Generator], Any],
     k = check_count("k", k, minimum=1)
     m = k if m is None else check_count("m", m, minimum=1)
     check_choice("mode", mode, MODES)
-    g = _rng(rng)
+    g = as_rng(rng)
     xs = np.empty((n, k))
     ys = np.empty((n, m))
     for i in range(n):  # one (or two) mechanism runs per trial; canaries are vectorised
@@ -300,7 +292,7 @@ def gaussian_lidp_scores(n: int, k: int, sigma: float, d: int, *,
     d = check_count("d", d, minimum=1)
     check_choice("method", method, ("auto", "direct", "wishart", "iid"))
     check_choice("mode", mode, MODES)
-    g = _rng(rng)
+    g = as_rng(rng)
     big_n = k + m + 1
     if method == "auto":
         method = "wishart" if (d >= big_n and big_n * big_n < 3 * d) else "direct"
@@ -420,7 +412,7 @@ class LogisticDPSGD:
                   learning_rate: float = 0.5, rng: np.random.Generator | int) -> LogisticDPSGD:
         """A Gaussian-mixture classification task (class means on a sphere of radius 2) with
         the noise multiplier calibrated to (epsilon, delta) by the RDP accountant."""
-        g = _rng(rng)
+        g = as_rng(rng)
         n_examples = check_count("n_examples", n_examples, minimum=2)
         means = g.standard_normal((classes, dim))
         means *= 2.0 / np.linalg.norm(means, axis=1, keepdims=True)
@@ -458,7 +450,7 @@ class LogisticDPSGD:
         which canaries each model actually holds.  The base-data products are single BLAS
         calls over all models (layout (N, classes, M): models innermost).
         """
-        g = _rng(rng)
+        g = as_rng(rng)
         M = check_count("models", models, minimum=1)
         X, y = self.features, self.labels
         N, d = X.shape
@@ -549,7 +541,7 @@ def dpsgd_lidp_scores(sim: LogisticDPSGD, canary: str, n: int, k: int, *,
     n = check_count("n", n, minimum=1)
     k = check_count("k", k, minimum=1)
     m = k if m is None else check_count("m", m, minimum=1)
-    g = _rng(rng)
+    g = as_rng(rng)
     two = mode == "add_remove"
     M = 2 * n if two else n
     mask = np.ones((M, k), bool)

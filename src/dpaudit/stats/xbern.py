@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from dpaudit.validation import check_binary_array, check_choice, check_count
+from dpaudit.validation import check_binary_array, check_choice, check_count, check_finite_matrix
 
 __all__ = [
     "xbern_counts",
@@ -145,13 +145,7 @@ def moments_at_thresholds(scores: Any, thresholds: Any, order: int,
     Returns an array of shape ``(G, order)``.
     """
     check_choice("direction", direction, DIRECTIONS)
-    sc = np.asarray(scores, dtype=float)
-    if sc.ndim == 1:
-        sc = sc.reshape(-1, 1)
-    if sc.ndim != 2 or sc.size == 0:
-        raise ValueError(f"scores must be a non-empty (trials, K) matrix, got shape {sc.shape}")
-    if not np.isfinite(sc).all():
-        raise ValueError("scores must be finite (no NaN/inf)")
+    sc = check_finite_matrix("scores", scores)
     tau = np.atleast_1d(np.asarray(thresholds, dtype=float))
     if np.isnan(tau).any():
         raise ValueError("thresholds must not be NaN")
