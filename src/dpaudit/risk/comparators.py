@@ -66,13 +66,9 @@ def rero_bound(kappa: Any, epsilon: Any, delta: Any = 0.0) -> np.ndarray | float
 
 def narcissus_bound(prior: Any, epsilon: Any, delta: Any = 0.0) -> np.ndarray | float:
     """Narcissus resiliency bound of (eps, delta)-DP (Cohen et al. Thm F.1; seed 003 §4.2):
-    min(1, e^eps p + delta).  Vectorised."""
-    p = _prior(prior, "prior")
-    e = np.asarray(check_epsilon(epsilon), dtype=float)
-    d = check_delta(delta)
-    with np.errstate(over="ignore"):
-        out = np.minimum(1.0, np.exp(e) * p + d)
-    return _out(out)
+    min(1, e^eps p + delta).  It is the same expression as ReRo's with the target's prior p in
+    the place of kappa, so it is computed by :func:`rero_bound`.  Vectorised."""
+    return rero_bound(_prior(prior, "prior"), epsilon, delta)
 
 
 def narcissus_printed_form(prior: Any, epsilon: Any, delta: Any = 0.0) -> np.ndarray | float:
