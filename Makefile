@@ -2,31 +2,45 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench browser clean
 
 $(BIN)/activate:
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# `make demo` runs a real (Opacus) training audit, so it installs the torch extra too.
 $(VENV)/.installed: pyproject.toml | $(BIN)/activate
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet -e ".[torch]"
 	touch $@
 
+# The dev extra pulls every optional extra (torch/Opacus, Ray, pyarrow, Faker, Playwright).
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/activate
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $(VENV)/.installed $@
 
+# The report's browser test drives the system Chromium (browser builds cannot be downloaded).
+# Installed with apt when missing and we are root (as in CI); otherwise the test says why it skips.
+browser:
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then \
+	  true; \
+	elif [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing chromium (apt)"; \
+	  (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || echo "chromium install failed"; \
+	else \
+	  echo "chromium not found and cannot be installed here: browser tests will be skipped"; \
+	fi
+
 demo: $(VENV)/.installed
 	$(BIN)/dpaudit demo
 
-test: $(VENV)/.installed-dev
+test: $(VENV)/.installed-dev browser
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -n 2 -q
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 
-bench: $(VENV)/.installed
+bench: $(VENV)/.installed-dev
 	for f in benchmarks/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
 clean:

@@ -7,14 +7,17 @@ from pathlib import Path
 import typer
 
 from dpaudit.cli.common import app, console, print_json
-from dpaudit.experiments.registry import EXPERIMENTS, get_experiment, load_all
+from dpaudit.experiments.registry import EXPERIMENTS, SIZES, get_experiment, load_all
+from dpaudit.validation import check_choice
 
 
 @app.command("reproduce")
 def reproduce(
     name: str = typer.Argument(..., help="Experiment name (use 'list' to see them all)."),
     out: Path = typer.Option(Path("out"), "--out", help="Directory for the CSV and PNG."),
-    full: bool = typer.Option(False, "--full", help="Paper-size settings (slow)."),
+    size: str = typer.Option("small", "--size", help="tiny (seconds), small (about a minute) "
+                             "or full (the paper's settings; slow)."),
+    full: bool = typer.Option(False, "--full", help="Same as --size full."),
     seed: int = typer.Option(0, "--seed", help="Base random seed."),
     as_json: bool = typer.Option(False, "--json", help="Print the written paths as JSON."),
 ) -> None:
@@ -25,9 +28,10 @@ def reproduce(
             e = EXPERIMENTS[key]
             console.print(f"[bold]{key}[/bold]  {e.source}: {e.description}")
         return
+    size = "full" if full else check_choice("--size", size, SIZES)
     exp = get_experiment(name)
     out.mkdir(parents=True, exist_ok=True)
-    paths = exp.run(out, full=full, seed=seed)
+    paths = exp.run(out, size=size, seed=seed)
     if as_json:
         print_json({"experiment": name, "files": [str(p) for p in paths]})
     else:

@@ -18,14 +18,13 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit.experiments.registry import SIZES
 from dpaudit.validation import check_choice
 
 __all__ = [
     "SIZES", "resolve_size", "seed_sequence", "write_csv", "summarize", "plot_panels",
     "COLORS",
 ]
-
-SIZES = ("tiny", "small", "full")
 
 # One colour per method name, so that all figures read the same way.
 COLORS: dict[str, str] = {

@@ -1,8 +1,10 @@
 """Registry of experiment runners.
 
-A runner is ``fn(out_dir: Path, *, full: bool, seed: int) -> list[Path]`` that writes a CSV with
-every seed's numbers and a PNG, and returns the paths written.  Small (minutes on 2 cores) by
-default; ``full=True`` uses the paper's settings.
+A runner is ``fn(out_dir: Path, *, full: bool = False, seed: int = 0, size: str | None = None)
+-> list[Path]`` that writes a CSV with every seed's numbers and a PNG, and returns the paths
+written.  ``size`` is one of :data:`SIZES`: "tiny" (seconds; the test suite), "small" (the default,
+about a minute on 2 cores) and "full" (the paper's settings); ``full=True`` is the older spelling
+of ``size="full"``.
 """
 
 from __future__ import annotations
@@ -13,7 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Experiment", "EXPERIMENTS", "experiment", "get_experiment", "load_all"]
+__all__ = ["Experiment", "EXPERIMENTS", "SIZES", "experiment", "get_experiment", "load_all"]
+
+#: Run sizes every runner accepts.
+SIZES = ("tiny", "small", "full")
 
 Runner = Callable[..., list[Path]]
 

@@ -46,13 +46,15 @@ def _plt():  # noqa: ANN202 - matplotlib.pyplot module
 
 @experiment("risk-figure1", "posterior-success bounds vs prior: ours, MMC, ReRo, Narcissus",
             "seed 003 Fig. 1")
-def run_figure1(out_dir: Path, *, full: bool = False, seed: int = 0) -> list[Path]:
-    """Fig. 1 curves (deterministic; ``full`` only refines the prior grid)."""
+def run_figure1(out_dir: Path, *, full: bool = False, seed: int = 0,
+                size: str | None = None) -> list[Path]:
+    """Fig. 1 curves (deterministic; size "full" only refines the prior grid)."""
     from dpaudit.risk import mmc_bound, narcissus_bound, rero_bound, single_target_bound
 
     del seed
     out_dir = Path(out_dir)
-    grid = np.linspace(0.001, 0.999, 999 if full else 199)
+    size = resolve_size(full, size)
+    grid = np.linspace(0.001, 0.999, {"tiny": 49, "small": 199, "full": 999}[size])
     ks = np.array([2, 3, 4, 5, 10, 20, 100])
     rows: list[dict[str, Any]] = []
     for eps in (1.0, 2.0, 4.0):
