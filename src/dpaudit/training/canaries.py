@@ -31,6 +31,7 @@ training set iff b_i = 1 and is then sampled by Opacus's Poisson sampler like an
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -76,15 +77,55 @@ def _flat_per_example_grads(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
 
 
 def coordinate_activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
-                        max_grad_norm: float) -> np.ndarray:
-    """Real-gradient activity of every trainable coordinate: mean_i (CLP_C(grad_i))_c^2 at the
-    current parameters (clipped as DP-SGD clips them)."""
+                        max_grad_norm: float, *, probes: int = 4,
+                        seed: int = 0) -> np.ndarray:
+    """Real-gradient activity of every trainable coordinate: mean_i (CLP_C(grad_i))_c^2,
+    clipped as DP-SGD clips, summed over ``probes`` parameter settings -- the model itself and
+    ``probes - 1`` copies whose parameters are perturbed by Gaussian noise (std that of each
+    tensor's std).  The probes tell coordinates that no example can move (a weight fed by an
+    always-zero pixel) from coordinates that are silent only by accident of the
+    initialisation (the weights of a hidden unit no example activates yet, which noisy
+    training can revive)."""
     check_positive("max_grad_norm", max_grad_norm)
-    with torch.no_grad():
-        g = _flat_per_example_grads(model, x, y)
-        norms = g.norm(dim=1, keepdim=True)
-        g = g * (max_grad_norm / (norms + 1e-6)).clamp(max=1.0)
-        return (g.pow(2).mean(dim=0)).double().numpy()
+    probes = check_count("probes", probes, minimum=1)
+    gen = torch.Generator().manual_seed(check_count("seed", seed))
+    return _activity(_hook_free_copy(model), x, y, max_grad_norm, probes, gen)
+
+
+def _hook_free_copy(model: nn.Module) -> nn.Module:
+    """A copy of the model (unwrapped from Opacus's GradSampleModule, if ``make_private``
+    already wrapped it) without module hooks, for side computations with ``torch.func``."""
+    inner = getattr(model, "_module", model)
+    dup = copy.deepcopy(inner)
+    for m in dup.modules():
+        for hooks in (m._forward_hooks, m._forward_pre_hooks, m._backward_hooks,
+                      m._backward_pre_hooks):
+            hooks.clear()
+    for p in dup.parameters():
+        for attr in ("grad_sample", "_forward_counter", "_current_grad_sample"):
+            if hasattr(p, attr):
+                delattr(p, attr)
+    return dup
+
+
+def _activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor, max_grad_norm: float,
+              probes: int, gen: torch.Generator) -> np.ndarray:
+    total: np.ndarray | None = None
+    for k in range(probes):
+        m = model
+        if k > 0:
+            m = copy.deepcopy(model)
+            with torch.no_grad():
+                for p in m.parameters():
+                    std = float(p.std()) if p.numel() > 1 else float(p.abs().mean())
+                    p.add_(torch.randn(p.shape, generator=gen) * (std or 1.0))
+        with torch.no_grad():
+            g = _flat_per_example_grads(m, x, y)
+            g = g * (max_grad_norm / (g.norm(dim=1, keepdim=True) + 1e-6)).clamp(max=1.0)
+            act = g.pow(2).mean(dim=0).double().numpy()
+        total = act if total is None else total + act
+    assert total is not None
+    return total
 
 
 def choose_coordinates(model: nn.Module, x: torch.Tensor, y: torch.Tensor, n: int, *,
