@@ -32,8 +32,6 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.curves import dpsgd_curve
-from dpaudit.search import solve_monotone
 from dpaudit.training import (
     FLAWS,
     TrainingConfig,
@@ -48,11 +46,9 @@ Q, T, N = 0.05, 1000, 1000
 
 
 def sigma_for_epsilon(eps: float, q: float = Q, steps: int = T) -> float:
-    """sigma with dpsgd_curve(sigma, q, T).epsilon(delta) = eps (coarse PLD for the search,
-    the claim is then recomputed exactly by the audit)."""
-    def f(s: float) -> float:
-        return dpsgd_curve(s, q, steps, value_discretization_interval=1e-3).epsilon(DELTA)
-    return round(solve_monotone(f, eps, 0.3, 8.0, xtol=1e-3, rtol=1e-4), 4)
+    from dpaudit.training import sigma_for_epsilon as solve
+
+    return solve(eps, q, steps, DELTA)
 
 
 def _load(path: Path) -> dict[str, dict[str, Any]]:
@@ -178,10 +174,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="benchmarks/out/training.jsonl")
     ap.add_argument("--quick", action="store_true", help="one seed per sweep point")
+    ap.add_argument("--repeats", type=int, default=3, help="seeds per sweep point")
     ap.add_argument("--only", choices=("sweep", "validity", "flaws"), default=None)
     a = ap.parse_args()
     parts = (a.only,) if a.only else ("sweep", "validity", "flaws")
-    run(Path(a.out), 1 if a.quick else 3, parts)
+    run(Path(a.out), 1 if a.quick else a.repeats, parts)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ Public API (stable; other modules such as the case studies build on it):
   :func:`coordinate_activity`, :class:`InputCanaries`, :func:`make_input_canaries`,
   :func:`loss_drop_scores`, :func:`draw_bits`;
 * flaws:     :data:`FLAWS`, :func:`optimizer_class` (flawed ``DPOptimizer`` subclasses);
-* accounting: :func:`opacus_epsilon`, :func:`claimed_epsilon`;
+* accounting: :func:`opacus_epsilon`, :func:`claimed_epsilon`, :func:`sigma_for_epsilon`;
 * training:  :class:`TrainingConfig`, :class:`TrainingRun`, :func:`train_with_canaries`;
 * audit:     :func:`audit_training` (bits + scores of one run -> every one-run method and the
   verdict), :func:`train_audit`, :func:`train_audit_dict` (the ``train-audit --json``
@@ -28,7 +28,11 @@ from dpaudit.training._deps import EXTRA_HINT, MissingExtraError, require_torch
 
 require_torch()
 
-from dpaudit.training.accounting import claimed_epsilon, opacus_epsilon  # noqa: E402
+from dpaudit.training.accounting import (  # noqa: E402
+    claimed_epsilon,
+    opacus_epsilon,
+    sigma_for_epsilon,
+)
 from dpaudit.training.audit import (  # noqa: E402
     TrainAudit,
     audit_training,
@@ -70,7 +74,7 @@ __all__ = [
     "GradientCanaries", "choose_coordinates", "coordinate_activity", "InputCanaries",
     "make_input_canaries", "loss_drop_scores", "draw_bits", "INPUT_CANARY_KINDS",
     "FLAWS", "optimizer_class",
-    "opacus_epsilon", "claimed_epsilon",
+    "opacus_epsilon", "claimed_epsilon", "sigma_for_epsilon",
     "TrainingConfig", "TrainingRun", "train_with_canaries", "CANARY_TYPES", "THREATS",
     "TrainAudit", "audit_training", "train_audit", "train_audit_dict", "simulator_reference",
 ]
