@@ -203,6 +203,11 @@ def test_users_own_model_and_loop_with_make_private() -> None:
                            sampling_rate=q, steps=canaries.steps)
     assert audit.opacus_epsilon == pytest.approx(engine.get_epsilon(1e-5), rel=1e-6)
     assert not audit.violation and audit.results[0].epsilon > 0
+    # last iterate: with plain SGD, theta_0 - theta_T = lr C / |B| * sum_t y_t on every canary
+    # coordinate, i.e. the last-iterate score is the white-box sum score, rescaled
+    unit = 1.0 * 1.0 / opt.expected_batch_size
+    assert np.allclose(canaries.last_iterate_scores(), unit * canaries.sum, rtol=1e-3,
+                       atol=1e-4)
 
 
 def test_train_audit_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
