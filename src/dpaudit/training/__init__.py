@@ -13,7 +13,8 @@ Public API (stable; other modules such as the case studies build on it):
   ``DPOptimizer``: ``GradientCanaries.for_model(...).attach(optimizer)``, then
   ``white_box_scores()`` / ``last_iterate_scores()``), :func:`choose_coordinates`,
   :func:`coordinate_activity`, :class:`InputCanaries`, :func:`make_input_canaries`,
-  :func:`loss_drop_scores`, :func:`draw_bits`;
+  :func:`draw_bits`;
+* scores:    :func:`lr_step_scores`, :func:`loss_drop_scores` (black box);
 * flaws:     :data:`FLAWS`, :func:`optimizer_class` (flawed ``DPOptimizer`` subclasses);
 * accounting: :func:`opacus_epsilon`, :func:`claimed_epsilon`, :func:`sigma_for_epsilon`;
 * training:  :class:`TrainingConfig`, :class:`TrainingRun`, :func:`train_with_canaries`;
@@ -47,7 +48,6 @@ from dpaudit.training.canaries import (  # noqa: E402
     choose_coordinates,
     coordinate_activity,
     draw_bits,
-    loss_drop_scores,
     make_input_canaries,
 )
 from dpaudit.training.data import Dataset, load_digits_data  # noqa: E402
@@ -59,6 +59,7 @@ from dpaudit.training.models import (  # noqa: E402
     make_model,
     trainable_parameters,
 )
+from dpaudit.training.scores import loss_drop_scores, lr_step_scores  # noqa: E402
 from dpaudit.training.trainer import (  # noqa: E402
     CANARY_TYPES,
     THREATS,
@@ -72,7 +73,8 @@ __all__ = [
     "Dataset", "load_digits_data",
     "MODELS", "make_model", "trainable_parameters", "count_coordinates", "accuracy",
     "GradientCanaries", "choose_coordinates", "coordinate_activity", "InputCanaries",
-    "make_input_canaries", "loss_drop_scores", "draw_bits", "INPUT_CANARY_KINDS",
+    "make_input_canaries", "draw_bits", "INPUT_CANARY_KINDS",
+    "loss_drop_scores", "lr_step_scores",
     "FLAWS", "optimizer_class",
     "opacus_epsilon", "claimed_epsilon", "sigma_for_epsilon",
     "TrainingConfig", "TrainingRun", "train_with_canaries", "CANARY_TYPES", "THREATS",

@@ -32,7 +32,6 @@ training set iff b_i = 1 and is then sampled by Opacus's Poisson sampler like an
 from __future__ import annotations
 
 import copy
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -42,10 +41,11 @@ from torch import nn
 from torch.nn import functional as F
 
 from dpaudit.training.models import count_coordinates, trainable_parameters
+from dpaudit.training.scores import lr_step_scores
 from dpaudit.validation import check_choice, check_count, check_positive, check_probability
 
 __all__ = ["coordinate_activity", "choose_coordinates", "GradientCanaries", "InputCanaries",
-           "make_input_canaries", "INPUT_CANARY_KINDS", "draw_bits", "loss_drop_scores"]
+           "make_input_canaries", "INPUT_CANARY_KINDS", "draw_bits"]
 
 INPUT_CANARY_KINDS = ("flip", "random_label", "ood")
 
@@ -299,11 +299,8 @@ class GradientCanaries:
 
     def _record(self, opt: object) -> None:
         y = self._gather(lambda p: p.grad) * (self._batch_unit(opt) / self.clip)
-        sigma = float(opt.noise_multiplier)
-        q = self.q
-        log1mq = math.log1p(-q) if q < 1 else -math.inf
         self.sum += y
-        self.lr_sum += np.logaddexp(log1mq, math.log(q) + (y - 0.5) / sigma ** 2)
+        self.lr_sum += lr_step_scores(y, self.q, float(opt.noise_multiplier))
         self.steps += 1
 
     # -- scores --------------------------------------------------------------------------------
@@ -364,13 +361,3 @@ def make_input_canaries(x_pool: torch.Tensor, y_pool: torch.Tensor, n: int, *, k
     else:
         y = torch.from_numpy(rng.integers(0, num_classes, size=n))
     return InputCanaries(x, y.long(), bits, kind)
-
-
-def loss_drop_scores(model_before: nn.Module, model_after: nn.Module,
-                     canaries: InputCanaries) -> np.ndarray:
-    """Black-box score: per-canary cross-entropy under the initial model minus under the final
-    model (higher = the model learnt the canary's label = more likely a member)."""
-    with torch.no_grad():
-        before = F.cross_entropy(model_before(canaries.x), canaries.y, reduction="none")
-        after = F.cross_entropy(model_after(canaries.x), canaries.y, reduction="none")
-    return (before - after).double().numpy()

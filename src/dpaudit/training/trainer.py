@@ -26,7 +26,6 @@ from dpaudit.training.canaries import (
     GradientCanaries,
     choose_coordinates,
     draw_bits,
-    loss_drop_scores,
     make_input_canaries,
 )
 from dpaudit.training.data import Dataset, load_digits_data
@@ -38,6 +37,7 @@ from dpaudit.training.models import (
     make_model,
     trainable_parameters,
 )
+from dpaudit.training.scores import loss_drop_scores
 from dpaudit.validation import (
     check_choice,
     check_count,
