@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import typer
 
-from dpaudit.cli.common import bound_app, print_results
+from dpaudit.cli.common import bound_app, check_claimed_epsilon, print_results
 from dpaudit.estimators.lifted import lifted
 
 
@@ -46,6 +46,7 @@ def lifted_cmd(
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """LiDP audit with K random canaries per trial and XBern confidence intervals (seed 002)."""
+    claimed_epsilon = check_claimed_epsilon(claimed_epsilon)
     x, y = _load_xy(path)
     opts = {"exact_eq18": True} if exact_eq18 else {}
     r = lifted(x, y, delta=delta, confidence=confidence, interval=interval, order=order,
