@@ -248,6 +248,12 @@ def print_results(results: Sequence[AuditResult] | AuditResult, *, as_json: bool
     for row in rows:
         table.add_row(*[row[j] for j in keep])
     console.print(table)
+    for r in rs:
+        if r.details.get("hit_ceiling"):
+            console.print(f"note: {r.method} rejected the top of its family's range "
+                          f"({r.settings.get('family', 'family')}): epsilon >= "
+                          f"{fmt_number(r.epsilon)} is the ceiling's epsilon, at the family's "
+                          f"ceiling; the data may support more")
     if extra:
         for k, val in extra.items():
             console.print(f"{k}: {fmt_number(val)}")
