@@ -13,10 +13,10 @@ import sys
 import time
 from pathlib import Path
 
-import engine_audits as ea
 import numpy as np
 import pytest
 
+import engine_audits as ea
 from dpaudit.engine import TrialStore, execute, trial_rng
 
 TESTS = Path(__file__).resolve().parent
