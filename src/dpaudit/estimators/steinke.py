@@ -209,6 +209,36 @@ def guesses_from_scores(truth: Any, score: Any, k_pos: Any, k_neg: Any, *,
     t = check_binary_array("truth", truth)
     s = check_finite_array("score", score)
     check_same_length(truth=t, score=s)
+    return _guesses_from_sorted(t, s, k_pos, k_neg, rng)
+
+
+def ascending_order(score: np.ndarray, rng: np.random.Generator | int) -> np.ndarray:
+    """Indices that sort ``score`` ascending, equal scores in a uniformly random order.
+
+    Same permutation as ``np.lexsort((gen.random(m), score))`` (a random priority per canary
+    breaks ties), and the generator is advanced identically, but computed as one argsort of
+    the scores plus a lexsort of the tied entries only: without ties it is a plain argsort.
+    """
+    gen = np.random.default_rng(rng)
+    m = score.size
+    prio = gen.random(m)
+    order = np.argsort(score, kind="stable")
+    ss = score[order]
+    tied = np.zeros(m, dtype=bool)
+    eq = ss[1:] == ss[:-1]
+    if eq.any():
+        tied[1:] |= eq
+        tied[:-1] |= eq
+        pos = np.flatnonzero(tied)
+        sub = order[pos]
+        # within a run of equal scores, order by priority (score breaks the runs apart)
+        order[pos] = sub[np.lexsort((prio[sub], ss[pos]))]
+    return order
+
+
+def _guesses_from_sorted(t: np.ndarray, s: np.ndarray, k_pos: Any, k_neg: Any,
+                         rng: np.random.Generator | int) -> tuple[Any, Any]:
+    """:func:`guesses_from_scores` on validated arrays (bool truth, float scores)."""
     m = t.size
     kp = np.asarray(k_pos)
     kn = np.asarray(k_neg)
@@ -220,8 +250,7 @@ def guesses_from_scores(truth: Any, score: Any, k_pos: Any, k_neg: Any, *,
     kp, kn = np.broadcast_arrays(kp.astype(np.int64), kn.astype(np.int64))
     if np.any(kp + kn > m):
         raise ValueError(f"k_pos + k_neg must be <= the number of canaries ({m})")
-    gen = np.random.default_rng(rng)
-    order = np.lexsort((gen.random(m), s))  # ascending score, random among ties
+    order = ascending_order(s, rng)  # ascending score, random among ties
     sorted_truth = t[order].astype(np.int64)
     # correct "excluded" guesses among the k lowest; correct "included" among the k highest.
     low_false = np.concatenate([[0], np.cumsum(1 - sorted_truth)])
