@@ -7,11 +7,11 @@ from __future__ import annotations
 import math
 import sqlite3
 
-import engine_audits as ea
 import numpy as np
 import pytest
 from scipy.special import ndtr
 
+import engine_audits as ea
 from dpaudit.engine import (
     StoreLockedError,
     TrialStore,
