@@ -15,11 +15,12 @@ reused_noise (dpsgd), alg3 / alg4 / alg5 / alg6 (svt; alg1 is the correct SVT).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import typer
 
-from dpaudit.cli.common import app, console, print_results, verdict
+from dpaudit.cli.common import app, console, json_payload, print_results, verdict
 from dpaudit.mechanisms import (
     FLAWS,
     DPSGDSimulator,
@@ -31,6 +32,7 @@ from dpaudit.mechanisms import (
     WrongSensitivityMechanism,
 )
 from dpaudit.mechanisms.svt import SVT_VARIANTS, SparseVector, default_construction, svt_audit
+from dpaudit.report.cli import format_option, maybe_write_report, report_option
 from dpaudit.validation import check_choice, check_count
 
 MECHANISM_NAMES = ("gaussian", "laplace", "rr", "subsampled_gaussian", "dpsgd", "svt")
@@ -94,12 +96,14 @@ def simulate_cmd(
     true_eps: bool = typer.Option(False, "--true-epsilon",
                                   help="Also compute the true epsilon (may be slow)."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    report: Path | None = report_option(),
+    report_format: str = format_option(),
 ) -> None:
     """One-run audit of a simulated mechanism with every method, and the verdict."""
     from dpaudit.games.audit import one_run_audit
 
     if mechanism == "svt":
-        _simulate_svt(flawed, canaries, seed, eps, confidence, as_json)
+        _simulate_svt(flawed, canaries, seed, eps, confidence, as_json, report, report_format)
         return
     mech = build_mechanism(mechanism, flawed, mu=mu, eps=eps, rr_delta=rr_delta, q=q,
                            sensitivity=sensitivity, noise_multiplier=noise_multiplier,
@@ -117,6 +121,9 @@ def simulate_cmd(
                              "claimed_epsilon": rep.claimed_epsilon}
     if rep.true_epsilon is not None:
         extra["true_epsilon"] = rep.true_epsilon
+    maybe_write_report(report, report_format, json_payload(rep.results, extra={
+        **extra, "violation": rep.violation, "verdict": v, "verdict_method": basis.method}),
+        observations=rep.observations, title=f"One-run audits of {rep.mechanism}")
     if as_json:
         extra.update({"violation": rep.violation, "verdict": v, "verdict_method": basis.method})
         print_results(rep.results, as_json=True, extra=extra)
@@ -128,7 +135,8 @@ def simulate_cmd(
 
 
 def _simulate_svt(flawed: str | None, trials: int | None, seed: int, eps: float,
-                  confidence: float, as_json: bool) -> None:
+                  confidence: float, as_json: bool, report: Path | None = None,
+                  report_format: str = "html") -> None:
     from dpaudit.estimators.multi_run import multi_run
 
     variant = flawed or "alg1"
@@ -146,6 +154,9 @@ def _simulate_svt(flawed: str | None, trials: int | None, seed: int, eps: float,
     extra: dict[str, Any] = {"mechanism": f"svt[{variant}]", "runs": n, "seed": seed,
                              "construction": cons, "claimed_epsilon": svt.claimed_epsilon,
                              "true_epsilon (Lyu et al.)": svt.true_epsilon}
+    maybe_write_report(report, report_format, json_payload([res], extra={
+        **extra, "violation": bool(res.epsilon > svt.claimed_epsilon), "verdict": v}),
+        observations=obs, title=f"Multi-run audit of SVT {variant}")
     if as_json:
         extra.update({"violation": bool(res.epsilon > svt.claimed_epsilon), "verdict": v})
         print_results([res], as_json=True, extra=extra)

@@ -23,7 +23,8 @@ from typing import Any
 from dpaudit.report.write import FORMATS, write_report
 from dpaudit.validation import check_choice
 
-__all__ = ["report_option", "format_option", "maybe_write_report", "REPORT_PARAMS"]
+__all__ = ["report_option", "format_option", "maybe_write_report", "current_context",
+           "REPORT_PARAMS"]
 
 #: parameter names of the two options (left out of the recorded settings).
 REPORT_PARAMS = ("report", "report_format")
@@ -57,13 +58,22 @@ def format_option() -> Any:
                         help="Format of the --report file: html or png.")
 
 
-def _context() -> tuple[str | None, dict[str, Any]]:
-    try:
-        import click
+def current_context() -> Any:
+    """The running command's click context (typer >= 0.20 vendors click as typer._click;
+    older typer uses click itself), or None outside a command."""
+    for mod in ("typer._click.globals", "click.globals"):
+        try:
+            getter = __import__(mod, fromlist=["get_current_context"]).get_current_context
+        except ImportError:
+            continue
+        ctx = getter(silent=True)
+        if ctx is not None:
+            return ctx
+    return None
 
-        ctx = click.get_current_context(silent=True)
-    except ImportError:  # pragma: no cover - typer always brings click
-        ctx = None
+
+def _context() -> tuple[str | None, dict[str, Any]]:
+    ctx = current_context()
     if ctx is None:
         return None, {}
     params = {k: v for k, v in ctx.params.items() if k not in REPORT_PARAMS}
@@ -87,8 +97,8 @@ def maybe_write_report(path: str | Path | None, fmt: str, payload: Any, *,
     kw: dict[str, Any] = {}
     if isinstance(payload, Mapping):
         kw = {"observations": observations, "inputs": inputs, "settings": st,
-              "command": command, "run_seconds": run, "notes": notes}
-    out = write_report(path, payload, fmt=fmt, title=title, **kw)
+              "command": command, "run_seconds": run, "notes": notes, "title": title}
+    out = write_report(path, payload, fmt=fmt, **kw)
     if not quiet:
         print(f"report written: {out}", file=sys.stderr)
     return out

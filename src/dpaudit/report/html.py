@@ -248,7 +248,8 @@ def _card(m: ReportModel, idx: int, figs: dict[str, Any]) -> str:
     prov_rows += [(k, _E(v)) for k, v in pv.environment.items()]
     settings = _kv([(k, _value(v)) for k, v in pv.settings.items()]) if pv.settings else \
         "<p class=\"note\">No settings recorded.</p>"
-    facts = _kv([(k, _value(v)) for k, v in m.facts.items()]) if m.facts else ""
+    facts = ("<h3>Audit facts</h3>" + _kv([(k, _value(v)) for k, v in m.facts.items()])
+             if m.facts else "")
     notes = "".join(f"<p class=\"note\">{_E(n)}</p>" for n in m.notes)
 
     return f"""<section class="card" id="{pid}">

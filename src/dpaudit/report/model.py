@@ -259,7 +259,8 @@ def build_report(payload: Mapping[str, Any], *, observations: MembershipObservat
                               basis=i == basis_i)
                     for i, r in enumerate(rs))
     guesses = tuple(g for g in map(_guess_series, rs) if g is not None)
-    boxes = tuple(b for b in map(_test_box, rs) if b is not None)
+    box = _test_box(basis)
+    boxes = () if box is None else (box,)
     scores = None
     if observations is not None:
         obs = observations if isinstance(observations, MembershipObservations) else \

@@ -46,7 +46,7 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 
 def write_report(path: str | Path, report: Any, *, fmt: str | None = None,
-                 title: str | None = None, **build_kwargs: Any) -> Path:
+                 page_title: str | None = None, **build_kwargs: Any) -> Path:
     """Write the audit card(s) to ``path`` and return the path.
 
     Args:
@@ -56,7 +56,8 @@ def write_report(path: str | Path, report: Any, *, fmt: str | None = None,
         settings=, run_seconds=, risk_prior=, ...).
       fmt: "html" (self-contained, interactive) or "png" (static); default from the suffix
         of ``path`` (".png" -> png, otherwise html).
-      title: page title (default: the card's title).
+      page_title: heading of the page (default: the card's title; with several cards
+        "dpaudit report: N audits").
     """
     p = Path(path)
     if fmt is None:
@@ -76,5 +77,5 @@ def write_report(path: str | Path, report: Any, *, fmt: str | None = None,
         return p
     from dpaudit.report.html import render_html
 
-    _atomic_write(p, render_html(models, title=title).encode("utf-8"))
+    _atomic_write(p, render_html(models, title=page_title).encode("utf-8"))
     return p
