@@ -108,7 +108,7 @@ def region_figure(m: ReportModel) -> dict[str, Any]:
     if math.isfinite(m.bound):
         f = EpsDeltaDP(m.bound, m.delta).tradeoff(alpha)
         data.append({"type": "scatter", "mode": "lines", "x": _r(alpha), "y": _r(f),
-                     "name": f"certified: not ({m.bound:.4g}, {m.delta:g})-DP for less",
+                     "name": f"at the lower bound: ({m.bound:.4g}, {m.delta:g})-DP",
                      "line": {"color": COLORS["bound"], "width": 2, "dash": "dash"}})
     if m.certified_mu is not None and m.certified_mu > 0:
         f = GaussianDP(m.certified_mu).tradeoff(alpha)
@@ -148,11 +148,11 @@ def region_figure(m: ReportModel) -> dict[str, Any]:
             data.append({"type": "scatter", "mode": "markers", "x": _r([b.fpr]),
                          "y": _r([b.fnr]), "name": escape_label(b.label),
                          "marker": {"color": COLORS["bound"], "symbol": "x", "size": 10}})
-    lay = _layout("Privacy region (f-DP view): type II vs type I error",
-                  "FPR (type I error, alpha)", "FNR (type II error, beta)", height=430)
+    lay = _layout("Type II vs type I error of membership tests",
+                  "FPR (type I error, alpha)", "FNR (type II error, beta)", height=470)
     lay["xaxis"]["range"] = [0, 1]
     lay["yaxis"]["range"] = [0, 1]
-    lay["legend"]["y"] = -0.18
+    lay["legend"]["y"] = -0.2
     return {"data": data, "layout": lay}
 
 
@@ -170,14 +170,20 @@ def roc_figures(m: ReportModel) -> tuple[dict[str, Any], dict[str, Any]]:
         "layout": _layout("ROC", "false positive rate", "true positive rate")}
     lin["layout"]["xaxis"]["range"] = [0, 1]
     lin["layout"]["yaxis"]["range"] = [0, 1.02]
-    pos = roc.fpr > 0
-    lo = 1.0 / roc.n_nonmembers
+    # FPR = 0 cannot be drawn on a log axis: those vertices sit at half the smallest
+    # non-zero FPR, 1 / (2 n0), at the left edge of the plot (hover says FPR = 0).
+    lo = 0.5 / roc.n_nonmembers
+    x = np.maximum(roc.fpr, lo)
+    pos = roc.tpr > 0
+    hover = [f"FPR {'0' if f == 0 else f'{f:.3g}'}, TPR {t:.4g}"
+             for f, t in zip(roc.fpr[pos], roc.tpr[pos], strict=True)]
     chance = np.geomspace(lo, 1.0, 50)
     log = {"data": [
         {"type": "scatter", "mode": "lines", "x": _r(chance), "y": _r(chance), "name": "chance",
          "line": {"color": COLORS["neutral"], "dash": "dot", "width": 1}, "hoverinfo": "skip"},
-        {"type": "scatter", "mode": "lines", "x": _r(roc.fpr[pos]), "y": _r(roc.tpr[pos]),
-         "name": name, "line": {"color": COLORS["bound"], "width": 2, "shape": "hv"}}],
+        {"type": "scatter", "mode": "lines", "x": _r(x[pos]), "y": _r(roc.tpr[pos]),
+         "name": name, "line": {"color": COLORS["bound"], "width": 2, "shape": "hv"},
+         "hovertext": hover, "hoverinfo": "text"}],
         "layout": _layout("ROC, log scale (low-FPR regime)", "false positive rate",
                           "true positive rate")}
     log["layout"]["xaxis"].update(type="log", range=[math.log10(lo), 0])

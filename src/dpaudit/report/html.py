@@ -96,6 +96,7 @@ table { border-collapse: collapse; font-size: 13px; margin: 6px 0 10px; }
 th, td { border-bottom: 1px solid #e6e6e6; padding: 4px 10px; text-align: left;
          vertical-align: top; overflow-wrap: anywhere; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.num { white-space: nowrap; overflow-wrap: normal; }
 tr.basis td { font-weight: 700; }
 table.kv td:first-child { color: var(--muted); white-space: nowrap; }
 code { font-size: 12px; overflow-wrap: anywhere; }
@@ -257,27 +258,33 @@ def _card(m: ReportModel, idx: int, figs: dict[str, Any]) -> str:
 <div class="verdict {_verdict_class(m)}" data-testid="verdict">{_E(m.verdict)}</div>
 <div class="headline">{''.join(head)}</div>
 {notes}
-<h3>Bounds side by side</h3>
+<div class="grid2">
+<div><h3>Bounds side by side</h3>
 {methods}
 {plot('bounds')}
 <p class="note">Each row is a valid lower bound at its confidence on its own; the verdict
 rests on the row marked (verdict): taking the best of several rows would not hold at the stated
-confidence.</p>
-<h3>Privacy region (f-DP view)</h3>
+confidence.</p></div>
+<div><h3>Privacy region (f-DP view)</h3>
 {plot('region')}
 <p class="note">A mechanism that is (&epsilon;, &delta;)-DP keeps every test's (FPR, FNR) above
 its trade-off curve. Observed points (with pointwise confidence boxes) below the claimed
 curve are evidence against the claim; the dashed red curve is the (&epsilon;, &delta;)
-trade-off at the measured lower bound.</p>
+trade-off at the measured lower bound.</p></div>
+</div>
 {scores}
-{guesses}
-{risk}
-<h3>Provenance</h3>
+<div class="{'grid2' if guesses else ''}">
+{f'<div>{guesses}</div>' if guesses else ''}
+<div>{risk}</div>
+</div>
+<div class="grid2">
+<div><h3>Provenance</h3>
 {_kv(prov_rows)}
-{inputs_t}
-<h3>Settings</h3>
+{inputs_t}</div>
+<div><h3>Settings</h3>
 {settings}
-{facts}
+{facts}</div>
+</div>
 </section>"""
 
 

@@ -109,10 +109,9 @@ def _card(sf: Any, m: ReportModel) -> None:
         ax.set_xlabel("FPR", fontsize=9)
         ax.set_ylabel("TPR", fontsize=9)
         ax = sf.add_subplot(gs[2, 1])
-        pos = roc.fpr > 0
-        ax.step(roc.fpr[pos], np.maximum(roc.tpr[pos], 1.0 / roc.n_members), where="post",
-                color="#d62728")
-        lo = 1.0 / roc.n_nonmembers
+        lo = 0.5 / roc.n_nonmembers
+        pos = roc.tpr > 0
+        ax.step(np.maximum(roc.fpr[pos], lo), roc.tpr[pos], where="post", color="#d62728")
         ax.plot([lo, 1], [lo, 1], ":", color="gray")
         ax.set(xscale="log", yscale="log")
         t = ", ".join(f"TPR@{d['fpr_target']:g}={d['tpr']:.3g}" for d in m.scores.tpr_at[:2])
