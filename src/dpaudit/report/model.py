@@ -25,15 +25,7 @@ import numpy as np
 from dpaudit.observations import MembershipObservations
 from dpaudit.report.provenance import Provenance, make_provenance
 from dpaudit.report.risk import RiskTranslation, risk_translation
-from dpaudit.report.summaries import (
-    LOW_FPRS,
-    RegionPoints,
-    RocCurve,
-    auroc_interval,
-    region_points,
-    roc_points,
-    tpr_at_fpr,
-)
+from dpaudit.report.summaries import RegionPoints, RocCurve, summarize_scores
 from dpaudit.validation import check_confidence, check_delta
 
 __all__ = ["MethodRow", "GuessSeries", "ScoreSummary", "TestBox", "ReportModel",
@@ -268,12 +260,9 @@ def build_report(payload: Mapping[str, Any], *, observations: MembershipObservat
         obs.require_both_classes()
         extra_t = [_num((r.get("details") or {}).get("threshold"), "threshold") for r in rs
                    if isinstance((r.get("details") or {}).get("threshold"), (int, float))]
-        scores = ScoreSummary(roc=roc_points(obs.member, obs.score),
-                              auroc=auroc_interval(obs.member, obs.score, confidence),
-                              tpr_at=tuple(tpr_at_fpr(obs.member, obs.score, LOW_FPRS,
-                                                      confidence)),
-                              region=region_points(obs.member, obs.score, confidence,
-                                                   extra_thresholds=extra_t),
+        roc, auc, tpr, region = summarize_scores(obs.member, obs.score, confidence,
+                                                 extra_thresholds=extra_t)
+        scores = ScoreSummary(roc=roc, auroc=auc, tpr_at=tuple(tpr), region=region,
                               confidence=confidence)
     params = basis.get("params") or {}
     mu = params.get("mu") if isinstance(params, Mapping) else None

@@ -17,7 +17,10 @@ import numpy as np
 from dpaudit.curves import EpsDeltaDP, GaussianDP
 from dpaudit.report.model import ReportModel
 
-__all__ = ["render_png"]
+__all__ = ["render_png", "CARD_HEIGHT_IN"]
+
+#: height of one card in inches (15 in wide); the PNG is cards x this tall.
+CARD_HEIGHT_IN = 11.5
 
 
 def _t(text: Any) -> str:
@@ -165,10 +168,10 @@ def render_png(models: Sequence[ReportModel] | ReportModel, path: str | Path, *,
     if not ms:
         raise ValueError("render_png needs at least one report model")
     with plt.rc_context({"text.usetex": False, "text.parse_math": False}):
-        fig = plt.figure(figsize=(15, 11.5 * len(ms)), layout=None)
+        fig = plt.figure(figsize=(15, CARD_HEIGHT_IN * len(ms)), layout=None)
         subs = fig.subfigures(len(ms), 1) if len(ms) > 1 else [fig]
         for sf, m in zip(np.atleast_1d(subs), ms, strict=True):
             _card(sf, m)
-        fig.savefig(path, dpi=dpi, bbox_inches="tight")
+        fig.savefig(path, dpi=dpi)
         plt.close(fig)
     return Path(path)

@@ -46,7 +46,7 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 
 def write_report(path: str | Path, report: Any, *, fmt: str | None = None,
-                 page_title: str | None = None, **build_kwargs: Any) -> Path:
+                 page_title: str | None = None, dpi: int = 110, **build_kwargs: Any) -> Path:
     """Write the audit card(s) to ``path`` and return the path.
 
     Args:
@@ -56,6 +56,7 @@ def write_report(path: str | Path, report: Any, *, fmt: str | None = None,
         settings=, run_seconds=, risk_prior=, ...).
       fmt: "html" (self-contained, interactive) or "png" (static); default from the suffix
         of ``path`` (".png" -> png, otherwise html).
+      dpi: resolution of the PNG.
       page_title: heading of the page (default: the card's title; with several cards
         "dpaudit report: N audits").
     """
@@ -70,7 +71,7 @@ def write_report(path: str | Path, report: Any, *, fmt: str | None = None,
         fd, tmp = tempfile.mkstemp(suffix=".png", dir=p.parent if p.parent.exists() else None)
         os.close(fd)
         try:
-            render_png(models, tmp)
+            render_png(models, tmp, dpi=dpi)
             _atomic_write(p, Path(tmp).read_bytes())
         finally:
             Path(tmp).unlink(missing_ok=True)
