@@ -180,8 +180,9 @@ def test_html_escapes_every_user_string(tmp_path):
     # the figure data parse back to the escaped (shown-as-text) labels
     figs = json.loads(_scripts(page)[1])
     names = [t["y"] for t in figs["c0-bounds"]["data"]][0]
-    assert names[1] == "&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#x27;&amp;&lt;img src=x " \
-                       "onerror=&quot;window.__dpaudit_xss=1&quot;&gt;"
+    assert names[1] == "&lt;script&gt;alert(1)&lt;/script&gt;\"'\u2026"      # 28 chars
+    hover = figs["c0-bounds"]["data"][0]["hovertext"][1]
+    assert "&lt;img src=x onerror=\"window.__dpaudit_xss=1\"&gt;" in hover
     # the CSP allows exactly the page's two executable scripts, by hash, and no network
     csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1)
     for body in (_scripts(page)[0], _scripts(page)[2]):

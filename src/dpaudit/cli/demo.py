@@ -66,7 +66,9 @@ def demo_cmd(
                  f"DP-SGD: sigma={s['noise_multiplier']:g}, q={s['sampling_rate']:g}, "
                  f"T={s['steps']}, {s['canaries']:,} canaries, claimed eps={claimed:.3f} "
                  f"at delta={s['delta']:g}")
-        cards.append(build_report(json_payload(results, claimed_epsilon=claimed),
+        # the card states the same verdict as `demo --json`
+        cards.append(build_report({**json_payload(results, claimed_epsilon=claimed),
+                                   "verdict": verdict(results[0].epsilon, claimed)},
                                   observations=rep.observations, title=title,
                                   settings={**s, "flawed": flawed, "seed": seed},
                                   command="dpaudit demo"))

@@ -26,9 +26,14 @@ _FONT = {"family": "system-ui, -apple-system, Segoe UI, Helvetica, Arial, sans-s
          "size": 12}
 
 
-def escape_label(text: Any) -> str:
-    """A user string as plotly text: HTML-escaped, so it is shown literally."""
-    return html.escape(str(text), quote=True)
+def escape_label(text: Any, limit: int | None = None) -> str:
+    """A user string as plotly text, shown literally: ``&``, ``<``, ``>`` escaped (plotly
+    decodes these three entities but not ``&quot;``; quotes are harmless once no tag can
+    form).  ``limit`` shortens long labels (axis ticks, legend) with an ellipsis."""
+    s = str(text)
+    if limit is not None and len(s) > limit:
+        s = s[:limit - 1] + "\u2026"
+    return html.escape(s, quote=False)
 
 
 def _r(values: Iterable[Any]) -> list[float | None]:
@@ -66,7 +71,7 @@ def bounds_figure(m: ReportModel) -> dict[str, Any]:
     finite = [r.epsilon for r in m.methods if math.isfinite(r.epsilon)]
     refs = [x for x in (m.claimed_epsilon, m.true_epsilon) if x is not None and math.isfinite(x)]
     top = max([*finite, *refs, 1e-3]) * 1.15
-    names = [escape_label(r.method) for r in m.methods]
+    names = [escape_label(r.method, 28) for r in m.methods]
     xs = [r.epsilon if math.isfinite(r.epsilon) else top for r in m.methods]
     text = [f"{escape_label(r.method)}: epsilon &gt;= {_fmt(r.epsilon)} at delta = "
             f"{r.delta:g}, {100 * r.confidence:g}% confidence; fit {escape_label(r.fit)}"
@@ -140,13 +145,13 @@ def region_figure(m: ReportModel) -> dict[str, Any]:
                      "x": _r([b.fpr_lo, b.fpr_hi, b.fpr_hi, b.fpr_lo, b.fpr_lo]),
                      "y": _r([b.fnr_lo, b.fnr_lo, b.fnr_hi, b.fnr_hi, b.fnr_lo]),
                      "fillcolor": "rgba(214,39,40,0.12)", "line": {"color": COLORS["bound"]},
-                     "name": escape_label(b.label) + " (box)",
+                     "name": escape_label(b.label, 40) + " (box)",
                      "hovertext": f"{escape_label(b.label)}: FPR in [{b.fpr_lo:.3g}, "
                                   f"{b.fpr_hi:.3g}], FNR in [{b.fnr_lo:.3g}, {b.fnr_hi:.3g}]",
                      "hoverinfo": "text"})
         if b.fpr is not None and b.fnr is not None:
             data.append({"type": "scatter", "mode": "markers", "x": _r([b.fpr]),
-                         "y": _r([b.fnr]), "name": escape_label(b.label),
+                         "y": _r([b.fnr]), "name": escape_label(b.label, 40),
                          "marker": {"color": COLORS["bound"], "symbol": "x", "size": 10}})
     lay = _layout("Type II vs type I error of membership tests",
                   "FPR (type I error, alpha)", "FNR (type II error, beta)", height=470)
@@ -200,7 +205,7 @@ def guesses_figure(m: ReportModel) -> dict[str, Any]:
     for i, g in enumerate(m.guesses):
         c = palette[i % len(palette)]
         data.append({"type": "scatter", "mode": "lines+markers", "x": list(g.guesses),
-                     "y": _r(g.epsilons), "name": escape_label(g.method),
+                     "y": _r(g.epsilons), "name": escape_label(g.method, 28),
                      "line": {"color": c}, "marker": {"color": c, "size": 6},
                      "hovertemplate": "r = %{x}<br>epsilon &gt;= %{y:.4g}<extra>"
                                       + escape_label(g.method) + "</extra>"})

@@ -96,7 +96,7 @@ table { border-collapse: collapse; font-size: 13px; margin: 6px 0 10px; }
 th, td { border-bottom: 1px solid #e6e6e6; padding: 4px 10px; text-align: left;
          vertical-align: top; overflow-wrap: anywhere; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
-td.num { white-space: nowrap; overflow-wrap: normal; }
+td.num, th { white-space: nowrap; overflow-wrap: normal; }
 tr.basis td { font-weight: 700; }
 table.kv td:first-child { color: var(--muted); white-space: nowrap; }
 code { font-size: 12px; overflow-wrap: anywhere; }
