@@ -120,6 +120,7 @@ def test_hostile_strings_run_no_script_and_show_as_text(chromium, tmp_path):
     assert c.requests == (card.resolve().as_uri(),)
 
 
+@pytest.mark.slow
 def test_demo_card_screenshot(chromium, tmp_path, capsys):
     from dpaudit.report.browser import inspect_report
 
