@@ -25,7 +25,7 @@ def test_curve_gdp_json(capsys):
 
 
 def test_curve_table(capsys):
-    rc, out, _ = run(capsys, "curve", "sgm", "--mu", "2", "--q", "0.2")
+    rc, out, _ = run(capsys, "curve", "sgm", "--mu", "2", "--sampling-rate", "0.2")
     assert rc == 0 and "7.6204" in out and "0.431731" in out
 
 

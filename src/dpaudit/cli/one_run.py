@@ -15,10 +15,18 @@ from pathlib import Path
 import typer
 
 from dpaudit.cli.bound import parse_family
-from dpaudit.cli.common import app, console, json_payload, print_results, verdict
+from dpaudit.cli.common import (
+    app,
+    check_claimed_epsilon,
+    console,
+    json_payload,
+    print_results,
+    verdict,
+)
 from dpaudit.estimators.one_run import DEFAULT_FRACTIONS, ONE_RUN_METHODS, audit_one_run
 from dpaudit.io import load_scores
 from dpaudit.report.cli import format_option, maybe_write_report, report_option
+from dpaudit.validation import check_nonnegative
 
 
 def _methods(text: str) -> tuple[str, ...]:
@@ -67,6 +75,9 @@ def one_run_cmd(
     """One-run audits (tight, bits, Steinke, Mahloujifar) side by side on the same guesses."""
     obs = load_scores(scores)
     ms = _methods(methods)
+    claimed_epsilon = check_claimed_epsilon(claimed_epsilon)
+    if true_epsilon is not None:
+        true_epsilon = check_nonnegative("--true-epsilon", true_epsilon)
     results = audit_one_run(obs.member, obs.score, delta=delta, confidence=confidence,
                             methods=ms, family=parse_family(family, delta),
                             fractions=_fractions(fractions), bits_ci=bits_ci,

@@ -11,6 +11,11 @@ side by side with the verdict against the mechanism's claimed epsilon:
 
 Flaws (``--flawed``): wrong_sensitivity (gaussian, laplace), backprop_clipping and
 reused_noise (dpsgd), alg3 / alg4 / alg5 / alg6 (svt; alg1 is the correct SVT).
+
+Each mechanism uses only some of the options (:data:`MECHANISM_OPTIONS`); giving one it does not
+use is an error.  ``--sampling-rate`` is the sampling rate of both subsampled_gaussian (default
+0.5) and dpsgd (default 0.01); the older ``--q``, ``--eps`` and ``--true-epsilon`` are hidden
+aliases of ``--sampling-rate``, ``--epsilon`` and ``--compute-true-epsilon``.
 """
 
 from __future__ import annotations
@@ -20,7 +25,15 @@ from typing import Any
 
 import typer
 
-from dpaudit.cli.common import app, console, json_payload, print_results, verdict
+from dpaudit.cli.common import (
+    app,
+    console,
+    json_payload,
+    normalize_name,
+    print_results,
+    reject_unused,
+    verdict,
+)
 from dpaudit.mechanisms import (
     FLAWS,
     DPSGDSimulator,
@@ -32,10 +45,25 @@ from dpaudit.mechanisms import (
     WrongSensitivityMechanism,
 )
 from dpaudit.mechanisms.svt import SVT_VARIANTS, SparseVector, default_construction, svt_audit
-from dpaudit.report.cli import format_option, maybe_write_report, report_option
+from dpaudit.report.cli import REPORT_PARAMS, format_option, maybe_write_report, report_option
 from dpaudit.validation import check_choice, check_count
 
 MECHANISM_NAMES = ("gaussian", "laplace", "rr", "subsampled_gaussian", "dpsgd", "svt")
+_COMMON = ("mechanism", "flawed", "canaries", "seed", "delta", "confidence", "as_json",
+           *REPORT_PARAMS)
+_ONE_RUN = (*_COMMON, "simultaneous", "true_eps")
+#: Options (Python parameter names) each mechanism uses.
+MECHANISM_OPTIONS = {
+    "gaussian": (*_ONE_RUN, "mu", "sensitivity"),
+    "laplace": (*_ONE_RUN, "eps", "sensitivity"),
+    "rr": (*_ONE_RUN, "eps", "rr_delta"),
+    "subsampled_gaussian": (*_ONE_RUN, "mu", "sampling_rate"),
+    "dpsgd": (*_ONE_RUN, "noise_multiplier", "sampling_rate", "steps", "batch_size", "threat",
+              "score"),
+    "svt": (*_COMMON, "eps"),
+}
+#: Default sampling rate per mechanism.
+DEFAULT_SAMPLING_RATE = {"subsampled_gaussian": 0.5, "dpsgd": 0.01}
 
 
 def build_mechanism(name: str, flawed: str | None, *, mu: float, eps: float, rr_delta: float,
@@ -68,6 +96,7 @@ def build_mechanism(name: str, flawed: str | None, *, mu: float, eps: float, rr_
 
 @app.command("simulate")
 def simulate_cmd(
+    ctx: typer.Context,
     mechanism: str = typer.Argument(..., help="gaussian, laplace, rr, subsampled_gaussian, "
                                               "dpsgd or svt."),
     flawed: str | None = typer.Option(None, "--flawed", help="Flaw to inject: "
@@ -80,20 +109,21 @@ def simulate_cmd(
     delta: float = typer.Option(1e-5, "--delta", help="delta at which epsilon is stated."),
     confidence: float = typer.Option(0.95, "--confidence", help="Probability the bound holds."),
     mu: float = typer.Option(1.0, "--mu", help="mu of gaussian / subsampled_gaussian."),
-    eps: float = typer.Option(1.0, "--eps", help="epsilon of laplace / rr / svt."),
+    eps: float = typer.Option(1.0, "--epsilon", help="epsilon of laplace / rr / svt."),
     rr_delta: float = typer.Option(1e-5, "--rr-delta", help="delta of the rr leak symbol."),
-    q: float = typer.Option(0.5, "--q", help="Sampling rate of subsampled_gaussian."),
     sensitivity: float = typer.Option(2.0, "--sensitivity",
                                       help="True sensitivity for wrong_sensitivity."),
     noise_multiplier: float = typer.Option(1.0, "--noise-multiplier", help="DP-SGD sigma."),
-    sampling_rate: float = typer.Option(0.01, "--sampling-rate", help="DP-SGD Poisson rate."),
+    sampling_rate: float | None = typer.Option(
+        None, "--sampling-rate", help="Sampling rate: subsampled_gaussian (default 0.5), dpsgd "
+                                      "Poisson rate (default 0.01)."),
     steps: int = typer.Option(1000, "--steps", help="DP-SGD steps."),
     batch_size: int = typer.Option(16, "--batch-size", help="|B| of backprop_clipping."),
     threat: str = typer.Option("white_box", "--threat", help="white_box or last_iterate."),
     score: str = typer.Option("lr", "--score", help="DP-SGD white-box score: lr or sum."),
     simultaneous: bool = typer.Option(False, "--simultaneous",
                                       help="Bonferroni across methods (verdict on best row)."),
-    true_eps: bool = typer.Option(False, "--true-epsilon",
+    true_eps: bool = typer.Option(False, "--compute-true-epsilon",
                                   help="Also compute the true epsilon (may be slow)."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     report: Path | None = report_option(),
@@ -102,12 +132,23 @@ def simulate_cmd(
     """One-run audit of a simulated mechanism with every method, and the verdict."""
     from dpaudit.games.audit import one_run_audit
 
+    mechanism = normalize_name(mechanism)
+    check_choice("MECHANISM", mechanism, MECHANISM_NAMES)
+    used = set(MECHANISM_OPTIONS[mechanism])
+    if flawed != "wrong_sensitivity":
+        used.discard("sensitivity")
+    if flawed != "backprop_clipping":
+        used.discard("batch_size")
+    if threat == "last_iterate":
+        used.discard("score")  # the last-iterate threat model scores by the sum
+    reject_unused(ctx, used, f"simulate {mechanism}" + (f" --flawed {flawed}" if flawed else ""))
+    q = sampling_rate if sampling_rate is not None else DEFAULT_SAMPLING_RATE.get(mechanism, 0.5)
     if mechanism == "svt":
         _simulate_svt(flawed, canaries, seed, eps, confidence, as_json, report, report_format)
         return
     mech = build_mechanism(mechanism, flawed, mu=mu, eps=eps, rr_delta=rr_delta, q=q,
                            sensitivity=sensitivity, noise_multiplier=noise_multiplier,
-                           sampling_rate=sampling_rate, steps=steps, batch_size=batch_size,
+                           sampling_rate=q, steps=steps, batch_size=batch_size,
                            threat=threat, score=score)
     n = check_count("--canaries", canaries if canaries is not None else 10_000, minimum=2)
     if not as_json:

@@ -12,6 +12,16 @@ with a search range [lo, hi].  Estimators accept ``family`` as
   :class:`Family` with its own range is given.
 
 Ranges follow spec/001 §2.11.
+
+The one rule at the top of a range (every estimator, every family): when the search rejects even
+the family's largest member theta_hi, the estimator reports ``epsilon = Family.epsilon(theta_hi,
+delta)`` -- the epsilon of the ceiling member, a valid lower bound (the null theta_hi itself was
+rejected, and every smaller theta is more private) -- with ``details["hit_ceiling"] = True``; the
+CLI prints it as "at the family's ceiling".  It is never a made-up number, never +inf and never an
+error: the closed-form conversions (GaussianDP, SubsampledGaussianDP in log space; LaplaceDP,
+EpsDeltaDP exactly) are finite at every theta of the four named families' ranges, e.g.
+GaussianDP(32).epsilon(1e-5) = 647.54.  The evidence may support more than the ceiling; a larger
+range is a :class:`Family` with another ``hi``.
 """
 
 from __future__ import annotations
@@ -48,6 +58,11 @@ class Family:
     def epsilon(self, theta: float, delta: float) -> float:
         """epsilon at ``delta`` of the family member theta (Algorithm 2 of seed 001)."""
         return self.curve(theta).epsilon(delta)
+
+    def ceiling_epsilon(self, delta: float) -> float:
+        """epsilon of the top member theta_hi: the bound reported when a search hits the
+        ceiling (see the module docstring)."""
+        return self.epsilon(self.hi, delta)
 
     def describe(self) -> str:
         return self.name

@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 from scipy.special import ndtr
 
-from dpaudit.curves.base import Curve, as_alpha, numeric_epsilon
-from dpaudit.curves.gaussian import GaussianDP, gdp_delta
-from dpaudit.search import invert_decreasing
+from dpaudit.curves.base import Curve, as_alpha
+from dpaudit.curves.gaussian import GaussianDP, gdp_log_delta
+from dpaudit.search import invert_decreasing, solve_monotone
 from dpaudit.validation import check_delta, check_nonnegative, check_probability
 
 __all__ = ["SubsampledGaussianDP"]
@@ -75,14 +75,29 @@ class SubsampledGaussianDP(Curve):
         minimum is the maximum of the conjugates).
         """
         eps = check_nonnegative("epsilon", epsilon)
+        return float(math.exp(self.log_delta(eps)))
+
+    def log_delta(self, eps: float) -> float:
+        """log of :meth:`delta`, in log space so that large eps neither overflows e^eps nor
+        underflows: log(1 + (e^eps - 1)/q) = eps + log1p((q - 1) e^-eps) - log q."""
         q, mu = self.q, self.mu
-        d1 = q * gdp_delta(mu, math.log1p(math.expm1(eps) / q))
-        c = 1 - math.exp(eps) * (1 - q)
-        d2 = c * gdp_delta(mu, eps + math.log(q) - math.log(c)) if c > 0 else 0.0
-        return float(max(d1, d2))
+        shift = eps + math.log1p((q - 1) * math.exp(-eps)) - math.log(q)
+        l1 = math.log(q) + float(gdp_log_delta(mu, shift))
+        c = -math.expm1(eps + math.log1p(-q)) if q < 1 else -math.inf
+        if c > 0:  # only for eps < -log(1 - q)
+            l2 = math.log(c) + float(gdp_log_delta(mu, eps + math.log(q) - math.log(c)))
+            return max(l1, l2)
+        return l1
 
     def epsilon(self, delta: float) -> float:
+        """Smallest eps with delta(eps) <= delta, solved in log space on [0, eps_G] where
+        eps_G = GaussianDP(mu).epsilon(delta) (subsampling only helps: delta_q <= delta_G), so
+        no artificial ceiling is needed at the top of the family range."""
         delta = check_delta(delta)
         if delta == 0.0:
             return math.inf  # a Gaussian component is never pure DP
-        return numeric_epsilon(self, delta, delta_fn=self.delta)
+        target = math.log(delta)
+        if self.log_delta(0.0) <= target:
+            return 0.0
+        hi = self._g.epsilon(delta) + 1.0
+        return solve_monotone(self.log_delta, target, 0.0, hi, xtol=1e-10, max_hi=1e300)

@@ -1,0 +1,203 @@
+"""Trial engine: reproducibility across executors / workers / chunking / restarts, the SQLite
+store (resume, refusal of another configuration, driver lock), retried and reported failures,
+and the Python API (run_audit, run_trials)."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+
+import engine_audits as ea
+import numpy as np
+import pytest
+from scipy.special import ndtr
+
+from dpaudit.engine import (
+    StoreLockedError,
+    TrialStore,
+    TrialStreams,
+    execute,
+    run_audit,
+    run_chunk,
+    trial_rng,
+)
+from dpaudit.estimators.multi_run import multi_run
+from dpaudit.games.blackbox import BlackBoxAudit, run_trials
+
+
+def _expected(audit: BlackBoxAudit, seed: int, n: int) -> np.ndarray:
+    """Independent per-trial computation: a fresh Philox generator per trial."""
+    return np.array([audit.run_trial(trial_rng(seed, t), t) for t in range(n)])
+
+
+def test_streams_pure_function_of_seed_and_trial() -> None:
+    s = TrialStreams(5)
+    a = s.at(7).random(5)
+    s.at(8).standard_normal(11)
+    b = s.at(7).random(5)
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a, trial_rng(5, 7).random(5))
+    # different trials and seeds give different streams
+    assert not np.array_equal(a, trial_rng(5, 8).random(5))
+    assert not np.array_equal(a, trial_rng(6, 7).random(5))
+    # a trial that draws a lot never reaches the next trial's block
+    big = trial_rng(5, 7).random(100_000)
+    assert not np.isin(trial_rng(5, 8).random(4), big).any()
+
+
+def test_identical_across_executors_workers_chunking() -> None:
+    want = _expected(ea.FAST, 11, 1500)
+    runs = [execute(ea.FAST, trials=1500, seed=11, executor="inline"),
+            execute(ea.FAST, trials=1500, seed=11, executor="inline", chunk_size=7),
+            execute(ea.FAST, trials=1500, seed=11, executor="process", workers=2),
+            execute(ea.FAST, trials=1500, seed=11, executor="process", workers=2,
+                    chunk_size=61)]
+    for r in runs:
+        np.testing.assert_array_equal(r.records, want)
+        assert r.ok.all() and not r.failures
+    # the run_trials wrapper returns the same observations, and the same law as before
+    obs = run_trials(ea.FAST, 1500, seed=11, workers=2, progress=False)
+    np.testing.assert_array_equal(obs.score, want[:, 1])
+    np.testing.assert_array_equal(obs.member, want[:, 0] > 0.5)
+
+
+def test_store_resume_computes_only_missing(tmp_path) -> None:
+    path = tmp_path / "a.sqlite"
+    want = _expected(ea.FAST, 3, 2000)
+    r1 = execute(ea.FAST, trials=800, seed=3, executor="inline", store=path)
+    assert (r1.computed, r1.reused) == (800, 0)
+    # punch holes (as a killed driver would leave) and resume to a larger budget
+    with sqlite3.connect(path) as db:
+        db.execute("DELETE FROM trials WHERE t % 97 = 5")
+    holes = len(range(5, 800, 97))
+    r2 = execute(ea.FAST, trials=2000, seed=3, executor="process", workers=2, store=path,
+                 resume=True)
+    assert r2.reused == 800 - holes and r2.computed == 1200 + holes
+    np.testing.assert_array_equal(r2.records, want)
+    with TrialStore(path, readonly=True) as st:
+        info = st.info()
+        t, data = st.records(info.audit_id)
+    assert info.trials == 2000 and info.max_trial == 1999 and info.missing_below_max == 0
+    np.testing.assert_array_equal(t, np.arange(2000))  # no trial missing or duplicated
+    np.testing.assert_array_equal(data, want)
+    # a finished audit resumes with nothing to compute
+    r3 = execute(ea.FAST, trials=2000, seed=3, executor="inline", store=path, resume=True)
+    assert r3.computed == 0
+    np.testing.assert_array_equal(r3.records, want)
+
+
+def test_store_refuses_other_configuration_and_unasked_resume(tmp_path) -> None:
+    path = tmp_path / "b.sqlite"
+    execute(ea.FAST, trials=50, seed=1, executor="inline", store=path)
+    with pytest.raises(ValueError, match="already holds 50 trials.*--resume"):
+        execute(ea.FAST, trials=50, seed=1, executor="inline", store=path)
+    with pytest.raises(ValueError, match=r"different configuration \(differs in: seed\)"):
+        execute(ea.FAST, trials=50, seed=2, executor="inline", store=path, resume=True)
+    with pytest.raises(ValueError, match="differs in: game"):
+        execute(ea.FLAWED, trials=50, seed=1, executor="inline", store=path, resume=True)
+    with TrialStore(path, readonly=True) as st:
+        assert st.info().trials == 50
+
+
+def test_driver_lock_refuses_second_driver(tmp_path) -> None:
+    path = tmp_path / "c.sqlite"
+    holder = TrialStore(path)
+    holder.acquire()
+    try:
+        with pytest.raises(StoreLockedError, match="in use by another driver"):
+            execute(ea.FAST, trials=20, seed=0, executor="inline", store=path)
+    finally:
+        holder.close()
+    assert execute(ea.FAST, trials=20, seed=0, executor="inline", store=path).computed == 20
+
+
+def test_failures_retried_then_reported(tmp_path) -> None:
+    n = 600
+    # which trials fail: the mechanism's first draw (after the bit) is < 0.05
+    fails = [t for t in range(n) if (g := trial_rng(9, t)) is not None
+             and (g.random(), g.random())[1] < 0.05]
+    assert 10 < len(fails) < 60
+    r = execute(ea.FLAKY, trials=n, seed=9, executor="process", workers=2, retries=2,
+                store=tmp_path / "f.sqlite")
+    assert [f.trial for f in r.failures] == fails
+    assert all(f.attempts == 3 and f.error.startswith("RuntimeError: simulated crash")
+               for f in r.failures)
+    assert r.ok.sum() == n - len(fails) and np.isnan(r.records[~r.ok]).all()
+    with TrialStore(tmp_path / "f.sqlite", readonly=True) as st:
+        assert [f.trial for f in st.failures(r.audit_id)] == fails
+    # the API reports them; the in-memory wrapper raises naming the first one
+    ar = run_audit(ea.FLAKY, trials=n, seed=9, executor="inline", claimed_epsilon=1.0)
+    assert [f.trial for f in ar.failures] == fails and ar.observations.n == n - len(fails)
+    with pytest.raises(ValueError, match=f"trial {fails[0]} failed"):
+        run_trials(ea.FLAKY, n, seed=9, workers=1, progress=False)
+
+
+def test_run_chunk_retries_transient_failures() -> None:
+    calls: dict[int, int] = {}
+
+    def mech(d, rng):
+        k = len(calls)
+        calls[k] = 1
+        if k % 3 == 0:  # every third call fails once; the retry succeeds
+            raise OSError("transient")
+        return float(len(d))
+
+    audit = BlackBoxAudit(mech, lambda rng: ([], [1]), float)
+    res = run_chunk(audit, 0, 0, 20, retries=1)
+    assert res.ok.all() and not res.failures
+
+
+def test_run_audit_fixed_n_matches_multi_run_and_mechanism() -> None:
+    ar = run_audit(ea.FAST, trials=4000, seed=2, executor="process", workers=2,
+                   claimed_epsilon=1.0, delta=1e-5)
+    want = _expected(ea.FAST, 2, 4000)
+    r = multi_run(want[:, 0] > 0.5, want[:, 1], delta=1e-5, confidence=0.95)
+    assert ar.result.epsilon == r.epsilon and ar.result.method == "multi_run"
+    # the engine samples the right law: the count with sigma = 1 has MAP error Phi(-1/2)
+    err = np.mean((want[:, 1] > 10.5) != (want[:, 0] > 0.5))
+    e = float(ndtr(-0.5))
+    assert abs(err - e) <= 4 * math.sqrt(e * (1 - e) / 4000)
+    assert ar.violation == (r.epsilon > 1.0)
+
+
+def test_run_audit_sequential_stops_early_and_reproducibly(tmp_path) -> None:
+    kw = dict(trials=20_000, seed=4, sequential=True, claimed_epsilon=1.0, delta=1e-5)
+    a = run_audit(ea.FLAWED, executor="inline", **kw)
+    b = run_audit(ea.FLAWED, executor="process", workers=2, store=tmp_path / "s.sqlite", **kw)
+    assert a.violation and b.violation
+    assert a.sequential.stopping_trial == b.sequential.stopping_trial < 1000
+    assert a.observations.n == a.sequential.stopping_trial
+    assert b.run.computed < 2000  # stopped long before the budget
+    np.testing.assert_array_equal(a.observations.score, b.observations.score)
+    assert a.result.method == "sequential" and a.result.p_value <= 0.05
+
+
+def test_engine_bad_input(tmp_path) -> None:
+    with pytest.raises(ValueError, match="executor"):
+        execute(ea.FAST, trials=10, seed=0, executor="gpu")
+    with pytest.raises(ValueError, match="trials"):
+        execute(ea.FAST, trials=0, seed=0)
+    with pytest.raises(ValueError, match="seed"):
+        execute(ea.FAST, trials=10, seed=-1)
+    with pytest.raises(ValueError, match="claimed_epsilon"):
+        run_audit(ea.FAST, trials=10, seed=0, sequential=True)
+    with pytest.raises(ValueError, match="picklable"):
+        execute(BlackBoxAudit(lambda d, r: 0.0, lambda r: ([], [1]), float), trials=10,
+                seed=0, executor="process", workers=2)
+    with pytest.raises(OSError, match="no trial store"):
+        TrialStore(tmp_path / "missing.sqlite", readonly=True)
+    (tmp_path / "junk.sqlite").write_bytes(b"not a database at all" * 100)
+    with pytest.raises(OSError, match="not a dpaudit trial store"):
+        TrialStore(tmp_path / "junk.sqlite")
+
+
+def test_parquet_export(tmp_path) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    path = tmp_path / "p.sqlite"
+    r = execute(ea.FAST, trials=100, seed=1, executor="inline", store=path)
+    with TrialStore(path, readonly=True) as st:
+        out = st.to_parquet(tmp_path / "p.parquet")
+    table = pq.read_table(out)
+    np.testing.assert_array_equal(table.column("trial").to_numpy(), np.arange(100))
+    np.testing.assert_array_equal(table.column("score").to_numpy(), r.records[:, 1])
+    assert table.schema.metadata[b"dpaudit_audit_id"].decode() == r.audit_id
