@@ -141,6 +141,11 @@ def test_model_bare_result_and_bad_payloads():
     m = build_report(bare)
     assert m.claimed_epsilon is None and m.violation is None
     assert m.verdict.startswith("no claimed epsilon given: the audit proves epsilon >= ")
+    # strict JSON writes an infinite bound as null + epsilon_note "inf"
+    inf = {**bare, "epsilon": None, "epsilon_note": "inf"}
+    mi = build_report({"results": [inf], "claimed_epsilon": 1.0})
+    assert math.isinf(mi.bound) and mi.violation is True
+    assert mi.verdict == "violation: epsilon >= inf > claimed 1"
     with pytest.raises(ValueError, match="results"):
         build_report({"foo": 1})
     with pytest.raises(ValueError, match="verdict_method"):

@@ -120,6 +120,20 @@ def _opt_num(x: Any, name: str) -> float | None:
     return None if x is None else _num(x, name)
 
 
+def _get(d: Mapping[str, Any], key: str) -> float:
+    """A number of a JSON object; strict JSON writes inf as null + ``<key>_note`` "inf"."""
+    v = d.get(key)
+    if v is None and isinstance(d.get(f"{key}_note"), str):
+        return _num(d[f"{key}_note"], key)
+    return _num(v, key)
+
+
+def _get_opt(d: Mapping[str, Any], key: str) -> float | None:
+    if d.get(key) is None and not isinstance(d.get(f"{key}_note"), str):
+        return None
+    return _get(d, key)
+
+
 def _results(payload: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     if not isinstance(payload, Mapping):
         raise ValueError(f"report payload must be a JSON object (the output of --json), got "
@@ -232,22 +246,20 @@ def build_report(payload: Mapping[str, Any], *, observations: MembershipObservat
                              f"methods ({', '.join(names)})")
         basis_i = names.index(vm)
     basis = rs[basis_i]
-    bound = _num(basis["epsilon"], "epsilon")
-    delta = check_delta(_num(basis["delta"], "delta"))
-    confidence = check_confidence(_num(basis["confidence"], "confidence"))
-    claimed = _opt_num(payload.get("claimed_epsilon"), "claimed_epsilon")
-    true_eps = _opt_num(payload.get("true_epsilon"), "true_epsilon")
+    bound = _get(basis, "epsilon")
+    delta = check_delta(_get(basis, "delta"))
+    confidence = check_confidence(_get(basis, "confidence"))
+    claimed = _get_opt(payload, "claimed_epsilon")
+    true_eps = _get_opt(payload, "true_epsilon")
     v = payload.get("verdict")
     verdict = str(v) if v else _default_verdict(bound, claimed, str(basis["method"]), delta,
                                                 confidence)
     violation = payload.get("violation")
     if violation is None and claimed is not None:
         violation = bool(bound > claimed)
-    methods = tuple(MethodRow(method=str(r["method"]), epsilon=_num(r["epsilon"], "epsilon"),
-                              delta=_num(r["delta"], "delta"),
-                              confidence=_num(r["confidence"], "confidence"),
-                              fit=_fit(r.get("params")),
-                              p_value=_opt_num(r.get("p_value"), "p_value"),
+    methods = tuple(MethodRow(method=str(r["method"]), epsilon=_get(r, "epsilon"),
+                              delta=_get(r, "delta"), confidence=_get(r, "confidence"),
+                              fit=_fit(r.get("params")), p_value=_get_opt(r, "p_value"),
                               basis=i == basis_i)
                     for i, r in enumerate(rs))
     guesses = tuple(g for g in map(_guess_series, rs) if g is not None)

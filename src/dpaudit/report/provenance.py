@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dpaudit.results import _plain
+from dpaudit.results import json_safe
 
 __all__ = ["InputFile", "Provenance", "hash_file", "make_provenance"]
 
@@ -65,8 +65,7 @@ def make_provenance(*, command: str | None = None, inputs: Iterable[str | Path |
     from dpaudit import __version__
 
     files = tuple(x if isinstance(x, InputFile) else hash_file(x) for x in inputs)
-    st = {str(k): _plain(v) for k, v in (settings or {}).items()}
-    st = {k: (str(v) if isinstance(v, Path) else v) for k, v in st.items()}
+    st = json_safe(dict(settings or {}))
     if seed is None:
         seed = st.get("seed")
     if date is None:
