@@ -306,3 +306,15 @@ def test_cli_report_bad_input_one_line(capsys, tmp_path, scores_file):
     bad.write_text('{"hello": 1}')
     rc, _, err = _run(capsys, "report", str(bad))
     assert rc == 2 and "RESULT must be the --json output" in err
+
+
+def test_cli_run_engine_report(capsys, tmp_path):
+    card = tmp_path / "run.html"
+    rc, out, _ = _run(capsys, "run", "dpaudit.games.examples:gaussian_count_audit",
+                      "--trials", "600", "--executor", "inline", "--claimed-epsilon", "1",
+                      "--json", "--report", str(card))
+    assert rc == 0
+    d = json.loads(out)
+    page = card.read_text()
+    assert _verdict_in(page) == d["verdict"] and 'id="c0-roc"' in page
+    assert "<td>trials</td><td>600</td>" in page and "dpaudit run" in page
