@@ -7,11 +7,11 @@ from __future__ import annotations
 import math
 import sqlite3
 
-import engine_audits as ea
 import numpy as np
 import pytest
 from scipy.special import ndtr
 
+import engine_audits as ea
 from dpaudit.engine import (
     StoreLockedError,
     TrialStore,
@@ -201,3 +201,35 @@ def test_parquet_export(tmp_path) -> None:
     np.testing.assert_array_equal(table.column("trial").to_numpy(), np.arange(100))
     np.testing.assert_array_equal(table.column("score").to_numpy(), r.records[:, 1])
     assert table.schema.metadata[b"dpaudit_audit_id"].decode() == r.audit_id
+
+
+def _sphere_mechanism(canaries, rng):
+    return canaries.sum(axis=0) + 0.5 * rng.standard_normal(canaries.shape[1])
+
+
+def _dot_score(output, canaries):
+    return canaries @ output
+
+
+def test_lidp_game_on_the_engine() -> None:
+    from dpaudit.games.lidp import LiDPTrialGame, UnitSphereCanaries, lidp_game
+
+    sampler = UnitSphereCanaries(20).sample
+    a = lidp_game(_sphere_mechanism, sampler, _dot_score, 60, 4, 3, rng=5, executor="inline")
+    b = lidp_game(_sphere_mechanism, sampler, _dot_score, 60, 4, 3, rng=5, executor="process",
+                  workers=2)
+    np.testing.assert_array_equal(a.x_scores, b.x_scores)
+    np.testing.assert_array_equal(a.y_scores, b.y_scores)
+    # trial 9 recomputed by hand from its own stream (seed 002 Algorithm 1, add/remove)
+    g = trial_rng(5, 9)
+    can = sampler(g, 7)
+    x = _dot_score(_sphere_mechanism(can[:4], g), can[:4])
+    y = _dot_score(_sphere_mechanism(can[:3], g), can[4:])
+    np.testing.assert_array_equal(a.x_scores[9], x)
+    np.testing.assert_array_equal(a.y_scores[9], y)
+    assert LiDPTrialGame(_sphere_mechanism, sampler, _dot_score, 4, 3).fields[4] == "y_0"
+    # inserted canaries score about 1 higher than fresh ones (<c, c> = 1)
+    assert a.x_scores.mean() - a.y_scores.mean() > 0.5
+    with pytest.raises(ValueError, match="integer seed"):
+        lidp_game(_sphere_mechanism, sampler, _dot_score, 5, 2, rng=np.random.default_rng(0),
+                  executor="inline")
