@@ -70,7 +70,7 @@ def bounds_figure(m: ReportModel) -> dict[str, Any]:
     """Every method's bound side by side, the claimed epsilon as a dashed line."""
     finite = [r.epsilon for r in m.methods if math.isfinite(r.epsilon)]
     refs = [x for x in (m.claimed_epsilon, m.true_epsilon) if x is not None and math.isfinite(x)]
-    top = max([*finite, *refs, 1e-3]) * 1.15
+    top = max([*finite, *refs, 1e-3]) * 1.25
     names = [escape_label(r.method, 28) for r in m.methods]
     xs = [r.epsilon if math.isfinite(r.epsilon) else top for r in m.methods]
     text = [f"{escape_label(r.method)}: epsilon &gt;= {_fmt(r.epsilon)} at delta = "
@@ -79,7 +79,8 @@ def bounds_figure(m: ReportModel) -> dict[str, Any]:
     data: list[dict[str, Any]] = [{
         "type": "bar", "orientation": "h", "x": _r(xs), "y": names, "name": "lower bound",
         "marker": {"color": [COLORS["bound"] if r.basis else "#f4a6a6" for r in m.methods]},
-        "text": [_fmt(r.epsilon) for r in m.methods], "textposition": "auto",
+        "text": [_fmt(r.epsilon) for r in m.methods], "textposition": "outside",
+        "cliponaxis": False,
         "hovertext": text, "hoverinfo": "text", "showlegend": False}]
     shapes, ann = [], []
     for value, label, color, dash in ((m.claimed_epsilon, "claimed", COLORS["claimed"], "dash"),
