@@ -23,6 +23,7 @@ from dpaudit.engine import (
     trial_rng,
 )
 from dpaudit.estimators.multi_run import multi_run
+from dpaudit.estimators.sequential import first_crossing
 from dpaudit.games.blackbox import BlackBoxAudit, run_trials
 
 
@@ -129,6 +130,22 @@ def test_failures_retried_then_reported(tmp_path) -> None:
     # the API reports them; the in-memory wrapper raises naming the first one
     ar = run_audit(ea.FLAKY, trials=n, seed=9, executor="inline", claimed_epsilon=1.0)
     assert [f.trial for f in ar.failures] == fails and ar.observations.n == n - len(fails)
+    # the fixed-n audit keeps failed trials as an output scored below every success, with
+    # their secret bit (the first draw of their stream)
+    member = np.array([trial_rng(9, t).random() < 0.5 for t in range(n)])
+    score = r.records[:, 1].copy()
+    score[fails] = np.nextafter(np.nanmin(score), -np.inf)
+    want = multi_run(member, score, delta=0.0, confidence=0.95, seed=9)
+    assert ar.result.epsilon == want.epsilon
+    assert ar.result.settings["failed_trials"] == "scored below every success"
+    np.testing.assert_array_equal(member[r.ok], ar.observations.member)
+    # the sequential audit keeps them in the sequence (NaN score: outside every betting set);
+    # the Gaussian count is not (1, 0)-DP, so it stops with a violation
+    sq = run_audit(ea.FLAKY, trials=n, seed=9, executor="inline", claimed_epsilon=1.0,
+                   sequential=True)
+    stop = first_crossing(member, np.where(r.ok, r.records[:, 1], np.nan), 1.0, 0.0, 0.95)
+    assert sq.violation and sq.sequential.stopping_trial == sq.run.stopped_at == stop
+    assert sq.sequential.n == stop and sq.run.failures
     with pytest.raises(ValueError, match=f"trial {fails[0]} failed"):
         run_trials(ea.FLAKY, n, seed=9, workers=1, progress=False)
 

@@ -76,6 +76,10 @@ class BlackBoxAudit:
             raise ValueError(f"score returned a non-finite value ({s}) in trial {t}")
         return float(bit), s
 
+    def secret(self, seed: int, t: int) -> bool:
+        """The secret bit of trial t (its stream's first draw), also when the trial failed."""
+        return bool(trial_rng(seed, t).random() < 0.5)
+
     def trial(self, seed: int, t: int) -> tuple[bool, float]:
         """Trial t of an audit with ``seed``: (secret bit, score)."""
         bit, s = self.run_trial(trial_rng(seed, t), t)
