@@ -86,7 +86,7 @@ def aggregate_by_group(group: Any, member: Any, score: Any, *,
     mixed = (ones > 0) & (ones < sizes)
     if mixed.any():
         i = int(np.flatnonzero(mixed)[0])
-        raise ValueError(f"group {keys[i]!r} has records with member = 1 and member = 0 "
+        raise ValueError(f"group {keys[i].item()!r} has records with member = 1 and member = 0 "
                          f"({int(ones[i])} of {int(sizes[i])}); user-level audits need one "
                          f"membership bit per group ({int(mixed.sum())} such group(s))")
     if how == "max":

@@ -41,9 +41,17 @@ def _member_values(values: Any, column: str, source: str) -> np.ndarray:
         if not ok.all():
             bad = a[np.flatnonzero(~ok)[0]]
             raise ValueError(f"{source}: column {column!r} must be 0/1 (or true/false); "
-                             f"found {bad!r}")
+                             f"found {str(bad)!r}")
         return np.isin(low, list(_TRUE))
     return a
+
+
+def _is_number(v: Any) -> bool:
+    try:
+        float(v)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _score_values(values: Any, column: str, source: str) -> np.ndarray:
@@ -52,7 +60,9 @@ def _score_values(values: Any, column: str, source: str) -> np.ndarray:
         try:
             a = a.astype(float)
         except ValueError:
-            raise ValueError(f"{source}: column {column!r} must be numeric") from None
+            bad = next(v for v in a.ravel() if not _is_number(v))
+            raise ValueError(f"{source}: column {column!r} must be numeric; found "
+                             f"{str(bad)!r}") from None
     return a
 
 
