@@ -252,6 +252,11 @@ def scores_file(tmp_path):
     return p
 
 
+def _kv(key: str, value: str) -> str:
+    """A row of a settings / facts table."""
+    return f'<td class="u">{key}</td><td class="u">{value}</td>'
+
+
 def _verdict_in(page: str) -> str:
     import html
 
@@ -271,7 +276,7 @@ def test_cli_audit_report_matches_json(capsys, tmp_path, scores_file):
     assert f"<b class=\"bound\">{d['results'][0]['epsilon']:.4f}</b>" in page
     sha = hashlib.sha256(scores_file.read_bytes()).hexdigest()
     assert sha in page and "dpaudit audit" in page
-    assert "<td>threshold</td><td>split</td>" in page and "<td>seed</td><td>3</td>" in page
+    assert _kv("threshold", "split") in page and _kv("seed", "3") in page
 
     # the same card from the saved JSON (+ scores) via `dpaudit report`
     saved = tmp_path / "result.json"
@@ -317,4 +322,4 @@ def test_cli_run_engine_report(capsys, tmp_path):
     d = json.loads(out)
     page = card.read_text()
     assert _verdict_in(page) == d["verdict"] and 'id="c0-roc"' in page
-    assert "<td>trials</td><td>600</td>" in page and "dpaudit run" in page
+    assert _kv("trials", "600") in page and "dpaudit run" in page
