@@ -7,6 +7,7 @@ import hashlib
 import json
 import math
 import re
+from html import unescape as html_unescape
 
 import numpy as np
 import pytest
@@ -323,3 +324,33 @@ def test_cli_run_engine_report(capsys, tmp_path):
     page = card.read_text()
     assert _verdict_in(page) == d["verdict"] and 'id="c0-roc"' in page
     assert _kv("trials", "600") in page and "dpaudit run" in page
+
+
+def test_cli_report_several_audits_one_card_each(capsys, tmp_path):
+    p1, _ = _payload(seed=1)
+    p2, _ = _payload(seed=2, claimed=5.0)
+    saved = tmp_path / "two.json"
+    saved.write_text(json.dumps({"first <audit>": p1, "second": p2}))
+    rc, out, _ = _run(capsys, "report", str(saved), "--out", str(tmp_path / "two.html"))
+    assert rc == 0
+    page = (tmp_path / "two.html").read_text()
+    verdicts = [html_unescape(v) for v in re.findall(r'data-testid="verdict">(.*?)</div>', page)]
+    assert verdicts == [p1["verdict"], p2["verdict"]]
+    assert "first &lt;audit&gt;" in page and "dpaudit report: 2 audits" in page
+    # provenance names the saved file by hash, and the card's settings are the audit's
+    assert hashlib.sha256(saved.read_bytes()).hexdigest() in page
+    rc, _, err = _run(capsys, "report", str(saved), "--scores", str(saved))
+    assert rc == 2 and "--scores applies to a single audit" in err
+
+
+def test_cli_report_records_run_time_and_every_setting(capsys, tmp_path, scores_file):
+    card = tmp_path / "c.html"
+    rc, _, _ = _run(capsys, "audit", str(scores_file), "--claimed-epsilon", "0.5",
+                    "--confidence", "0.9", "--report", str(card))
+    assert rc == 0
+    page = card.read_text()
+    m = re.search(r"<td class=\"u\">run time</td><td class=\"u\">([0-9.]+) s</td>", page)
+    assert m and 0 < float(m.group(1)) < 600
+    for key, value in (("confidence", "0.9000"), ("claimed_epsilon", "0.5000"),
+                       ("threshold", "bonferroni"), ("direction", "both")):
+        assert _kv(key, value) in page, key
