@@ -62,6 +62,8 @@ MECHANISM_OPTIONS = {
               "score"),
     "svt": (*_COMMON, "eps"),
 }
+#: Largest --canaries simulated (memory grows linearly: ~100 bytes per canary and method).
+MAX_CANARIES = 10_000_000
 #: Default sampling rate per mechanism.
 DEFAULT_SAMPLING_RATE = {"subsampled_gaussian": 0.5, "dpsgd": 0.01}
 
@@ -150,7 +152,7 @@ def simulate_cmd(
                            sensitivity=sensitivity, noise_multiplier=noise_multiplier,
                            sampling_rate=q, steps=steps, batch_size=batch_size,
                            threat=threat, score=score)
-    n = check_count("--canaries", canaries if canaries is not None else 10_000, minimum=2)
+    n = _check_canaries(canaries if canaries is not None else 10_000)
     if not as_json:
         console.print(f"Simulating {mech.describe()}: one run, {n} canaries, seed {seed}")
     rep = one_run_audit(mech, n, seed, delta=delta, confidence=confidence,
@@ -175,6 +177,14 @@ def simulate_cmd(
     console.print(f"[bold]{v}[/bold] (based on {basis.method})")
 
 
+def _check_canaries(n: int) -> int:
+    n = check_count("--canaries", n, minimum=2)
+    if n > MAX_CANARIES:
+        raise ValueError(f"--canaries must be an integer in [2, {MAX_CANARIES:,}] (simulation "
+                         f"size), got {n:,}")
+    return n
+
+
 def _simulate_svt(flawed: str | None, trials: int | None, seed: int, eps: float,
                   confidence: float, as_json: bool, report: Path | None = None,
                   report_format: str = "html") -> None:
@@ -183,7 +193,7 @@ def _simulate_svt(flawed: str | None, trials: int | None, seed: int, eps: float,
     variant = flawed or "alg1"
     check_choice("--flawed", variant, SVT_VARIANTS)
     default = 200_000 if variant == "alg3" else 20_000
-    n = check_count("--canaries", trials if trials is not None else default, minimum=2)
+    n = _check_canaries(trials if trials is not None else default)
     svt = SparseVector(variant, epsilon=eps, cutoff=1 if variant == "alg3" else 10)
     cons = default_construction(variant)
     if not as_json:
