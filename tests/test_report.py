@@ -312,6 +312,14 @@ def test_cli_report_bad_input_one_line(capsys, tmp_path, scores_file):
     bad.write_text('{"hello": 1}')
     rc, _, err = _run(capsys, "report", str(bad))
     assert rc == 2 and "RESULT must be the --json output" in err
+    rc, _, err = _run(capsys, "report", str(tmp_path / "missing.json"))
+    assert rc == 2 and "RESULT file not found" in err and err.count("\n") == 1
+    payload, _ = _payload()
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(payload))
+    for prior in ("0", "1.5", "nan"):
+        rc, _, err = _run(capsys, "report", str(good), "--risk-prior", prior)
+        assert rc == 2 and "risk prior" in err and err.count("\n") == 1, (prior, err)
 
 
 def test_cli_run_engine_report(capsys, tmp_path):
