@@ -305,6 +305,8 @@ def test_cli_one_run_and_simulate_reports(capsys, tmp_path, scores_file):
 def test_cli_report_bad_input_one_line(capsys, tmp_path, scores_file):
     rc, _, err = _run(capsys, "audit", str(scores_file), "--report", "x.html", "--format", "pdf")
     assert rc == 2 and "--format must be one of" in err and err.count("\n") == 1
+    rc, _, err = _run(capsys, "audit", str(scores_file), "--format", "png")
+    assert rc == 2 and "--format applies to the --report file" in err
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     rc, _, err = _run(capsys, "report", str(bad))

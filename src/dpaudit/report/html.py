@@ -277,9 +277,10 @@ confidence.</p></div>
 <div><h3>Privacy region (f-DP view)</h3>
 {plot('region')}
 <p class="note">A mechanism that is (&epsilon;, &delta;)-DP keeps every test's (FPR, FNR) above
-its trade-off curve. Observed points (with pointwise confidence boxes) below the claimed
-curve are evidence against the claim; the dashed red curve is the (&epsilon;, &delta;)
-trade-off at the measured lower bound.</p></div>
+its trade-off curve. The orange points are the tests "score &ge; t" at 15 thresholds chosen
+without the labels, with pointwise confidence boxes: descriptive (15 boxes are not a
+simultaneous test); the verdict rests on the bound above. The dashed red curve is the
+(&epsilon;, &delta;) trade-off at the measured lower bound.</p></div>
 </div>
 {scores}
 <div class="{'grid2' if guesses else ''}">
