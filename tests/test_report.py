@@ -131,8 +131,9 @@ def test_model_follows_the_json_verdict():
     assert [r.basis for r in m.methods] == [True, False]
     # an explicit verdict_method moves the basis
     p2 = {**payload, "verdict_method": "multi_run_gdp"}
-    m2 = build_report(p2)
+    m2 = build_report({**p2, "verdict_guarantee": "P[false violation] <= 0.05"})
     assert m2.bound == payload["results"][1]["epsilon"]
+    assert m2.notes == ("Verdict guarantee: P[false violation] <= 0.05",)
     assert m2.scores is None
 
 
