@@ -365,3 +365,25 @@ def test_cli_report_records_run_time_and_every_setting(capsys, tmp_path, scores_
     for key, value in (("confidence", "0.9000"), ("claimed_epsilon", "0.5000"),
                        ("threshold", "bonferroni"), ("direction", "both")):
         assert _kv(key, value) in page, key
+
+
+def test_cli_lifted_report_shows_the_test_box(capsys, tmp_path):
+    rng = np.random.default_rng(4)
+    x = (rng.random((400, 8)) < 0.7).astype(int)
+    y = (rng.random((400, 8)) < 0.3).astype(int)
+    xy = tmp_path / "xy.npz"
+    np.savez(xy, x=x, y=y)
+    card = tmp_path / "lifted.html"
+    rc, out, _ = _run(capsys, "bound", "lifted", str(xy), "--claimed-epsilon", "0.5", "--json",
+                      "--report", str(card))
+    assert rc == 0
+    d = json.loads(out)
+    page = card.read_text()
+    assert _verdict_in(page) == d["verdict"]
+    figs = json.loads(_scripts(page)[1])
+    box = next(t for t in figs["c0-region"]["data"] if t["name"].endswith("(box)"))
+    det = d["results"][0]["details"]
+    # the lifted bound's test: FPR <= fpr_upper, FNR <= 1 - tpr_lower
+    assert max(box["x"]) == pytest.approx(det["fpr_upper"], rel=1e-5)
+    assert max(box["y"]) == pytest.approx(1 - det["tpr_lower"], rel=1e-5)
+    assert "c0-roc" not in figs and "Per-canary scores were not provided" in page
