@@ -38,6 +38,7 @@ from dpaudit.validation import (
     check_binary_array,
     check_choice,
     check_confidence,
+    check_count_array,
     check_delta,
     check_finite_array,
     check_nested_counts,
@@ -263,14 +264,9 @@ def _guesses_from_sorted(t: np.ndarray, s: np.ndarray, k_pos: Any, k_neg: Any,
                          rng: np.random.Generator | int) -> tuple[Any, Any]:
     """:func:`guesses_from_scores` on validated arrays (bool truth, float scores)."""
     m = t.size
-    kp = np.asarray(k_pos)
-    kn = np.asarray(k_neg)
-    for name, k in (("k_pos", kp), ("k_neg", kn)):
-        flat = k.reshape(-1)
-        if flat.size == 0 or not np.all(np.isfinite(flat.astype(float))) or np.any(
-                flat.astype(float) != np.round(flat.astype(float))) or np.any(flat < 0):
-            raise ValueError(f"{name} must be integers >= 0, got {k!r}")
-    kp, kn = np.broadcast_arrays(kp.astype(np.int64), kn.astype(np.int64))
+    kp = check_count_array("k_pos", k_pos)
+    kn = check_count_array("k_neg", k_neg)
+    kp, kn = np.broadcast_arrays(kp, kn)
     if np.any(kp + kn > m):
         raise ValueError(f"k_pos + k_neg must be <= the number of canaries ({m})")
     order = ascending_order(s, rng)  # ascending score, random among ties

@@ -107,7 +107,7 @@ def run_figure1(out_dir: Path, *, full: bool = False, seed: int = 0,
 # --------------------------------------------------------------------------------------------
 
 def _extraction_priors() -> dict[str, Any]:
-    from dpaudit.risk.case_extraction import digit_secret_prior
+    from dpaudit.casestudies.extraction import digit_secret_prior
     from dpaudit.risk.priors import password_prior, pii_like_prior
 
     # scaled down to 10 candidates (paper §5.2); the password top-10 is Zipf(1.1, 10)
@@ -124,9 +124,9 @@ def _extraction_priors() -> dict[str, Any]:
 def run_figure2(out_dir: Path, *, full: bool = False, seed: int = 0,
                 size: str | None = None) -> list[Path]:
     """Fig. 2 bounds and the Fig. 3 extraction case study (runs: 300 small / 2000 full)."""
+    from dpaudit.casestudies.corpus import load_corpus
+    from dpaudit.casestudies.extraction import ExtractionSetting, run_extraction
     from dpaudit.risk import advantage_bound, epsilon_protect
-    from dpaudit.risk.case_extraction import ExtractionSetting, run_extraction
-    from dpaudit.risk.corpus import load_corpus
     from dpaudit.risk.priors import UniformPrior, password_prior, pii_like_prior
 
     size = resolve_size(full, size)
@@ -233,16 +233,19 @@ def run_figure2(out_dir: Path, *, full: bool = False, seed: int = 0,
             "seed 003 Figs. 4-7")
 def run_marginals(out_dir: Path, *, full: bool = False, seed: int = 0,
                   public_records: np.ndarray | None = None,
-                  size: str | None = None) -> list[Path]:
+                  size: str | None = None, prior_weight: float = 0.0) -> list[Path]:
     """Case study 2 on census-like data.
 
+    ``prior_weight`` is the KL penalty of :class:`~dpaudit.casestudies.rap.RAPOptions`
+    (0 = plain RAP, as in the paper).
+
     The "raw" data are ``public_records`` (e.g. ``load_pums_csv(path)`` on a real ACS PUMS file)
-    or, by default, 20,000 records of :func:`~dpaudit.risk.census.acs_generator_network`; the
+    or, by default, 20,000 records of :func:`~dpaudit.casestudies.census.acs_generator_network`; the
     BayNet prior is fitted to them and every 100-record original dataset is sampled from it.
     """
-    from dpaudit.risk.case_marginals import MAISetting, run_mai, visit_order_split
-    from dpaudit.risk.census import acs_generator_network, fit_acs_network
-    from dpaudit.risk.rap import RAPOptions
+    from dpaudit.casestudies.census import acs_generator_network, fit_acs_network
+    from dpaudit.casestudies.marginals import MAISetting, run_mai, visit_order_split
+    from dpaudit.casestudies.rap import RAPOptions
 
     size = resolve_size(full, size)
     full = size == "full"
@@ -253,7 +256,7 @@ def run_marginals(out_dir: Path, *, full: bool = False, seed: int = 0,
         n_pub = 100_000 if full else (5_000 if tiny else 20_000)
         public_records = acs_generator_network().sample(n_pub, rng)
     net = fit_acs_network(public_records)
-    rap = RAPOptions(steps=500 if full else (60 if tiny else 200))
+    rap = RAPOptions(steps=500 if full else (60 if tiny else 200), prior_weight=prior_weight)
     reps = 5 if full else 1
     rows: list[dict[str, Any]] = []
 

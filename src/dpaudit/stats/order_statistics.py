@@ -82,6 +82,8 @@ ENVELOPES = ("lower", "chord")
 
 #: smallest type-I error on the normal-quantile grid (ndtr(-37.5) ~ 4.6e-308).
 _Z_MIN = -37.5
+#: ``scipy.special.bdtr`` converts its counts to C ints (NaN from 2^31 on).
+_BDTR_MAX_N = 2**31 - 1
 #: tail probability left out of the Beta(r+1, n-r) integration range (each side).
 _BETA_TAIL = 1e-25
 
@@ -344,7 +346,8 @@ def log_binom_cdf(u: Any, r: Any, p: Any) -> np.ndarray:
     """log P[Binomial(r, p) <= u], vectorised, finite down to ~1e-300 and -inf only when
     the probability is exactly 0 (p = 1, u < r).
 
-    Uses scipy's ``bdtr``; where it underflows (below 1e-280) the lower tail is bounded by
+    Uses scipy's ``bdtr`` (``betaincc`` from r = 2^31 on, where ``bdtr``'s C ints
+    overflow); where it underflows (below 1e-280) the lower tail is bounded by
     pmf(u) / (1 - t), t = u (1 - p) / ((r - u + 1) p) the pmf ratio at u (an upper bound,
     tight in the deep tail).
     """
@@ -358,7 +361,16 @@ def log_binom_cdf(u: Any, r: Any, p: Any) -> np.ndarray:
     mid = ~(full | zero_p | one_p)
     if mid.any():
         um, rm, pm = u[mid], r[mid], p[mid]
-        c = special.bdtr(np.floor(um).astype(np.int64), rm.astype(np.int64), pm)
+        um = np.floor(um)
+        if rm.max() < _BDTR_MAX_N:
+            c = special.bdtr(um.astype(np.int64), rm.astype(np.int64), pm)
+        else:
+            # bdtr takes C ints: it returns NaN from n = 2^31 on.  The same probability is the
+            # regularised incomplete beta I_{1-p}(r - u, u + 1) = betaincc(u + 1, r - u, p),
+            # with real arguments.
+            c = special.betaincc(um + 1, rm - um, pm)
+            if np.isnan(c).any():  # pragma: no cover - never seen; refuse rather than guess
+                raise FloatingPointError("binomial CDF is NaN")
         with np.errstate(divide="ignore"):
             val = np.log(c)
         tiny = ~(c > 1e-280)

@@ -1,0 +1,1 @@
+"""Real DP-SGD training with PyTorch (+ Opacus); the only package that imports torch."""
