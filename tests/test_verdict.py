@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from dpaudit.estimators.multi_run import multi_run
 from dpaudit.estimators.multi_split import multi_split
@@ -69,51 +70,80 @@ def _rr_trials(n, eps, rng):
     member = rng.random(n) < 0.5
     keep = rng.random(n) < math.exp(eps) / (1 + math.exp(eps))
     out = np.where(keep, member, ~member).astype(float)
-    return member, out + rng.normal(0, 1e-9, n) * 0  # scores 0/1 (ties on purpose)
+    return member, out  # scores 0/1 (ties on purpose)
+
+
+def _z_bounds(x, conf):
+    """Exact one-sided lower bounds on a Gaussian mean (unit variance) from 4 overlapping
+    halves of the sample: each is > the true mean with probability exactly 1 - conf."""
+    n = x.size
+    z = stats.norm.isf(1 - conf)
+    parts = [x[: n // 2], x[n // 2:], x[n // 4: 3 * n // 4], x[::2]]
+    return [p.mean() - z / math.sqrt(p.size) for p in parts]
 
 
 @pytest.mark.slow
-def test_verdict_rules_false_violation_rate_on_a_correct_mechanism():
-    """eps = 1 randomized response (exactly eps-DP, the tightest mechanism for its claim),
-    400 audits of 4000 trials.  The family: multi_run with 'bonferroni' and 'split'
-    thresholds and multi_split with the median and bonferroni rules.  Primary rule (first
-    row at 0.95) and combined Bonferroni rule (each row at 1 - 0.05/4) must each falsely
-    report a violation in <= 5% of audits (sd 0.011; we allow 0.07).  The naive "best of the
-    four rows each at 0.95" is recorded for contrast, without a bound."""
+def test_verdict_rules_false_violation_rate_exact_tests():
+    """Four exact tests of the same claim ("mean <= 1", true mean 1) on overlapping halves of
+    one sample, 4000 replications.  Each row alone falsely rejects with probability exactly
+    0.05, so the primary rule must be at 0.05 (sd 0.0034: band [0.04, 0.06]); the combined
+    Bonferroni rule (rows at 1 - 0.05/4) must be <= 0.05 (we allow 0.055); the naive "best of
+    four rows at 0.95" over-claims (measured ~0.12; we require > 0.08) -- which is why the
+    combined rule exists."""
     rng = np.random.default_rng(11)
-    k, reps = 4, 400
+    reps, k = 4000, 4
     prim = comb = naive = 0
     for _ in range(reps):
-        m, s = _rr_trials(4000, 1.0, rng)
-        seed = int(rng.integers(2**31))
-
-        def family(conf):
-            return [multi_run(m, s, confidence=conf),
-                    multi_run(m, s, confidence=conf, threshold="split", seed=seed),
-                    multi_split(m, s, confidence=conf, seed=seed, n_splits=5),
-                    multi_split(m, s, confidence=conf, seed=seed, n_splits=5,
-                                combine="bonferroni")]
-
-        at95 = family(0.95)
+        x = rng.normal(1.0, 1.0, 64)
+        at95 = [_r(b, f"m{i}", 0.95) for i, b in enumerate(_z_bounds(x, 0.95))]
         prim += verdict_from_results(at95, 1.0).violation
         naive += max(r.epsilon for r in at95) > 1.0
-        sim = family(1 - 0.05 / k)
+        sim = [_r(b, f"m{i}", 1 - 0.05 / k) for i, b in enumerate(_z_bounds(x, 1 - 0.05 / k))]
         comb += verdict_from_results(sim, 1.0, rule="bonferroni", confidence=0.95).violation
-    print(f"false violations of {reps}: primary {prim}, bonferroni {comb}, naive max {naive}")
-    assert prim / reps <= 0.07 and comb / reps <= 0.07, (prim, comb, naive)
+    assert 0.04 <= prim / reps <= 0.06, prim
+    assert comb / reps <= 0.055, comb
+    assert naive / reps > 0.08, naive
+
+
+@pytest.mark.slow
+def test_verdict_rules_on_real_audits_of_a_correct_mechanism():
+    """eps = 1 randomized response (exactly eps-DP), 100 audits of 1000 trials, the family
+    {multi_run bonferroni, multi_run split, multi_split median, multi_split bonferroni}:
+    primary and combined rules falsely report a violation in <= 5% (sd 0.022; we allow 0.12).
+    These audits are conservative (measured: 2% / 0% at alpha = 0.4), so this checks the
+    plumbing on real results; the exact-test check above is the sharp one."""
+    rng = np.random.default_rng(12)
+    k, reps = 4, 100
+    prim = comb = 0
+    for _ in range(reps):
+        m, s = _rr_trials(1000, 1.0, rng)
+        seed = int(rng.integers(2**31))
+
+        def family(conf, m=m, s=s, seed=seed):
+            return [multi_run(m, s, confidence=conf),
+                    multi_run(m, s, confidence=conf, threshold="split", seed=seed),
+                    multi_split(m, s, confidence=conf, seed=seed, n_splits=4),
+                    multi_split(m, s, confidence=conf, seed=seed, n_splits=4,
+                                combine="bonferroni")]
+
+        prim += verdict_from_results(family(0.95), 1.0).violation
+        comb += verdict_from_results(family(1 - 0.05 / k), 1.0, rule="bonferroni",
+                                     confidence=0.95).violation
+    assert prim / reps <= 0.12 and comb / reps <= 0.12, (prim, comb)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("combine", ["median", "bonferroni"])
 def test_multi_split_is_valid(combine):
-    """P[multi_split bound > eps] <= 0.05 on eps = 1 randomized response (2000 trials, 10
-    splits, 500 audits; sd 0.01; we allow 0.07)."""
-    rng = np.random.default_rng(12)
+    """P[multi_split bound > eps] <= alpha on eps = 1 randomized response, at the sensitive
+    level alpha = 0.4 (confidence 0.6): 200 audits of 1000 trials, 10 splits; sd <= 0.035,
+    we allow 0.47 (+2 sd)."""
+    rng = np.random.default_rng(13)
     over = 0
-    for i in range(500):
-        m, s = _rr_trials(2000, 1.0, rng)
-        over += multi_split(m, s, confidence=0.95, seed=i, combine=combine).epsilon > 1.0
-    assert over / 500 <= 0.07
+    for i in range(200):
+        m, s = _rr_trials(1000, 1.0, rng)
+        over += multi_split(m, s, confidence=0.6, seed=i, combine=combine).epsilon > 1.0
+    assert over / 200 <= 0.47
 
 
 def test_multi_split_rule_picks_the_right_order_statistic():

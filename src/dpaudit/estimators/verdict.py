@@ -28,7 +28,6 @@ Both guarantees are Monte Carlo tested on correct mechanisms (tests/test_verdict
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
