@@ -63,8 +63,9 @@ def metric_intervals(member: Any, score: Any, confidence: float) -> dict[str, An
     out: dict[str, Any] = {"auroc_ci": [a.low, a.high], "auroc_ci_method": "delong"}
     if len(score) <= BOOTSTRAP_MAX_N:
         t = tpr_at_fpr_interval(member, score, 0.01, confidence, n_resamples=2000, seed=0)
-        out["tpr_at_fpr_0.01_ci"] = [t.low, t.high]
-        out["tpr_at_fpr_0.01_ci_method"] = "bca (2000 resamples, seed 0)"
+        d = t.to_dict()
+        out["tpr_at_fpr_0.01_ci"] = [d["low"], d["high"]]
+        out["tpr_at_fpr_0.01_ci_method"] = t.method + ", 2000 resamples, seed 0"
     else:
         out["tpr_at_fpr_0.01_ci"] = None
         out["tpr_at_fpr_0.01_ci_method"] = (f"not computed above {BOOTSTRAP_MAX_N} "
