@@ -88,7 +88,7 @@ def test_verdict_rules_false_violation_rate_exact_tests():
     one sample, 4000 replications.  Each row alone falsely rejects with probability exactly
     0.05, so the primary rule must be at 0.05 (sd 0.0034: band [0.04, 0.06]); the combined
     Bonferroni rule (rows at 1 - 0.05/4) must be <= 0.05 (we allow 0.055); the naive "best of
-    four rows at 0.95" over-claims (measured ~0.12; we require > 0.08) -- which is why the
+    four rows at 0.95" over-claims (measured 0.139; we require > 0.08) -- which is why the
     combined rule exists."""
     rng = np.random.default_rng(11)
     reps, k = 4000, 4
