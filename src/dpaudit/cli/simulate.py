@@ -34,6 +34,7 @@ from dpaudit.cli.common import (
     reject_unused,
     verdict,
 )
+from dpaudit.estimators.verdict import verdict_from_results
 from dpaudit.mechanisms import (
     FLAWS,
     DPSGDSimulator,
@@ -158,7 +159,9 @@ def simulate_cmd(
     rep = one_run_audit(mech, n, seed, delta=delta, confidence=confidence,
                         true_epsilon=true_eps, simultaneous=simultaneous)
     basis = rep.verdict_result
-    v = verdict(basis.epsilon, rep.claimed_epsilon)
+    # the verdict states its confidence and false-alarm probability (estimators.verdict)
+    v = verdict_from_results(rep.results, rep.claimed_epsilon,
+                             rule="bonferroni" if simultaneous else "primary").message()
     extra: dict[str, Any] = {"mechanism": rep.mechanism, "flaw": mech.flaw, "canaries": n,
                              "seed": seed, "family": rep.settings["family"],
                              "claimed_epsilon": rep.claimed_epsilon}
