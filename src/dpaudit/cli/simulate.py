@@ -131,6 +131,7 @@ def simulate_cmd(
     if threat == "last_iterate":
         used.discard("score")  # the last-iterate threat model scores by the sum
     reject_unused(ctx, used, f"simulate {mechanism}" + (f" --flawed {flawed}" if flawed else ""))
+    seed = check_count("--seed", seed)
     q = sampling_rate if sampling_rate is not None else DEFAULT_SAMPLING_RATE.get(mechanism, 0.5)
     if mechanism == "svt":
         _simulate_svt(flawed, canaries, seed, eps, confidence, as_json)
