@@ -1,9 +1,16 @@
 """Trial-engine benchmark (issue 12 targets).  Prints figures and ratios measured in this run.
 
-1. Per-trial seeding: today's stream set-up (one SeedSequence per trial) vs the engine's
-   (Philox counter block t on a reused generator), in-process.
-2. No-op mechanism on the process pool (2 workers) with the SQLite store: wall-clock overhead
-   per trial (target <= 20 us), beside the in-memory pool without a store.
+0. Baseline, measured first in the same run: a bare NumPy loop over the same trial count
+   (``for t in range(n): g.random()``, one scalar draw per trial -- what a no-op trial draws).
+   Every per-trial figure below is also printed as a multiple of it, which factors out most of
+   the machine's load.
+1. Per-trial stream set-up, in-process: one SeedSequence per trial (before the engine), the
+   Philox counter block t set from the NumPy arrays of ``Philox.state`` (engine v1) and from a
+   reused dict of Python lists (now, ``TrialStreams.at``).
+2. No-op mechanism: wall-clock overhead per trial inline, on the process pool (2 workers)
+   without a store and with the SQLite store (target <= 20 us, store writes included); and the
+   store's insert cost per row, per-row ``executemany`` (engine v1) vs one blob per run of
+   trials (now).
 3. Gaussian count, 1e6 trials, 2 workers, with the store (target < 60 s).
 4. Ray on a local ray.init(num_cpus=2): same trials as the pool bit for bit; its overhead per
    trial beside the pool's.
@@ -12,7 +19,9 @@
    number of trials the fixed-n Clopper-Pearson audit needs to find the violation in at least
    half of the seeds, at the same 95% confidence.
 
-Usage: python benchmarks/trials.py [--quick]   (--quick: 10x fewer trials, for a smoke run)
+Usage: python benchmarks/trials.py [--quick] [--sections 0,1,2,...]
+(--quick: 10x fewer trials, for a smoke run; --sections: run only these; uptime is printed at
+the start and the end because the figures are wall-clock on whatever machine runs them).
 """
 
 from __future__ import annotations
@@ -34,6 +43,9 @@ from dpaudit.games.examples import gaussian_count_audit
 
 QUICK = "--quick" in sys.argv
 SCALE = 10 if QUICK else 1
+SECTIONS = ({int(x) for x in sys.argv[sys.argv.index("--sections") + 1].split(",")}
+            if "--sections" in sys.argv else set(range(6)))
+BASE: dict[int, float] = {}  # trial count -> bare NumPy loop seconds per trial
 
 
 @dataclass(frozen=True)
@@ -55,19 +67,82 @@ def noop_score(output: Any) -> float:
 NOOP = BlackBoxAudit(NoOp(), PairNeighbours(), noop_score)
 
 
+def baseline(n: int) -> float:
+    """Seconds per iteration of the bare NumPy loop over n trials (one scalar draw each)."""
+    if n not in BASE:
+        g = np.random.default_rng(0)
+        t0 = time.perf_counter()
+        for _ in range(n):
+            g.random()
+        BASE[n] = (time.perf_counter() - t0) / n
+    return BASE[n]
+
+
+def us(sec: float, n: int) -> str:
+    return f"{sec * 1e6:.2f} us (x{sec / baseline(n):.1f})"
+
+
 def seeding() -> None:
     n = 200_000 // SCALE
+    baseline(n)
     t0 = time.perf_counter()
     for t in range(n):
         np.random.default_rng(np.random.SeedSequence(0, spawn_key=(t,))).random()
     old = (time.perf_counter() - t0) / n
+    bg = np.random.Philox(key=np.random.SeedSequence(0).generate_state(2, np.uint64))
+    g = np.random.Generator(bg)
+    state = bg.state
+    ctr = state["state"]["counter"]
+    t0 = time.perf_counter()
+    for t in range(n):  # engine v1: the state dict of NumPy arrays
+        ctr[:] = 0
+        ctr[2] = t
+        state["buffer_pos"] = 4
+        state["has_uint32"] = 0
+        bg.state = state
+        g.random()
+    v1 = (time.perf_counter() - t0) / n
     s = TrialStreams(0)
     t0 = time.perf_counter()
     for t in range(n):
         s.at(t).random()
     new = (time.perf_counter() - t0) / n
-    print(f"[1] per-trial stream set-up: SeedSequence {old * 1e6:.2f} us, Philox counter "
-          f"{new * 1e6:.2f} us  (x{old / new:.1f} faster)")
+    print(f"[1] per-trial stream set-up + one draw, {n:,} trials: SeedSequence {us(old, n)}, "
+          f"Philox from NumPy arrays (v1) {us(v1, n)}, Philox from lists (now) {us(new, n)}  "
+          f"(x{old / new:.1f} and x{v1 / new:.1f} faster)")
+
+
+def insert_rows(n: int, tmp: Path) -> tuple[float, float]:
+    """Seconds per row: engine v1's per-row executemany vs TrialStore.write_many (now)."""
+    import sqlite3
+
+    from dpaudit.engine import TrialStore
+
+    rec = np.random.default_rng(0).random((n, 2))
+    chunk = 20_000
+    db = sqlite3.connect(tmp / "v1.sqlite", isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("CREATE TABLE trials (audit_id TEXT NOT NULL, t INTEGER NOT NULL, data BLOB "
+               "NOT NULL, PRIMARY KEY (audit_id, t)) WITHOUT ROWID")
+    t0 = time.perf_counter()
+    for s in range(0, n, chunk):
+        raw = rec[s:s + chunk].tobytes()
+        rows = [("0123456789abcdef", s + i, raw[i * 16:(i + 1) * 16])
+                for i in range(min(chunk, n - s))]
+        db.execute("BEGIN IMMEDIATE")
+        db.executemany("INSERT OR IGNORE INTO trials VALUES (?, ?, ?)", rows)
+        db.execute("COMMIT")
+    v1 = (time.perf_counter() - t0) / n
+    db.close()
+    ok = np.ones(n, bool)
+    with TrialStore(tmp / "now.sqlite") as st:
+        aid = st.register({"bench": 1}, ("a", "b"), "bench")
+        t0 = time.perf_counter()
+        for s in range(0, n, chunk):
+            st.write(aid, s, rec[s:s + chunk], ok[s:s + chunk])
+        now = (time.perf_counter() - t0) / n
+    return v1, now
 
 
 def overhead(executor: str, n: int, store: Path | None, workers: int = 2) -> tuple[float, Any]:
@@ -77,15 +152,26 @@ def overhead(executor: str, n: int, store: Path | None, workers: int = 2) -> tup
 
 
 def main() -> None:
-    seeding()
-    tmp = Path(tempfile.mkdtemp(prefix="dpaudit-bench-"))
+    print(f"load: {uptime()}")
     n = 400_000 // SCALE
-    inline, _ = overhead("inline", n, None, 1)
-    pool, _ = overhead("process", n, None)
-    pool_store, _ = overhead("process", n, tmp / "noop.sqlite")
-    print(f"[2] no-op trial, {n:,} trials: inline {inline * 1e6:.2f} us/trial; process pool "
-          f"(2 workers) {pool * 1e6:.2f} us/trial without store, {pool_store * 1e6:.2f} "
-          f"us/trial with store (target <= 20; store adds x{pool_store / pool:.2f})")
+    print(f"[0] baseline: bare NumPy loop, one g.random() per trial, {n:,} trials: "
+          f"{baseline(n) * 1e6:.2f} us per trial")
+    if 1 in SECTIONS:
+        seeding()
+    tmp = Path(tempfile.mkdtemp(prefix="dpaudit-bench-"))
+    if 2 in SECTIONS:
+        inline, _ = overhead("inline", n, None, 1)
+        pool, _ = overhead("process", n, None)
+        pool_store, _ = overhead("process", n, tmp / "noop.sqlite")
+        print(f"[2] no-op trial, {n:,} trials, per trial: inline {us(inline, n)}; process pool "
+              f"(2 workers) {us(pool, n)} without store, {us(pool_store, n)} with store "
+              f"(target <= 20 us; the store adds x{pool_store / pool:.2f})")
+        v1, now = insert_rows(n, tmp)
+        print(f"    store insert per row: per-row executemany (v1) {us(v1, n)}, one blob per "
+              f"run (now) {us(now, n)}  (x{v1 / now:.1f} faster)")
+    if 3 not in SECTIONS:
+        print(f"load: {uptime()}")
+        return
 
     m = 1_000_000 // SCALE
     t0 = time.perf_counter()
@@ -95,6 +181,9 @@ def main() -> None:
     print(f"[3] Gaussian count, {m:,} trials, 2 workers, with store: {sec:.1f} s "
           f"({m / sec:,.0f} trials/s; target < 60 s for 1e6)  stored {run.n:,}")
 
+    if 4 not in SECTIONS:
+        print(f"load: {uptime()}")
+        return
     try:
         import ray
 
@@ -143,6 +232,18 @@ def main() -> None:
           f"{med:.0f} trials to a violation verdict (min {min(stops):.0f}, max "
           f"{max(stops):.0f}); fixed-n Clopper-Pearson needs n = {fixed} for a violation in "
           f">= half of {R} seeds (ratio x{(fixed or np.nan) / med:.1f})")
+    print(f"load: {uptime()}")
+
+
+def uptime() -> str:
+    try:
+        with open("/proc/loadavg") as f:
+            one, five, fifteen = f.read().split()[:3]
+        import os
+
+        return f"load average {one}, {five}, {fifteen} on {os.cpu_count()} cores"
+    except OSError:
+        return "unknown"
 
 
 if __name__ == "__main__":

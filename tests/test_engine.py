@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -22,6 +23,7 @@ from dpaudit.engine import (
     trial_rng,
 )
 from dpaudit.estimators.multi_run import multi_run
+from dpaudit.estimators.sequential import first_crossing
 from dpaudit.games.blackbox import BlackBoxAudit, run_trials
 
 
@@ -128,6 +130,22 @@ def test_failures_retried_then_reported(tmp_path) -> None:
     # the API reports them; the in-memory wrapper raises naming the first one
     ar = run_audit(ea.FLAKY, trials=n, seed=9, executor="inline", claimed_epsilon=1.0)
     assert [f.trial for f in ar.failures] == fails and ar.observations.n == n - len(fails)
+    # the fixed-n audit keeps failed trials as an output scored below every success, with
+    # their secret bit (the first draw of their stream)
+    member = np.array([trial_rng(9, t).random() < 0.5 for t in range(n)])
+    score = r.records[:, 1].copy()
+    score[fails] = np.nextafter(np.nanmin(score), -np.inf)
+    want = multi_run(member, score, delta=0.0, confidence=0.95, seed=9)
+    assert ar.result.epsilon == want.epsilon
+    assert ar.result.settings["failed_trials"] == "scored below every success"
+    np.testing.assert_array_equal(member[r.ok], ar.observations.member)
+    # the sequential audit keeps them in the sequence (NaN score: outside every betting set);
+    # the Gaussian count is not (1, 0)-DP, so it stops with a violation
+    sq = run_audit(ea.FLAKY, trials=n, seed=9, executor="inline", claimed_epsilon=1.0,
+                   sequential=True)
+    stop = first_crossing(member, np.where(r.ok, r.records[:, 1], np.nan), 1.0, 0.0, 0.95)
+    assert sq.violation and sq.sequential.stopping_trial == sq.run.stopped_at == stop
+    assert sq.sequential.n == stop and sq.run.failures
     with pytest.raises(ValueError, match=f"trial {fails[0]} failed"):
         run_trials(ea.FLAKY, n, seed=9, workers=1, progress=False)
 
@@ -233,3 +251,62 @@ def test_lidp_game_on_the_engine() -> None:
     with pytest.raises(ValueError, match="integer seed"):
         lidp_game(_sphere_mechanism, sampler, _dot_score, 5, 2, rng=np.random.default_rng(0),
                   executor="inline")
+
+
+def test_store_writes_runs_of_trials_as_rows(tmp_path, monkeypatch) -> None:
+    """write_many inserts each contiguous run of successful trials from one blob (cut by SQLite
+    into one row per trial): holes for failures, runs split across statements, failures that
+    later succeed are cleared."""
+    import dpaudit.engine.store as store_mod
+    from dpaudit.engine.game import ChunkResult, TrialFailure
+
+    monkeypatch.setattr(store_mod, "_MAX_BLOB", 5 * 3 * 8)  # at most 5 trials per statement
+    rng = np.random.default_rng(0)
+    rec = rng.standard_normal((40, 3))
+    ok = np.ones(40, bool)
+    ok[[0, 7, 8, 23, 39]] = False
+    fails = tuple(TrialFailure(int(t) + 100, 3, "E: x") for t in np.flatnonzero(~ok))
+    with TrialStore(tmp_path / "w.sqlite") as st:
+        aid = st.register({"w": 1}, ("a", "b", "c"), "v")
+        st.write_many(aid, [ChunkResult(100, 125, rec[:25], ok[:25], fails[:4]),
+                            (125, rec[25:], ok[25:], fails[4:])])
+        t, data = st.records(aid)
+        np.testing.assert_array_equal(t, 100 + np.flatnonzero(ok))
+        np.testing.assert_array_equal(data, rec[ok])
+        assert [f.trial for f in st.failures(aid)] == [100, 107, 108, 123, 139]
+        # trials 107, 108 succeed in a later run; writing trial 101 again changes nothing
+        st.write(aid, 107, rec[[7, 8]], np.ones(2, bool))
+        st.write(aid, 101, rec[[5]] + 1.0, np.ones(1, bool))
+        t, data = st.records(aid)
+        assert [f.trial for f in st.failures(aid)] == [100, 123, 139]
+        ok[[7, 8]] = True
+        np.testing.assert_array_equal(t, 100 + np.flatnonzero(ok))
+        np.testing.assert_array_equal(data, rec[ok])
+
+
+@dataclass(frozen=True)
+class _RaggedGame:
+    """Trial 3 returns one number too many; trial 5 raises."""
+
+    fields = ("x", "y")
+
+    def run_trial(self, rng: np.random.Generator, t: int) -> tuple[float, ...]:
+        if t == 5:
+            raise KeyError("five")
+        return (rng.random(), float(t), 0.0) if t == 3 else (rng.random(), float(t))
+
+    def config(self) -> dict[str, str]:
+        return {"kind": "ragged"}
+
+
+def test_run_chunk_reports_wrong_sized_records() -> None:
+    res = run_chunk(_RaggedGame(), 1, 0, 8, retries=1)
+    assert [(f.trial, f.attempts) for f in res.failures] == [(3, 1), (5, 2)]
+    assert "returned 3 numbers, expected 2" in res.failures[0].error
+    assert res.failures[1].error == "KeyError: 'five'"
+    good = [0, 1, 2, 4, 6, 7]
+    np.testing.assert_array_equal(res.ok, np.isin(np.arange(8), good))
+    np.testing.assert_array_equal(res.records[good, 0],
+                                  [trial_rng(1, t).random() for t in good])
+    np.testing.assert_array_equal(res.records[good, 1], good)
+    assert np.isnan(res.records[[3, 5]]).all()

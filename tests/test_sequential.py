@@ -67,6 +67,48 @@ def test_e_process_matches_direct_evaluation() -> None:
     assert first_crossing(b, s, 0.5, 1e-3, 0.95) == (hit[0] + 1 if hit.size else None)
 
 
+def test_failed_trials_pay_the_off_set_factor() -> None:
+    """Failed trials stay in the sequence with the third line of Eq. 2 on both sides (NaN
+    score in the direct evaluation: outside every set), and the plan ignores them."""
+    rng = np.random.default_rng(5)
+    b, s = _gauss(500, 1.5, rng)
+    failed = rng.random(500) < 0.1
+    s_nan = np.where(failed, math.nan, s)
+    path = _naive_log_e(b, s_nan, 0.5, 1e-2, SequentialOptions())
+    res = sequential_audit(np.where(failed, 7, b), np.where(failed, math.inf, s), 0.5,
+                           delta=1e-2, stop=False, failed=failed)  # failed entries ignored
+    assert res.n == 500
+    assert math.isclose(math.log(res.e_value), path[-1], rel_tol=1e-9, abs_tol=1e-9)
+    assert math.isclose(math.log(res.max_e_value), path.max(), rel_tol=1e-9, abs_tol=1e-9)
+    hit = np.flatnonzero(path >= math.log(20))
+    assert first_crossing(b, s_nan, 0.5, 1e-2, 0.95) == (hit[0] + 1 if hit.size else None)
+    with pytest.raises(ValueError, match="failed"):
+        sequential_audit(b, s, 0.5, failed=failed[:10])
+
+
+def test_failure_as_output_keeps_eq3_skipping_would_not() -> None:
+    """Exact conditional means of F (Eq. 3) for a mechanism with outputs {A, B, failure} that
+    is tightly (0, 0.2)-DP *with failure as an output*: P1 = (.3, .4, .3), P0 = (.1, .4, .5),
+    S = {A} (score 1 >= tau = 1), lambda = 0.5.  Keeping failed trials (off-S factor):
+    E[F] = 1 + lambda (P1(S) - P0(S) - delta) / 4 = 1 exactly.  Skipping them (conditioning on
+    success) makes the bit unfair and E[F] = 1 + lambda (P(S, b=1 | ok) - p P(S | ok) -
+    delta') = 1 + 0.5 (0.25 - 1/6 - 0.05) > 1: an over-claim, the reason failures are kept."""
+    from dpaudit.estimators.sequential import _log_factors
+
+    eps, delta, lam = np.array([0.0]), 0.2, 0.5
+    outs = [(1, 1.0, 0.3), (1, 0.0, 0.4), (1, math.nan, 0.3),
+            (0, 1.0, 0.1), (0, 0.0, 0.4), (0, math.nan, 0.5)]
+    bit = np.array([o[0] for o in outs], bool)
+    score = np.array([o[1] for o in outs])
+    w = np.array([o[2] for o in outs]) / 2
+    f = np.exp(_log_factors(bit, score, 1.0, lam, "hi", eps, delta, 0.9)[:, 0])
+    assert math.isclose(float(w @ f), 1.0, rel_tol=0, abs_tol=1e-12)
+    ok = ~np.isnan(score)
+    skipped = float(w[ok] @ f[ok] / w[ok].sum())
+    assert math.isclose(skipped, 1 + 0.5 * (0.25 - 1 / 6 - 0.05), rel_tol=1e-12)
+    assert skipped > 1.016
+
+
 def test_flawed_mechanism_detected_early_and_bound_consistent() -> None:
     rng = np.random.default_rng(2)
     stops = []

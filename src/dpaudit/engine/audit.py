@@ -8,10 +8,22 @@ exactly as before.  Sequential (``sequential=True``, needs ``claimed_epsilon``):
 stops at the first trial where it reaches 1 / (1 - confidence) -- a violation of the claim at the
 stated confidence, valid for that data-dependent stopping time -- or when ``trials`` (the budget)
 are spent.
+
+Failed trials (reported in ``failures``) are not dropped from the estimators: a failure is one
+more output of the mechanism, so both audits test "M, with failure as a possible output, is
+(eps, delta)-DP", which needs no assumption on how failures depend on the secret.  The
+sequential e-process keeps them in the sequence, outside every betting set
+(:mod:`dpaudit.estimators.sequential`, "Failures").  The fixed-n audit gives them a score below
+every successful trial's score (failure at the bottom of the score order -- a fixed
+post-processing, as the multi-run bound depends on the scores only through their order), so no
+threshold set {score >= t} with t above the failures contains them.  Auditing only the
+successful trials would test M conditioned on success, whose secret is no longer a fair coin
+when failures depend on it (an over-claim is then possible).
 """
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -37,7 +49,10 @@ __all__ = ["AuditRun", "run_audit"]
 
 @dataclass(frozen=True, eq=False)
 class AuditRun:
-    """Observations (successful trials, in trial order), the audit result and the run."""
+    """Observations (successful trials, in trial order), the audit result and the run.
+
+    The result also counts the failed trials (``run.failures``) as an output of the mechanism
+    (see module), so with failures it is not a function of ``observations`` alone."""
 
     observations: MembershipObservations
     result: AuditResult
@@ -63,6 +78,27 @@ def _observations(run: TrialRun) -> MembershipObservations:
     ok = run.ok
     return MembershipObservations.from_arrays(run.column("member")[ok] > 0.5,
                                               run.column("score")[ok])
+
+
+def _with_failures_at_bottom(run: TrialRun, secret: Any
+                             ) -> tuple[np.ndarray, np.ndarray]:
+    """(member, score) of every trial, failed trials scored just below the lowest successful
+    score (see module); a failed trial records NaN, so its secret bit is recomputed from its
+    stream by the game's ``secret(seed, t)``."""
+    ok = run.ok
+    member = run.column("member") > 0.5
+    score = run.column("score").copy()
+    if ok.all():
+        return member, score
+    if not ok.any():
+        raise ValueError("every trial failed; nothing to audit (see the failures)")
+    bottom = float(np.nextafter(score[ok].min(), -np.inf))
+    if not math.isfinite(bottom):
+        raise ValueError("scores reach the float range; rescale the score function")
+    score[~ok] = bottom
+    seed = int(run.config["seed"])
+    member[~ok] = [secret(seed, int(t)) for t in np.flatnonzero(~ok)]
+    return member, score
 
 
 def run_audit(audit: Any, *, trials: int, seed: int, executor: str | Executor = "process",
@@ -102,12 +138,9 @@ def run_audit(audit: Any, *, trials: int, seed: int, executor: str | Executor = 
         claim = claimed_epsilon
 
         def stop_rule(rec: np.ndarray, ok: np.ndarray) -> int | None:
-            idx = np.flatnonzero(ok)
-            if idx.size == 0:
-                return None
-            hit = first_crossing(rec[idx, 0] > 0.5, rec[idx, 1], claim, delta, confidence,
-                                 opts)
-            return None if hit is None else int(idx[hit - 1]) + 1
+            # failed trials stay in the sequence (NaN score: outside every betting set)
+            return first_crossing(rec[:, 0] > 0.5, rec[:, 1], claim, delta, confidence,
+                                  opts)
 
     run = execute(audit, trials=trials, seed=seed, executor=executor, workers=workers,
                   store=store, resume=resume, chunk_size=chunk_size, retries=retries,
@@ -116,8 +149,9 @@ def run_audit(audit: Any, *, trials: int, seed: int, executor: str | Executor = 
     seq: SequentialResult | None = None
     if sequential:
         assert claimed_epsilon is not None
-        seq = sequential_audit(obs.member, obs.score, claimed_epsilon, delta, confidence,
-                               options=opts)
+        seq = sequential_audit(run.column("member") > 0.5, run.column("score"),
+                               claimed_epsilon, delta, confidence, options=opts,
+                               failed=~run.ok)
         base = seq.to_audit_result()
         settings = dict(base.settings)
         settings.update(trials_budget=trials, seed=seed)
@@ -126,11 +160,20 @@ def run_audit(audit: Any, *, trials: int, seed: int, executor: str | Executor = 
                              params=base.params, p_value=base.p_value, settings=settings,
                              details=base.details)
     else:
-        obs.require_both_classes()
-        r = multi_run(obs.member, obs.score, delta=delta, confidence=confidence,
+        secret = getattr(audit, "secret", None)
+        if secret is not None:
+            member, score = _with_failures_at_bottom(run, secret)
+            failures = "scored below every success"
+        else:  # a membership game that cannot give a failed trial's secret
+            member, score = obs.member, obs.score
+            failures = "skipped (the game has no secret(seed, t))"
+        MembershipObservations.from_arrays(member, score).require_both_classes()
+        r = multi_run(member, score, delta=delta, confidence=confidence,
                       threshold=threshold, seed=seed)
         result = AuditResult(epsilon=r.epsilon, delta=r.delta, confidence=r.confidence,
                              method=r.method, params=r.params, p_value=r.p_value,
-                             settings={**r.settings, "seed": seed}, details=r.details)
+                             settings={**r.settings, "seed": seed,
+                                       "failed_trials": failures if run.failures else "none"},
+                             details=r.details)
     return AuditRun(observations=obs, result=result, run=run,
                     claimed_epsilon=claimed_epsilon, sequential=seq)

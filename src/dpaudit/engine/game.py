@@ -71,24 +71,68 @@ def _one_line(exc: BaseException) -> str:
 
 
 def run_chunk(game: Any, seed: int, start: int, stop: int, retries: int = 2) -> ChunkResult:
-    """Run trials start..stop-1 of ``game`` under ``seed`` (the executors' unit of work)."""
+    """Run trials start..stop-1 of ``game`` under ``seed`` (the executors' unit of work).
+
+    The loop does the least per trial: reposition the chunk's one generator at trial t
+    (:meth:`TrialStreams.at`), call ``run_trial`` and append its record to a list; the list
+    becomes the (n, len(fields)) array once, at the end.  A trial that raises goes to the slow
+    path (``retries`` more attempts on the same stream); a record of the wrong size is
+    reported as that trial's failure (the conversion is deterministic, so it is not retried).
+    """
     k = len(game.fields)
-    rec = np.empty((stop - start, k))
-    ok = np.ones(stop - start, dtype=bool)
-    failures: list[TrialFailure] = []
-    streams = TrialStreams(seed)
+    n = stop - start
+    at = TrialStreams(seed).at
     run = game.run_trial
-    for i, t in enumerate(range(start, stop)):
-        for attempt in range(retries + 1):
+    rows: list[Any] = []
+    append = rows.append
+    failed: dict[int, TrialFailure] = {}
+    nan_row = (math.nan,) * k
+    for t in range(start, stop):
+        try:
+            append(run(at(t), t))
+        except Exception as exc:  # noqa: BLE001 - retried, then reported with the index
+            row, failure = _retry(run, at, t, retries, exc)
+            if failure is None:
+                append(row)
+            else:
+                append(nan_row)
+                failed[t] = failure
+    try:
+        rec = np.array(rows, dtype=np.float64)
+        fast = rec.shape == (n, k)
+    except (TypeError, ValueError):
+        fast = False
+    if not fast:
+        rec = np.full((n, k), math.nan)
+        for i, row in enumerate(rows):
+            t = start + i
+            if t in failed:
+                continue
             try:
-                rec[i] = run(streams.at(t), t)
-                break
-            except Exception as exc:  # noqa: BLE001 - reported with the trial index
-                if attempt == retries:
-                    ok[i] = False
-                    rec[i] = math.nan
-                    failures.append(TrialFailure(t, retries + 1, _one_line(exc)))
-    return ChunkResult(start, stop, rec, ok, tuple(failures))
+                r = np.asarray(row, dtype=np.float64).reshape(-1)
+                if r.size != k:
+                    raise ValueError(f"run_trial returned {r.size} numbers, expected "
+                                     f"{k} (one per field {tuple(game.fields)})")
+                rec[i] = r
+            except (TypeError, ValueError) as exc:
+                failed[t] = TrialFailure(t, 1, _one_line(exc))
+    ok = np.ones(n, dtype=bool)
+    if failed:
+        idx = np.fromiter(failed, dtype=np.int64, count=len(failed)) - start
+        ok[idx] = False
+        rec[idx] = math.nan
+    return ChunkResult(start, stop, rec, ok, tuple(failed[t] for t in sorted(failed)))
+
+
+def _retry(run: Any, at: Any, t: int, retries: int, exc: Exception
+           ) -> tuple[Any, TrialFailure | None]:
+    """Attempts 2..retries+1 of trial t (same stream): (record, None) or (None, failure)."""
+    for _ in range(retries):
+        try:
+            return run(at(t), t), None
+        except Exception as again:  # noqa: BLE001 - the last error is reported
+            exc = again
+    return None, TrialFailure(t, retries + 1, _one_line(exc))
 
 
 def describe_callable(obj: Any) -> str:

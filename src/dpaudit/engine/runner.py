@@ -187,7 +187,8 @@ def execute(game: Any, *, trials: int, seed: int, executor: str | Executor = "pr
             pending: list[ChunkResult] = []
             last_commit = last_look = time.perf_counter()
             looked = prefix
-            bar, task = _progress(progress, n, int(done.sum()))
+            ndone = int(done.sum())
+            bar, task = _progress(progress, n, ndone)
             with bar:
                 for res in ex.run(game, seed, _ranges(missing, cs), retries):
                     s, e = res.start, res.stop
@@ -197,13 +198,14 @@ def execute(game: Any, *, trials: int, seed: int, executor: str | Executor = "pr
                     for f in res.failures:
                         failures[f.trial] = f
                     computed += e - s
+                    ndone += e - s
                     pending.append(res)
                     now = time.perf_counter()
                     if st is not None and now - last_commit >= commit_seconds:
                         _flush(st, aid, pending)
                         last_commit = now
                     elapsed = now - t0
-                    bar.update(task, completed=int(done.sum()),
+                    bar.update(task, completed=ndone,
                                rate=f"{computed / elapsed:,.0f}" if elapsed > 0 else "-")
                     while prefix < n and done[prefix]:
                         prefix += 1

@@ -12,8 +12,9 @@ counter-based generator of Salmon, Moraes, Dror and Shaw, "Parallel random numbe
 
 So the stream of a trial depends on nothing but (seed, t): not on the executor, the number of
 workers, the chunking, the order in which chunks finish or the number of restarts.  Setting the
-stream of a trial is a single state assignment on a reused generator (a few microseconds),
-instead of hashing a fresh ``SeedSequence`` per trial (which dominated a cheap trial before).
+stream of a trial is a single state assignment on a reused generator (about a microsecond,
+:class:`TrialStreams`), instead of hashing a fresh ``SeedSequence`` per trial (which dominated
+a cheap trial before).
 
 Change of stream (dpaudit 0.1): earlier versions used child t of ``SeedSequence(seed)``
 (``SeedSequence(seed, spawn_key=(t,))``) per trial; the observations for a given seed therefore
@@ -42,22 +43,31 @@ class TrialStreams:
 
     ``streams.at(t)`` returns the (same) ``numpy.random.Generator`` set to the beginning of
     trial t's stream; the generator must not be kept across trials.
+
+    Repositioning is one assignment of ``Philox.state`` from a dict of plain Python ints and
+    lists, built once and updated in place (only the counter's third word changes).  NumPy's
+    setter copies the counter, key and buffer word by word; from Python lists that costs about
+    1 us, against about 5 us from the NumPy arrays that the ``state`` getter returns (each
+    element read creates a NumPy scalar) -- measured in benchmarks/trials.py, line [1].  The
+    stream is unchanged: ``buffer_pos = 4`` and ``has_uint32 = 0`` discard whatever the
+    previous trial left buffered, so the state is exactly that of a fresh
+    ``Philox(key, counter=(0, 0, t, 0))`` (:func:`trial_rng`).
     """
 
     __slots__ = ("_bg", "_gen", "_state", "_ctr")
 
     def __init__(self, seed: int) -> None:
-        self._bg = np.random.Philox(key=philox_key(seed))
+        key = [int(k) for k in philox_key(seed)]
+        self._bg = np.random.Philox(key=np.array(key, np.uint64))
         self._gen = np.random.Generator(self._bg)
-        self._state = self._bg.state
-        self._ctr = self._state["state"]["counter"]
+        self._ctr = [0, 0, 0, 0]
+        self._state = {"bit_generator": "Philox",
+                       "state": {"counter": self._ctr, "key": key},
+                       "buffer": [0, 0, 0, 0], "buffer_pos": 4, "has_uint32": 0,
+                       "uinteger": 0}
 
     def at(self, t: int) -> np.random.Generator:
-        self._ctr[:] = 0
         self._ctr[2] = t
-        # buffer_pos = 4 and has_uint32 = 0 discard anything buffered from the previous trial
-        self._state["buffer_pos"] = 4
-        self._state["has_uint32"] = 0
         self._bg.state = self._state
         return self._gen
 

@@ -59,6 +59,14 @@ CREATE TABLE IF NOT EXISTS runs (
 """
 
 
+#: rows t0 .. t0+m-1 of one run of trials from one blob (?4) of m records of ?5 bytes each
+_INSERT_RUN = ("WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i + 1 < ?2) "
+               "INSERT OR IGNORE INTO trials SELECT ?1, ?3 + i, substr(?4, i * ?5 + 1, ?5) "
+               "FROM s")
+#: at most this many bytes of records per INSERT statement (far below SQLite's 1e9 limit)
+_MAX_BLOB = 1 << 23
+
+
 class StoreLockedError(ValueError):
     """Another driver holds the store."""
 
@@ -205,28 +213,47 @@ class TrialStore:
 
     def write_many(self, audit_id: str, chunks: Iterable[Any]) -> None:
         """One transaction for several chunks (ChunkResult or (start, records, ok, failures));
-        ``INSERT OR IGNORE``: a trial index already stored is never stored twice."""
-        rows: list[tuple[str, int, bytes]] = []
+        ``INSERT OR IGNORE``: a trial index already stored is never stored twice.
+
+        Each contiguous run of successful trials is inserted by one statement: the run's
+        records go in as a single little-endian float64 blob and SQLite cuts it into one row
+        per trial (a recursive CTE over i with ``substr(blob, i w + 1, w)``), so Python builds
+        no per-trial tuple and binds no per-trial parameters -- about 3x cheaper per row than
+        ``executemany`` over per-row tuples (benchmarks/trials.py, line [2]).
+        """
+        runs: list[tuple[int, int, bytes, int]] = []
         fails: list[tuple[str, int, int, str]] = []
         for c in chunks:
             start, records, ok, failures = (c if isinstance(c, tuple) else
                                             (c.start, c.records, c.ok, c.failures))
             rec = np.ascontiguousarray(records, dtype="<f8")
-            raw = rec.tobytes()
+            if rec.shape[0] == 0:
+                continue
             w = rec.shape[1] * 8
-            rows += [(audit_id, start + i, raw[i * w:(i + 1) * w])
-                     for i in np.flatnonzero(ok).tolist()]
+            step = max(1, _MAX_BLOB // w)
+            ok = np.asarray(ok, dtype=bool)
+            good = np.flatnonzero(ok)
+            if good.size:
+                cut = np.flatnonzero(np.diff(good) != 1) + 1
+                lo = np.concatenate(([good[0]], good[cut]))
+                hi = np.concatenate((good[cut - 1], [good[-1]])) + 1
+                for a, b in zip(lo.tolist(), hi.tolist(), strict=True):
+                    for s in range(a, b, step):
+                        e = min(s + step, b)
+                        runs.append((start + s, e - s, rec[s:e].tobytes(), w))
             fails += [(audit_id, f.trial, f.attempts, f.error) for f in failures]
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
-            db.executemany("INSERT OR IGNORE INTO trials VALUES (?, ?, ?)", rows)
+            for t0, m, blob, w in runs:
+                db.execute(_INSERT_RUN, (audit_id, m, t0, blob, w))
             if fails:
                 db.executemany("INSERT OR REPLACE INTO failures VALUES (?, ?, ?, ?)", fails)
-            if rows and db.execute("SELECT 1 FROM failures WHERE audit_id=? LIMIT 1",
+            if runs and db.execute("SELECT 1 FROM failures WHERE audit_id=? LIMIT 1",
                                    (audit_id,)).fetchone():
-                db.execute("DELETE FROM failures WHERE audit_id=? AND t IN "
-                           "(SELECT t FROM trials WHERE audit_id=?)", (audit_id, audit_id))
+                # trials that failed in an earlier run and succeeded now
+                db.executemany("DELETE FROM failures WHERE audit_id=? AND t >= ? AND t < ?",
+                               [(audit_id, t0, t0 + m) for t0, m, _, _ in runs])
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")

@@ -65,9 +65,15 @@ the true epsilon eps* were below it, the smallest grid point >= eps* -- a true n
 advance -- would have crossed, which (V) bounds by alpha; so the bound holds at confidence
 1 - alpha for all t simultaneously.
 
-Failures.  A trial the engine could not run is skipped; the guarantee then concerns the
-mechanism conditioned on running (a mechanism that fails more often on one dataset than on the
-other leaks through its failures) -- the engine reports every failed trial.
+Failures.  A trial whose mechanism failed (``failed``; the engine's failed trials) is not
+skipped: the failure is one more output of M, "bottom", and bottom lies in neither S nor S', so
+the trial pays the off-S factor 1 - lambda delta' on both sides (Eq. 2, third line).  The test is
+then valid for the null "M, with failure as a possible output, is (eps, delta)-DP", with no
+assumption on how failures depend on the secret.  Skipping failed trials instead would test M
+conditioned on success, whose secret bit is no longer a fair coin when failures depend on it:
+Eq. 3 then becomes E[F_t | past] - 1 <= lambda delta' (1 / P(success) - 1) > 0 for delta > 0,
+an over-claim.  The plan (tau, lambda) is fitted on the past successful trials; P(S) in its
+growth estimate counts all past trials.
 """
 
 from __future__ import annotations
@@ -164,8 +170,10 @@ def block_starts(n: int, opts: SequentialOptions) -> np.ndarray:
 def _plan(bit: np.ndarray, score: np.ndarray, p: float, dprime: float,
           opts: SequentialOptions) -> tuple[float, float, float, float]:
     """(tau_hi, lambda_hi, tau_lo, lambda_lo) fitted on past trials only."""
-    n = score.size
-    if n == 0:
+    n = score.size  # every past trial; failed ones (NaN score) are outside every S
+    keep = ~np.isnan(score)
+    bit, score = bit[keep], score[keep]
+    if score.size == 0:
         return math.inf, 0.0, -math.inf, 0.0
     cand = np.unique(np.quantile(score, np.linspace(0, 1, opts.candidates), method="lower"))
     pos = np.sort(score[bit])
@@ -199,16 +207,18 @@ def _plan(bit: np.ndarray, score: np.ndarray, p: float, dprime: float,
 
 def _log_factors(bit: np.ndarray, score: np.ndarray, tau: float, lam: float, side: str,
                  eps: np.ndarray, delta: float, max_bet: float) -> np.ndarray:
-    """log F_t (Eq. 2) for rows (n,) and grid eps (G,) -> (n, G); lambda capped per eps."""
+    """log F_t (Eq. 2) for rows (n,) and grid eps (G,) -> (n, G); lambda capped per eps.
+    A NaN score (failed trial) is in neither S nor S': the off-S factor."""
     p = np.exp(eps - np.logaddexp(0.0, eps))  # e^eps / (1 + e^eps), stable
     dp = delta / (2.0 * (1.0 + np.exp(np.minimum(eps, 700.0))))
     lam_g = np.minimum(lam, max_bet / (p + dp))
-    if side == "hi":
-        inS = score >= tau
-        win = bit
-    else:
-        inS = score <= tau
-        win = ~bit
+    with np.errstate(invalid="ignore"):
+        if side == "hi":
+            inS = score >= tau
+            win = bit
+        else:
+            inS = score <= tau
+            win = ~bit
     up = np.log1p(lam_g * (1 - p - dp))
     down = np.log1p(-lam_g * (p + dp))
     off = np.log1p(-lam_g * dp)
@@ -260,14 +270,41 @@ def _run(bit: np.ndarray, score: np.ndarray, eps_grid: np.ndarray, claim_col: in
     return run_max, final, first, at_first
 
 
+def _with_failures(member: Any, score: Any, failed: Any
+                   ) -> tuple[MembershipObservations, np.ndarray]:
+    """Validated (bit, score) of the successful trials and the score column with NaN for
+    the failed trials (whose member/score entries are ignored)."""
+    if failed is None:
+        obs = MembershipObservations.from_arrays(member, score)
+        return obs, obs.score
+    f = np.asarray(failed)
+    if f.dtype != bool or f.ndim != 1:
+        raise ValueError("failed must be a 1-D boolean array (True = the trial failed)")
+    m = np.array(member, dtype=float, copy=True)
+    s = np.array(score, dtype=float, copy=True)
+    if m.shape != f.shape or s.shape != f.shape:
+        raise ValueError(f"failed, member and score must have the same length; got "
+                         f"{f.size}, {m.size}, {s.size}")
+    m[f] = 0.0
+    s[f] = 0.0
+    obs = MembershipObservations.from_arrays(m, s)
+    s[f] = math.nan
+    return obs, s
+
+
 def first_crossing(member: Any, score: Any, claimed_epsilon: float, delta: float = 0.0,
-                   confidence: float = 0.95, options: SequentialOptions | None = None
-                   ) -> int | None:
+                   confidence: float = 0.95, options: SequentialOptions | None = None,
+                   failed: Any = None) -> int | None:
     """Number of trials at which the e-process at the claim first reaches 1/alpha (or None):
-    the engine's stopping rule, evaluated on the trials done so far (in index order)."""
+    the engine's stopping rule, evaluated on the trials done so far (in index order).
+    ``failed`` marks trials whose mechanism failed (see module: outside every S)."""
     opts = options or SequentialOptions()
-    bit = np.asarray(member, dtype=bool)
-    s = np.asarray(score, dtype=float)
+    if failed is None:
+        bit = np.asarray(member, dtype=bool)
+        s = np.asarray(score, dtype=float)
+    else:
+        obs, s = _with_failures(member, score, failed)
+        bit = obs.member
     eps = np.array([float(claimed_epsilon)])
     _, _, first, _ = _run(bit, s, eps, 0, check_delta(delta), 1 - check_confidence(confidence),
                           opts)
@@ -277,7 +314,8 @@ def first_crossing(member: Any, score: Any, claimed_epsilon: float, delta: float
 def sequential_audit(member: Any, score: Any, claimed_epsilon: float, delta: float = 0.0,
                      confidence: float = 0.95, *, stop: bool = True,
                      options: SequentialOptions | None = None,
-                     epsilon_max: float | None = None) -> SequentialResult:
+                     epsilon_max: float | None = None, failed: Any = None
+                     ) -> SequentialResult:
     """Anytime-valid audit of "(claimed_epsilon, delta)-DP" from trials in index order.
 
     Args:
@@ -289,8 +327,10 @@ def sequential_audit(member: Any, score: Any, claimed_epsilon: float, delta: flo
       stop: evaluate the result at the first crossing (the engine stops there); False uses
         every trial (the lower bound then uses all of them, still anytime-valid).
       epsilon_max: top of the lower-bound grid (default max(10, 4 claim + 4)).
+      failed: optional boolean mask of trials whose mechanism failed (their member and score
+        entries are ignored): they stay in the sequence, outside every S (see module).
     """
-    obs = MembershipObservations.from_arrays(member, score)
+    obs, scores = _with_failures(member, score, failed)
     claim = check_nonnegative("claimed_epsilon", claimed_epsilon)
     delta, confidence = check_delta(delta), check_confidence(confidence)
     opts = options or SequentialOptions()
@@ -298,10 +338,10 @@ def sequential_audit(member: Any, score: Any, claimed_epsilon: float, delta: flo
     top = float(epsilon_max) if epsilon_max is not None else max(10.0, 4 * claim + 4)
     grid = np.unique(np.append(np.linspace(0.0, top, opts.grid_points), claim))
     col = int(np.searchsorted(grid, claim))
-    first = first_crossing(obs.member, obs.score, claim, delta, confidence, opts) if stop \
+    first = first_crossing(obs.member, scores, claim, delta, confidence, opts) if stop \
         else None
     n = first if first is not None else obs.n
-    run_max, final, first2, at_first = _run(obs.member[:n], obs.score[:n], grid, col, delta,
+    run_max, final, first2, at_first = _run(obs.member[:n], scores[:n], grid, col, delta,
                                             alpha, opts)
     thr = math.log(1 / alpha)
     crossed = run_max >= thr

@@ -213,14 +213,37 @@ def guesses_from_scores(truth: Any, score: Any, k_pos: Any, k_neg: Any, *,
     return _guesses_from_sorted(t, s, k_pos, k_neg, rng)
 
 
+#: spawn key of the tie-break stream derived from an integer seed (ASCII "tieb").
+TIE_BREAK_KEY = 0x74696562
+
+
+def tie_break_rng(rng: np.random.Generator | int) -> np.random.Generator:
+    """The tie-break generator: a Generator as given; an integer seed -> the tagged child
+    ``SeedSequence(seed, spawn_key=(TIE_BREAK_KEY,))``, independent of ``default_rng(seed)``
+    and of the per-trial streams ``SeedSequence(seed, spawn_key=(t,))`` for t < TIE_BREAK_KEY."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
+        return np.random.default_rng(np.random.SeedSequence(int(rng),
+                                                            spawn_key=(TIE_BREAK_KEY,)))
+    return np.random.default_rng(rng)
+
+
 def ascending_order(score: np.ndarray, rng: np.random.Generator | int) -> np.ndarray:
     """Indices that sort ``score`` ascending, equal scores in a uniformly random order.
 
     Same permutation as ``np.lexsort((gen.random(m), score))`` (a random priority per canary
     breaks ties), and the generator is advanced identically, but computed as one argsort of
     the scores plus a lexsort of the tied entries only: without ties it is a plain argsort.
+
+    An integer ``rng`` is NOT used as ``default_rng(rng)``: the priorities come from the
+    tagged stream ``SeedSequence(rng, spawn_key=(TIE_BREAK_KEY,))``.  A game seeded with the
+    same integer (``default_rng(seed)`` drawing the secret bits first) would otherwise produce
+    priorities equal to the uniforms that decided the bits, so the tie-break would depend on
+    the truth (issue 15, ``simulate rr --seed 0``: every tied guess below r = n was wrong).
+    A Generator is used as given; it must be independent of the truth bits.
     """
-    gen = np.random.default_rng(rng)
+    gen = tie_break_rng(rng)
     m = score.size
     prio = gen.random(m)
     order = np.argsort(score, kind="stable")

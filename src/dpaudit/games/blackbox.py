@@ -27,6 +27,7 @@ same observations whatever the executor, the number of workers, the chunking or 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -71,9 +72,13 @@ class BlackBoxAudit:
         if not isinstance(pair, (tuple, list)) or len(pair) != 2:
             raise ValueError("neighbours(rng) must return a pair (D0, D1) of datasets")
         s = float(self.score(self.mechanism(pair[1] if bit else pair[0], g)))
-        if not np.isfinite(s):
+        if not math.isfinite(s):
             raise ValueError(f"score returned a non-finite value ({s}) in trial {t}")
         return float(bit), s
+
+    def secret(self, seed: int, t: int) -> bool:
+        """The secret bit of trial t (its stream's first draw), also when the trial failed."""
+        return bool(trial_rng(seed, t).random() < 0.5)
 
     def trial(self, seed: int, t: int) -> tuple[bool, float]:
         """Trial t of an audit with ``seed``: (secret bit, score)."""
