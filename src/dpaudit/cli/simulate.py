@@ -20,6 +20,7 @@ aliases of ``--sampling-rate``, ``--epsilon`` and ``--compute-true-epsilon``.
 
 from __future__ import annotations
 
+from contextlib import nullcontext as _nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -156,8 +157,10 @@ def simulate_cmd(
     n = _check_canaries(canaries if canaries is not None else 10_000)
     if not as_json:
         console.print(f"Simulating {mech.describe()}: one run, {n} canaries, seed {seed}")
-    rep = one_run_audit(mech, n, seed, delta=delta, confidence=confidence,
-                        true_epsilon=true_eps, simultaneous=simultaneous)
+    with console.status(f"auditing {n:,} canaries with every one-run method ...") \
+            if not as_json and console.is_terminal else _nullcontext():
+        rep = one_run_audit(mech, n, seed, delta=delta, confidence=confidence,
+                            true_epsilon=true_eps, simultaneous=simultaneous)
     basis = rep.verdict_result
     v = verdict(basis.epsilon, rep.claimed_epsilon)
     extra: dict[str, Any] = {"mechanism": rep.mechanism, "flaw": mech.flaw, "canaries": n,
