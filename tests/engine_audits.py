@@ -55,5 +55,29 @@ FLAKY = BlackBoxAudit(FlakyMechanism(0.05), CountNeighbours(10), identity_score)
 FAST = BlackBoxAudit(GaussianCount(1.0), CountNeighbours(10), identity_score)
 FLAWED = BlackBoxAudit(GaussianCount(0.5), CountNeighbours(10), identity_score)
 RR = BlackBoxAudit(RandomizedResponse(1.0), CountNeighbours(3), identity_score)
-SLOWER = BlackBoxAudit(SlowGaussianCount(1.0, 0.01), CountNeighbours(10), identity_score)
 SLOWER_NO_PAUSE = BlackBoxAudit(SlowGaussianCount(1.0, 0.0), CountNeighbours(10), identity_score)
+
+
+@dataclass(frozen=True)
+class DieOnceGaussianCount:
+    """GaussianCount (same draws) whose worker process SIGKILLs itself, once per ``marker``
+    file, at the first trial whose noise exceeds ``z`` (about 1 trial in 740 for z = 3): a
+    worker death mid-run, without a subprocess driver or timing."""
+
+    marker: str
+    sigma: float = 1.0
+    z: float = 3.0
+
+    def __call__(self, dataset: Any, rng: np.random.Generator) -> float:
+        noise = rng.standard_normal()
+        if noise > self.z:
+            import os
+            import signal
+
+            try:
+                os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                pass
+            else:
+                os.kill(os.getpid(), signal.SIGKILL)
+        return float(len(dataset) + self.sigma * noise)
