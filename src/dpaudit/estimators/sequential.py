@@ -11,10 +11,29 @@ wealth is a non-negative supermartingale under the null, so by Ville's inequalit
 and the audit may look after every trial and stop the moment K_t >= 1/alpha, at the stated
 confidence 1 - alpha, whatever the stopping rule.  Kutta, Dunsche, Wei and Zikas, "Sequential
 Auditing for f-Differential Privacy" (arXiv 2602.06518) make the same point for f-DP auditors:
-the sample size is chosen by the data, not in advance.  (Their witnesses are an MMD function
-and trade-off-curve estimates; we only had the papers' abstracts and introductions, so the
-construction below is derived here, from the DP definition itself, and equation labels refer to
-this module.)
+the sample size is chosen by the data, not in advance.  What we could read of the two papers
+(searched again for this revision: their abstracts and introductions, arXiv HTML v1, and
+third-party summaries; not their method sections) places our construction as follows.  González
+et al. bound the hockey-stick divergence of the two output laws through a kernel-MMD witness and
+choose the betting fraction online (Online Newton Step); Kutta et al. test an f-DP trade-off curve
+with likelihood-ratio classifiers and data-driven sample sizes.  Here the witness is the
+indicator of a threshold set, so the null is the hockey-stick inequality (1) itself, one set at a
+time -- the simplest member of the same family, with no kernel -- and the fraction is a plug-in
+Kelly stake refitted on a fixed schedule.  We cannot cite equation numbers of either paper;
+equation labels refer to this module, and the construction is derived here from the DP
+definition (seed 004, Definition 1) and Ville's inequality.
+
+Validity, checked line by line (the null is *every* pair of output laws satisfying (1) and its
+mirror, not a fitted model):
+  * Eq. 3 uses only (1), the fairness of b_t and its independence from the past; it holds for
+    any laws P0, P1 of the score (a post-processing of M's output), including a fresh pair of
+    neighbouring datasets drawn per trial (the mixture of pairs satisfies (1) too).
+  * (tau, lambda) of block [b_j, b_{j+1}) are computed from trials < b_j only (:func:`_plan`
+    receives ``bit[:a], score[:a]``), so they are predictable; capping lambda per grid point uses
+    eps and the plan only.
+  * F_t > 0 because lambda <= max_bet / (p + delta') < 1 / (p + delta').
+  * The two sides are combined by the average (4), not the maximum: the maximum of two test
+    supermartingales is not one, and would need the threshold 2 / alpha.
 
 The game.  Trial t draws a secret bit b_t ~ Bernoulli(1/2), runs M on D_{b_t}, and records a
 score s_t (seed 000 Algorithm 1; :class:`dpaudit.games.blackbox.BlackBoxAudit`).  For a set
