@@ -92,10 +92,12 @@ def test_cli_errors_one_line(capsys, argv, match):
     assert rc == 2 and match in err and err.count("\n") == 1 and "Traceback" not in err
 
 
-def test_demo_catches_the_flaw(capsys):
-    rc, out, _ = run(capsys, "demo", "--json")
+def test_demo_catches_the_flaw(capsys, tmp_path):
+    card = tmp_path / "demo.html"
+    rc, out, _ = run(capsys, "demo", "--json", "--report", str(card))
     assert rc == 0
     d = json.loads(out)
+    assert d["report"] == str(card) and card.stat().st_size > 0
     assert d["dpsgd_correct"]["verdict"].startswith("no violation")
     assert d["dpsgd_flawed"]["verdict"].startswith("violation")
     mr = d["multi_run"]

@@ -127,3 +127,23 @@ def test_claimed_epsilon_must_be_finite_nonnegative(capsys, value):
     rc, out, err = run(capsys, "bound", "tight", "--canaries", "1000", "--guesses", "100",
                        "--wrong", "10", "--claimed-epsilon", value)
     assert rc == 2 and err.startswith("error: --claimed-epsilon must be a finite number >= 0")
+
+
+def test_simulate_refuses_huge_runs(capsys):
+    rc, out, err = run(capsys, "simulate", "gaussian", "--canaries", "1000000000")
+    assert rc == 2 and err.startswith("error: --canaries must be an integer in [2, 10,000,000]")
+
+
+def test_symmetrised_sgm_vectorised_over_candidates():
+    # the Mahloujifar recursion evaluates all candidate curves in one call; same numbers as the
+    # per-curve evaluation
+    import numpy as np
+
+    from dpaudit.curves import SubsampledGaussianDP
+    from dpaudit.curves.subsampled import sgm_tradeoff
+
+    mus = np.array([0.5, 1.0, 2.0, 4.0])
+    a = np.array([1e-6, 0.1, 0.4, 0.9])
+    ref = [float(SubsampledGaussianDP(m, 0.3, symmetrized=True).tradeoff(x))
+           for m, x in zip(mus, a, strict=True)]
+    assert np.allclose(sgm_tradeoff(mus, 0.3, a, symmetrized=True), ref, rtol=0, atol=1e-15)

@@ -27,6 +27,16 @@ from dpaudit.observations import LiftedObservations, MembershipObservations
 __all__ = ["load_scores", "load_lifted", "check_readable_file", "read_text", "max_file_bytes",
            "DEFAULT_MAX_FILE_BYTES"]
 
+
+def __getattr__(name: str) -> object:
+    """Lazy re-export of the adapters (DESIGN.md: ``from dpaudit.io import from_in_out``);
+    lazy so that reading a file does not import the estimators the adapters use."""
+    if name == "from_in_out":
+        from dpaudit.adapters.in_out import from_in_out
+
+        return from_in_out
+    raise AttributeError(f"module 'dpaudit.io' has no attribute {name!r}")
+
 #: Largest input file read (bytes); override with the environment variable
 #: ``DPAUDIT_MAX_FILE_BYTES``.  1 GiB holds ~40 million CSV rows.
 DEFAULT_MAX_FILE_BYTES = 1 << 30

@@ -26,6 +26,8 @@ __all__ = [
     "check_binary_array",
     "check_same_length",
     "check_choice",
+    "check_real_array",
+    "check_count_array",
 ]
 
 
@@ -72,6 +74,31 @@ def _numeric_array(name: str, values: object, what: str) -> np.ndarray:
         desc = {"U": "strings", "S": "bytes", "c": "complex numbers"}.get(kind, arr.dtype.name)
         raise ValueError(f"{name} must be {what}, got {desc}")
     return arr
+
+
+def check_real_array(name: str, values: object, *, allow_bool: bool = False) -> np.ndarray:
+    """A float array of any shape built from real numbers only: strings ("0.5"), complex
+    numbers and (unless ``allow_bool``) booleans are rejected instead of coerced.  NaN/inf are
+    left to the caller (some arguments accept +inf, e.g. epsilon = inf for "no privacy")."""
+    if not allow_bool:
+        _reject_non_numbers(name, values, "real numbers")
+    arr = _numeric_array(name, values, "real numbers")
+    if arr.dtype.kind == "b" and not allow_bool:
+        raise ValueError(f"{name} must be real numbers, got booleans")
+    return arr.astype(float)
+
+
+def check_count_array(name: str, values: object, *, minimum: int = 0) -> np.ndarray:
+    """Whole numbers >= minimum of any shape, as int64 (no strings, booleans, complex, NaN,
+    inf or fractions)."""
+    arr = check_real_array(name, values)
+    if arr.size == 0:
+        raise ValueError(f"{name} must contain at least one integer >= {minimum}")
+    bad = ~np.isfinite(arr) | (arr != np.round(arr)) | (arr < minimum)
+    if bad.any():
+        v = arr.reshape(-1)[int(np.flatnonzero(bad.reshape(-1))[0])]
+        raise ValueError(f"{name} must be integers >= {minimum}, got {v!r}")
+    return arr.astype(np.int64)
 
 
 def check_probability(name: str, value: object, *, open_low: bool = False,

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import typer
 
-from dpaudit.cli.common import app, check_claimed_epsilon, print_results
+from dpaudit.cli.common import app, check_claimed_epsilon, json_payload, print_results
 from dpaudit.estimators.multi_run import multi_run
 from dpaudit.io import load_scores
+from dpaudit.report.cli import format_option, maybe_write_report, report_option
 
 
 def _threshold(text: str) -> str | float:
@@ -34,6 +35,8 @@ def audit_cmd(
     seed: int | None = typer.Option(None, "--seed", help="Seed of the 'split' strategy "
                                     "(default 0; only with --threshold split)."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    report: Path | None = report_option(),
+    report_format: str = format_option(),
 ) -> None:
     """Multi-run audit (seed 004, Clopper-Pearson): epsilon lower bound + GDP-based estimate."""
     obs = load_scores(scores)
@@ -50,3 +53,6 @@ def audit_cmd(
              "tpr_at_fpr_0.01": d["tpr_at_fpr_0.01"]}
     print_results(results, as_json=as_json, claimed_epsilon=claimed_epsilon,
                   title=f"Multi-run audit of {scores.name}", extra=extra)
+    maybe_write_report(report, report_format, json_payload(
+        results, claimed_epsilon=claimed_epsilon, extra=extra), observations=obs,
+        inputs=[scores], title=f"Multi-run audit of {scores.name}")

@@ -32,8 +32,8 @@ from rich.table import Table
 from dpaudit.results import AuditResult, json_safe
 from dpaudit.validation import check_nested_counts
 
-__all__ = ["app", "bound_app", "console", "fmt_number", "print_results", "print_json",
-           "verdict", "OPTION_ALIASES", "rewrite_aliases", "normalize_name",
+__all__ = ["app", "bound_app", "console", "fmt_number", "json_payload", "print_results",
+           "print_json", "verdict", "OPTION_ALIASES", "rewrite_aliases", "normalize_name",
            "resolve_wrong_correct", "check_claimed_epsilon", "given_options", "reject_unused"]
 
 #: Old option spellings, per command path, kept as hidden aliases for one release (0.2 removes
@@ -191,6 +191,30 @@ def fmt_number(x: Any) -> str:
     return str(x)
 
 
+def json_payload(results: Sequence[AuditResult] | AuditResult, *,
+                 claimed_epsilon: float | None = None, true_epsilon: float | None = None,
+                 extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The object ``print_results(..., as_json=True)`` prints (also what ``--report`` and
+    ``dpaudit report`` read): results, claim, violation and verdict (from the first result),
+    true epsilon and ``extra``; a lone result without extras is printed bare."""
+    rs: list[AuditResult] = [results] if isinstance(results, AuditResult) else list(results)
+    best = rs[0].epsilon if rs else 0.0
+    v = verdict(best, claimed_epsilon)
+    if v and len(rs) > 1:
+        v += f" (verdict from {rs[0].method}; other rows are for comparison)"
+    out: dict[str, Any] = {"results": [r.to_dict() for r in rs]}
+    if claimed_epsilon is not None:
+        out["claimed_epsilon"] = claimed_epsilon
+        out["violation"] = bool(best > claimed_epsilon)
+        out["verdict"] = v
+    if true_epsilon is not None:
+        out["true_epsilon"] = true_epsilon
+    if extra:
+        out.update(extra)
+    return out if len(rs) != 1 or extra or claimed_epsilon is not None \
+        or true_epsilon is not None else rs[0].to_dict()
+
+
 def print_results(results: Sequence[AuditResult] | AuditResult, *, as_json: bool = False,
                   claimed_epsilon: float | None = None, true_epsilon: float | None = None,
                   title: str = "Audit", extra: dict[str, Any] | None = None) -> None:
@@ -207,17 +231,8 @@ def print_results(results: Sequence[AuditResult] | AuditResult, *, as_json: bool
     if v and len(rs) > 1:
         v += f" (verdict from {rs[0].method}; other rows are for comparison)"
     if as_json:
-        out: dict[str, Any] = {"results": [r.to_dict() for r in rs]}
-        if claimed_epsilon is not None:
-            out["claimed_epsilon"] = claimed_epsilon
-            out["violation"] = bool(best > claimed_epsilon)
-            out["verdict"] = v
-        if true_epsilon is not None:
-            out["true_epsilon"] = true_epsilon
-        if extra:
-            out.update(extra)
-        print_json(out if len(rs) != 1 or extra or claimed_epsilon is not None
-                   or true_epsilon is not None else rs[0].to_dict())
+        print_json(json_payload(rs, claimed_epsilon=claimed_epsilon, true_epsilon=true_epsilon,
+                                extra=extra))
         return
     header = ["method", "epsilon >=", "delta", "confidence"]
     rows = []

@@ -10,9 +10,16 @@ from pathlib import Path
 
 import typer
 
-from dpaudit.cli.common import bound_app, check_claimed_epsilon, given_options, print_results
+from dpaudit.cli.common import (
+    bound_app,
+    check_claimed_epsilon,
+    given_options,
+    json_payload,
+    print_results,
+)
 from dpaudit.estimators.lifted import lifted
 from dpaudit.io import load_lifted
+from dpaudit.report.cli import format_option, maybe_write_report, report_option
 
 
 @bound_app.command("lifted")
@@ -31,6 +38,8 @@ def lifted_cmd(
     claimed_epsilon: float | None = typer.Option(None, "--claimed-epsilon",
                                                  help="Claimed epsilon to test."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    report: Path | None = report_option(),
+    report_format: str = format_option(),
 ) -> None:
     """LiDP audit with K random canaries per trial and XBern confidence intervals (seed 002)."""
     claimed_epsilon = check_claimed_epsilon(claimed_epsilon)
@@ -51,3 +60,5 @@ def lifted_cmd(
     print_results(r, as_json=as_json, claimed_epsilon=claimed_epsilon,
                   title=f"Lifted-DP audit of {path.name} ({interval}-{r.settings['order']})",
                   extra=None if as_json else extra)
+    maybe_write_report(report, report_format, json_payload(r, claimed_epsilon=claimed_epsilon),
+                       inputs=[path], title=f"Lifted-DP audit of {path.name}")

@@ -14,12 +14,14 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import typer
 
 from dpaudit.cli.common import app, console, print_json, print_results, verdict
 from dpaudit.engine.audit import AuditRun
+from dpaudit.report.cli import format_option, maybe_write_report, report_option
 from dpaudit.validation import check_choice, check_count
 
 
@@ -106,6 +108,8 @@ def run_cmd(
     ray_address: str | None = typer.Option(None, "--ray-address", help="Ray cluster "
                                            "address (default: RAY_ADDRESS, else local)."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    report: Path | None = report_option(),
+    report_format: str = format_option(),
 ) -> None:
     """Black-box multi-run audit of your mechanism on the trial engine."""
     from dpaudit.engine import run_audit
@@ -123,6 +127,8 @@ def run_cmd(
                     chunk_size=chunk_size, retries=retries, ray_address=ray_address,
                     progress=not as_json and sys.stderr.isatty())
     doc = run_result(run, spec=audit)
+    maybe_write_report(report, report_format, doc, observations=run.observations,
+                       title=f"Multi-run audit of {audit}")
     if as_json:
         print_json(doc)
         return

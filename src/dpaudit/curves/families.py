@@ -73,6 +73,7 @@ def resolve_family(family: Any, delta: float = 0.0) -> Family:
 
     ``delta`` is the delta of the null curve for the "eps_delta" family.
     """
+    delta = check_delta(delta)  # validated whatever the family (only eps_delta uses it)
     if isinstance(family, Family):
         return family
     if isinstance(family, str):
@@ -91,8 +92,8 @@ def resolve_family(family: Any, delta: float = 0.0) -> Family:
     if isinstance(family, (tuple, list)) and len(family) == 2 and isinstance(family[0], str):
         key = family[0].lower().replace("-", "_")
         if key in ("subsampled_gaussian", "sgm"):
-            q = check_probability("q (subsampled_gaussian sampling rate)", family[1],
-                                  open_low=True)
+            q = check_probability("family: q (subsampled_gaussian sampling rate)",
+                                  family[1], open_low=True)
             return Family(f"subsampled_gaussian(q={q:g})",
                           lambda mu: SubsampledGaussianDP(mu, q), 0.01, 32.0, "mu")
     if callable(family):
