@@ -81,3 +81,24 @@ class DieOnceGaussianCount:
             else:
                 os.kill(os.getpid(), signal.SIGKILL)
         return float(len(dataset) + self.sigma * noise)
+
+
+@dataclass(frozen=True)
+class FailsMoreWithoutCanary:
+    """Outputs A (1.0), B (0.0) or fails (raises): on D1 (canary in) A .5, B .1, fail .4; on D0
+    A .2, B .2, fail .6.  With failure as an output this is exactly ln(2.5)-DP (ratios 2.5, 2,
+    1.5); conditioned on success it is ln(3)-DP (B: 0.5 / (1/6)) -- the case where auditing
+    only successful trials claims a false violation."""
+
+    def __call__(self, dataset: Any, rng: np.random.Generator) -> float:
+        canary = len(dataset) > 0 and dataset[-1] == "canary"
+        u = rng.random()
+        a, b = (0.5, 0.6) if canary else (0.2, 0.4)
+        if u < a:
+            return 1.0
+        if u < b:
+            return 0.0
+        raise RuntimeError("the mechanism failed")
+
+
+FAILS = BlackBoxAudit(FailsMoreWithoutCanary(), CountNeighbours(3), identity_score)

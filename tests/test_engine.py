@@ -310,3 +310,23 @@ def test_run_chunk_reports_wrong_sized_records() -> None:
                                   [trial_rng(1, t).random() for t in good])
     np.testing.assert_array_equal(res.records[good, 1], good)
     assert np.isnan(res.records[[3, 5]]).all()
+
+
+def test_failures_as_output_prevent_a_false_violation() -> None:
+    """A mechanism that fails more often without the canary (engine_audits.FAILS) is exactly
+    ln(2.5)-DP with failure as an output, ln(3)-DP conditioned on success.  The fixed-n audit
+    of all trials (failures scored at the bottom) stays below the claim; the same estimator on
+    the successful trials only would claim a violation (seeded: 20,000 trials)."""
+    claim = math.log(2.5)
+    ar = run_audit(ea.FAILS, trials=20_000, seed=1, executor="inline", retries=0,
+                   claimed_epsilon=claim)
+    n_fail = len(ar.failures)
+    assert abs(n_fail / 20_000 - 0.5) < 0.02  # (0.4 + 0.6) / 2
+    assert not ar.violation and ar.result.epsilon < claim
+    skipped = multi_run(ar.observations.member, ar.observations.score, delta=0.0,
+                        confidence=0.95, seed=1)
+    assert skipped.epsilon > claim  # what auditing only the successes would have claimed
+    # the sequential audit keeps the failures in the sequence and finds no violation either
+    sq = run_audit(ea.FAILS, trials=5000, seed=1, executor="inline", retries=0,
+                   claimed_epsilon=claim, sequential=True)
+    assert not sq.violation and sq.sequential.n == 5000

@@ -17,8 +17,10 @@ sequential e-process keeps them in the sequence, outside every betting set
 every successful trial's score (failure at the bottom of the score order -- a fixed
 post-processing, as the multi-run bound depends on the scores only through their order), so no
 threshold set {score >= t} with t above the failures contains them.  Auditing only the
-successful trials would test M conditioned on success, whose secret is no longer a fair coin
-when failures depend on it (an over-claim is then possible).
+successful trials would test M conditioned on success, which leaks more when failures depend
+on the secret: a mechanism exactly ln(2.5)-DP with failure as an output is ln(3)-DP conditioned
+on success, and the fixed-n audit of its successes alone claims a violation of ln 2.5
+(tests/test_engine.py, ``test_failures_as_output_prevent_a_false_violation``).
 """
 
 from __future__ import annotations
