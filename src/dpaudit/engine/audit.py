@@ -37,9 +37,9 @@ from dpaudit.engine.game import TrialFailure
 from dpaudit.engine.runner import TrialRun, execute
 from dpaudit.estimators.multi_run import multi_run
 from dpaudit.estimators.sequential import (
+    SequentialMonitor,
     SequentialOptions,
     SequentialResult,
-    first_crossing,
     sequential_audit,
 )
 from dpaudit.observations import MembershipObservations
@@ -139,10 +139,12 @@ def run_audit(audit: Any, *, trials: int, seed: int, executor: str | Executor = 
             raise ValueError("sequential audits need claimed_epsilon (--claimed-epsilon)")
         claim = claimed_epsilon
 
+        monitor = SequentialMonitor(claim, delta, confidence, opts)
+
         def stop_rule(rec: np.ndarray, ok: np.ndarray) -> int | None:
-            # failed trials stay in the sequence (NaN score: outside every betting set)
-            return first_crossing(rec[:, 0] > 0.5, rec[:, 1], claim, delta, confidence,
-                                  opts)
+            # incremental (each look costs the new trials); failed trials stay in the
+            # sequence (NaN score: outside every betting set)
+            return monitor.update(rec[:, 0] > 0.5, rec[:, 1])
 
     run = execute(audit, trials=trials, seed=seed, executor=executor, workers=workers,
                   store=store, resume=resume, chunk_size=chunk_size, retries=retries,

@@ -115,7 +115,7 @@ from dpaudit.validation import (
 )
 
 __all__ = ["SequentialOptions", "SequentialResult", "sequential_audit", "first_crossing",
-           "block_starts"]
+           "block_starts", "SequentialMonitor"]
 
 _ROWS = 1 << 15  # rows per vectorised slab (memory: rows x grid)
 
@@ -181,8 +181,7 @@ def block_starts(n: int, opts: SequentialOptions) -> np.ndarray:
     """Trial indices where the plan is refitted: b_0 = burn_in, then geometric (see module)."""
     out = [0, opts.burn_in]
     while out[-1] < n:
-        b = out[-1]
-        out.append(max(b + 16, math.ceil(opts.growth * b)))
+        out.append(_next_start(out[-1], opts))
     return np.asarray(out, dtype=np.int64)
 
 
@@ -245,48 +244,107 @@ def _log_factors(bit: np.ndarray, score: np.ndarray, tau: float, lam: float, sid
                     off[None, :])
 
 
+def _next_start(b: int, opts: SequentialOptions) -> int:
+    """The block start after ``b`` (see :func:`block_starts`)."""
+    return opts.burn_in if b == 0 else max(b + 16, math.ceil(opts.growth * b))
+
+
+def _accumulate(start: np.ndarray, lf: np.ndarray) -> np.ndarray:
+    """Running sums start + lf[0], (start + lf[0]) + lf[1], ... (rows x grid), strictly left to
+    right (``np.add.accumulate``), so the bits do not depend on where the rows are split --
+    one pass or many increments give the same e-process, the same stopping trial."""
+    return np.cumsum(np.concatenate((start[None, :], lf)), axis=0)[1:]
+
+
+class _Walker:
+    """The e-process of Eq. 4 on a grid of eps, advanced over a growing prefix of trials."""
+
+    def __init__(self, eps_grid: np.ndarray, claim_col: int, delta: float, alpha: float,
+                 opts: SequentialOptions) -> None:
+        self.grid, self.col, self.delta, self.opts = eps_grid, claim_col, delta, opts
+        G = eps_grid.size
+        self.log_hi = np.zeros(G)
+        self.log_lo = np.zeros(G)
+        self.run_max = np.full(G, -np.inf)
+        self.thr = math.log(1.0 / alpha)
+        self.first: int | None = None
+        self.at_first = math.nan
+        claim = float(eps_grid[claim_col])
+        self.p_c = math.exp(claim - np.logaddexp(0.0, claim))
+        self.dp_c = delta / (2.0 * (1.0 + math.exp(min(claim, 700.0))))
+        self.pos = 0  # trials processed
+        self.block = (0, opts.burn_in)  # [a, b): burn-in, no bet
+        self.plan: tuple[float, float, float, float] | None = (math.inf, 0.0, -math.inf, 0.0)
+
+    def advance(self, bit: np.ndarray, score: np.ndarray) -> None:
+        """Process trials pos..len(score)-1; ``bit``/``score`` extend the arrays of earlier
+        calls (a growing prefix).  The plan of block [a, b) is fitted on trials < a only."""
+        m = score.size
+        opts = self.opts
+        while self.pos < m:
+            a, b = self.block
+            if self.pos == b:
+                self.block = a, b = b, _next_start(b, opts)
+                self.plan = None
+            if self.plan is None:
+                self.plan = _plan(bit[:a], score[:a], self.p_c, self.dp_c, opts)
+            th, lh, tl, ll = self.plan
+            r = self.pos
+            e = min(b, m, r + _ROWS)
+            self.pos = e
+            if lh == 0 and ll == 0:
+                continue
+            ch = _accumulate(self.log_hi, _log_factors(bit[r:e], score[r:e], th, lh, "hi",
+                                                       self.grid, self.delta, opts.max_bet))
+            cl = _accumulate(self.log_lo, _log_factors(bit[r:e], score[r:e], tl, ll, "lo",
+                                                       self.grid, self.delta, opts.max_bet))
+            lk = np.logaddexp(ch, cl) - math.log(2.0)  # Eq. 4
+            self.run_max = np.maximum(self.run_max, lk.max(axis=0))
+            if self.first is None:
+                hit = np.flatnonzero(lk[:, self.col] >= self.thr)
+                if hit.size:
+                    self.first = r + int(hit[0]) + 1
+                    self.at_first = float(lk[hit[0], self.col])
+            self.log_hi, self.log_lo = ch[-1], cl[-1]
+
+    @property
+    def final(self) -> np.ndarray:
+        return np.logaddexp(self.log_hi, self.log_lo) - math.log(2.0)
+
+
 def _run(bit: np.ndarray, score: np.ndarray, eps_grid: np.ndarray, claim_col: int,
          delta: float, alpha: float, opts: SequentialOptions
          ) -> tuple[np.ndarray, np.ndarray, int | None, float]:
     """Walk the e-process over all trials.  Returns (max log K per grid point, final log K per
     grid point, first crossing (number of trials) of the claim column, log K there)."""
-    n = score.size
-    G = eps_grid.size
-    log_hi = np.zeros(G)
-    log_lo = np.zeros(G)
-    run_max = np.full(G, -np.inf)
-    thr = math.log(1.0 / alpha)
-    first: int | None = None
-    at_first = math.nan
-    claim = float(eps_grid[claim_col])
-    p_c = math.exp(claim - np.logaddexp(0.0, claim))
-    dp_c = delta / (2.0 * (1.0 + math.exp(min(claim, 700.0))))
-    starts = block_starts(n, opts)
-    for j in range(starts.size - 1):
-        a, b = int(starts[j]), int(min(starts[j + 1], n))
-        if a >= n:
-            break
-        if a == 0:  # burn-in: no bet
-            continue
-        th, lh, tl, ll = _plan(bit[:a], score[:a], p_c, dp_c, opts)
-        if lh == 0 and ll == 0:
-            continue
-        for r in range(a, b, _ROWS):
-            e = min(b, r + _ROWS)
-            ch = np.cumsum(_log_factors(bit[r:e], score[r:e], th, lh, "hi", eps_grid, delta,
-                                        opts.max_bet), axis=0) + log_hi
-            cl = np.cumsum(_log_factors(bit[r:e], score[r:e], tl, ll, "lo", eps_grid, delta,
-                                        opts.max_bet), axis=0) + log_lo
-            lk = np.logaddexp(ch, cl) - math.log(2.0)  # Eq. 4
-            run_max = np.maximum(run_max, lk.max(axis=0))
-            if first is None:
-                hit = np.flatnonzero(lk[:, claim_col] >= thr)
-                if hit.size:
-                    first = r + int(hit[0]) + 1
-                    at_first = float(lk[hit[0], claim_col])
-            log_hi, log_lo = ch[-1], cl[-1]
-    final = np.logaddexp(log_hi, log_lo) - math.log(2.0)
-    return run_max, final, first, at_first
+    w = _Walker(eps_grid, claim_col, delta, alpha, opts)
+    w.advance(bit, score)
+    return w.run_max, w.final, w.first, w.at_first
+
+
+class SequentialMonitor:
+    """The engine's stopping rule, incremental: ``update(member, score)`` on a growing prefix
+    of trials (in index order; NaN score = failed trial) processes only the trials added since
+    the last call and returns the number of trials at the first crossing of 1/alpha at the
+    claim, or None.  Any sequence of calls gives the same answer as :func:`first_crossing` on
+    the final prefix (the running sums are split-invariant), so the stopping trial does not
+    depend on when the engine looks -- and a look costs the new trials, not the whole prefix."""
+
+    def __init__(self, claimed_epsilon: float, delta: float = 0.0, confidence: float = 0.95,
+                 options: SequentialOptions | None = None) -> None:
+        eps = np.array([check_nonnegative("claimed_epsilon", claimed_epsilon)])
+        self._w = _Walker(eps, 0, check_delta(delta), 1 - check_confidence(confidence),
+                          options or SequentialOptions())
+
+    def update(self, member: Any, score: Any) -> int | None:
+        w = self._w
+        if w.first is None:
+            s = np.asarray(score, dtype=float)
+            if s.size < w.pos:
+                raise ValueError(f"score must extend the {w.pos} trials already seen; got "
+                                 f"{s.size}")
+            w.advance(np.asarray(member, dtype=bool), s)
+        return w.first
 
 
 def _with_failures(member: Any, score: Any, failed: Any
@@ -324,10 +382,8 @@ def first_crossing(member: Any, score: Any, claimed_epsilon: float, delta: float
     else:
         obs, s = _with_failures(member, score, failed)
         bit = obs.member
-    eps = np.array([float(claimed_epsilon)])
-    _, _, first, _ = _run(bit, s, eps, 0, check_delta(delta), 1 - check_confidence(confidence),
-                          opts)
-    return first
+    mon = SequentialMonitor(claimed_epsilon, delta, confidence, opts)
+    return mon.update(bit, s)
 
 
 def sequential_audit(member: Any, score: Any, claimed_epsilon: float, delta: float = 0.0,
