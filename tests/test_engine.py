@@ -139,6 +139,8 @@ def test_failures_retried_then_reported(tmp_path) -> None:
     assert ar.result.epsilon == want.epsilon
     assert ar.result.settings["failed_trials"] == "scored below every success"
     np.testing.assert_array_equal(member[r.ok], ar.observations.member)
+    np.testing.assert_array_equal(ea.FLAKY.secrets(9, np.arange(n)), member)
+    assert ea.FLAKY.secret(9, 5) == member[5]
     # the sequential audit keeps them in the sequence (NaN score: outside every betting set);
     # the Gaussian count is not (1, 0)-DP, so it stops with a violation
     sq = run_audit(ea.FLAKY, trials=n, seed=9, executor="inline", claimed_epsilon=1.0,
@@ -330,3 +332,15 @@ def test_failures_as_output_prevent_a_false_violation() -> None:
     sq = run_audit(ea.FAILS, trials=5000, seed=1, executor="inline", retries=0,
                    claimed_epsilon=claim, sequential=True)
     assert not sq.violation and sq.sequential.n == 5000
+
+
+def test_finished_prefix_scan() -> None:
+    from dpaudit.engine.runner import _prefix
+
+    done = np.ones(200_000, bool)
+    assert _prefix(done, 0) == 200_000 and _prefix(done, 123) == 200_000
+    for hole in (0, 5, 65_535, 65_536, 65_537, 199_999):
+        d = done.copy()
+        d[hole] = False
+        d[hole + 1:] = np.random.default_rng(hole).random(d.size - hole - 1) < 0.5
+        assert _prefix(d, 0) == hole == np.argmin(d)

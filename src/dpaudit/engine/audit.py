@@ -82,11 +82,11 @@ def _observations(run: TrialRun) -> MembershipObservations:
                                               run.column("score")[ok])
 
 
-def _with_failures_at_bottom(run: TrialRun, secret: Any
+def _with_failures_at_bottom(run: TrialRun, secrets: Any
                              ) -> tuple[np.ndarray, np.ndarray]:
     """(member, score) of every trial, failed trials scored just below the lowest successful
     score (see module); a failed trial records NaN, so its secret bit is recomputed from its
-    stream by the game's ``secret(seed, t)``."""
+    stream by the game's ``secrets(seed, trials)``."""
     ok = run.ok
     member = run.column("member") > 0.5
     score = run.column("score").copy()
@@ -98,8 +98,7 @@ def _with_failures_at_bottom(run: TrialRun, secret: Any
     if not math.isfinite(bottom):
         raise ValueError("scores reach the float range; rescale the score function")
     score[~ok] = bottom
-    seed = int(run.config["seed"])
-    member[~ok] = [secret(seed, int(t)) for t in np.flatnonzero(~ok)]
+    member[~ok] = secrets(int(run.config["seed"]), np.flatnonzero(~ok))
     return member, score
 
 
@@ -164,13 +163,13 @@ def run_audit(audit: Any, *, trials: int, seed: int, executor: str | Executor = 
                              params=base.params, p_value=base.p_value, settings=settings,
                              details=base.details)
     else:
-        secret = getattr(audit, "secret", None)
-        if secret is not None:
-            member, score = _with_failures_at_bottom(run, secret)
+        secrets = getattr(audit, "secrets", None)
+        if secrets is not None:
+            member, score = _with_failures_at_bottom(run, secrets)
             failures = "scored below every success"
         else:  # a membership game that cannot give a failed trial's secret
             member, score = obs.member, obs.score
-            failures = "skipped (the game has no secret(seed, t))"
+            failures = "skipped (the game has no secrets(seed, trials))"
         MembershipObservations.from_arrays(member, score).require_both_classes()
         r = multi_run(member, score, delta=delta, confidence=confidence,
                       threshold=threshold, seed=seed)
