@@ -4,6 +4,7 @@ and the Python API (run_audit, run_trials)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sqlite3
 from dataclasses import dataclass
@@ -344,3 +345,25 @@ def test_finished_prefix_scan() -> None:
         d[hole] = False
         d[hole + 1:] = np.random.default_rng(hole).random(d.size - hole - 1) < 0.5
         assert _prefix(d, 0) == hole == np.argmin(d)
+
+
+@dataclass(frozen=True)
+class _BufferGame:
+    """Returns the same NumPy buffer every trial (the engine must copy it)."""
+
+    buf: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(2))
+    fields = ("t", "u")
+
+    def run_trial(self, rng: np.random.Generator, t: int) -> np.ndarray:
+        self.buf[0], self.buf[1] = t, rng.random()
+        return self.buf
+
+    def config(self) -> dict[str, str]:
+        return {"kind": "buffer"}
+
+
+def test_run_chunk_copies_reused_buffers() -> None:
+    res = run_chunk(_BufferGame(), 3, 10, 15)
+    np.testing.assert_array_equal(res.records[:, 0], np.arange(10, 15))
+    np.testing.assert_array_equal(res.records[:, 1], [trial_rng(3, t).random() for t in
+                                                      range(10, 15)])
