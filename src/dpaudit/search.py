@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import optimize
+from scipy.optimize import elementwise as _elementwise
 
-__all__ = ["SearchResult", "largest_rejected", "largest_rejected_batched", "solve_monotone",
-           "invert_decreasing"]
+__all__ = ["SearchResult", "largest_rejected", "largest_rejected_root",
+           "largest_rejected_batched", "solve_monotone", "invert_decreasing"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,53 @@ def largest_rejected(reject: Callable[[float], bool], lo: float, hi: float, *,
         else:
             b = mid
     return SearchResult(theta=a, nothing_rejected=False, hit_ceiling=False)
+
+
+def largest_rejected_root(margin: Callable[[float], float], lo: float, hi: float, *,
+                          tol: float = 1e-6, floor: float = -1e6) -> SearchResult:
+    """Largest theta in [lo, hi] with ``margin(theta) <= 0`` ("rejected"), for a margin that
+    is continuous and non-decreasing in theta (e.g. log p-value(theta) - log alpha).
+
+    Same contract as :func:`largest_rejected` for the predicate ``margin <= 0`` -- the
+    returned theta is the rejected end of a final bracket of width <= tol * max(1, |theta|),
+    so it is never above the true boundary and at most that far below it -- but the bracket
+    is shrunk with Chandrupatla's method (SciPy's ``optimize.elementwise.find_root``), which
+    uses the size of the margin and needs ~8 evaluations where bisection needs ~25.  A
+    margin of -inf (e.g. a p-value that underflows to 0) is read as ``floor``.
+    """
+    def g(theta: float) -> float:
+        v = float(margin(theta))
+        if math.isnan(v):
+            raise FloatingPointError(f"the search margin is NaN at {theta!r}")
+        return min(max(v, floor), -floor)
+
+    g_lo = g(lo)
+    if not g_lo <= 0:
+        return SearchResult(theta=lo, nothing_rejected=True, hit_ceiling=False)
+    g_hi = g(hi)
+    if g_hi <= 0:
+        return SearchResult(theta=hi, nothing_rejected=False, hit_ceiling=True)
+    if g_lo == 0:
+        return SearchResult(theta=lo, nothing_rejected=False, hit_ceiling=False)
+    known = {lo: g_lo, hi: g_hi}
+
+    def f(x: np.ndarray) -> np.ndarray:
+        flat = np.asarray(x, dtype=float).reshape(-1)
+        vals = [known[v] if v in known else g(v) for v in flat.tolist()]
+        return np.asarray(vals, dtype=float).reshape(np.shape(x))
+
+    # width < xatol + xrtol |x| <= tol * max(1, |x|): the same stopping rule as bisection.
+    res = _elementwise.find_root(
+        f, (lo, hi), tolerances={"xatol": 0.5 * tol, "xrtol": 0.5 * tol, "fatol": 0.0,
+                                 "frtol": 0.0})
+    xl, xr = (float(v) for v in res.bracket)
+    fl, fr = (float(v) for v in res.f_bracket)
+    x, fx = float(res.x), float(res.f_x)
+    # the rejected end of the final bracket (Chandrupatla keeps f(xl) <= 0 < f(xr) here)
+    for cand, fc in ((xr, fr), (x, fx), (xl, fl)):
+        if fc <= 0 and lo <= cand <= hi:
+            return SearchResult(theta=cand, nothing_rejected=False, hit_ceiling=False)
+    return SearchResult(theta=lo, nothing_rejected=False, hit_ceiling=False)  # pragma: no cover
 
 
 def largest_rejected_batched(reject_many: Callable[[np.ndarray], np.ndarray], lo: float,

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import typer
 
-from dpaudit.cli.common import app, print_results
+from dpaudit.cli.common import app, check_claimed_epsilon, json_payload, print_results
 from dpaudit.estimators.multi_run import multi_run
 from dpaudit.io import load_scores
+from dpaudit.report.cli import format_option, maybe_write_report, report_option
 
 
 def _threshold(text: str) -> str | float:
@@ -31,12 +32,19 @@ def audit_cmd(
     threshold: str = typer.Option("bonferroni", "--threshold",
                                   help="'bonferroni', 'split' or a number."),
     direction: str = typer.Option("both", "--direction", help="'both' or 'positive'."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the 'split' strategy."),
+    seed: int | None = typer.Option(None, "--seed", help="Seed of the 'split' strategy "
+                                    "(default 0; only with --threshold split)."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    report: Path | None = report_option(),
+    report_format: str = format_option(),
 ) -> None:
     """Multi-run audit (seed 004, Clopper-Pearson): epsilon lower bound + GDP-based estimate."""
     obs = load_scores(scores)
     th = _threshold(threshold)
+    if seed is not None and th != "split":
+        raise ValueError("--seed is only used by --threshold split")
+    seed = 0 if seed is None else seed
+    claimed_epsilon = check_claimed_epsilon(claimed_epsilon)
     results = [multi_run(obs.member, obs.score, delta=delta, confidence=confidence, threshold=th,
                          direction=direction, estimate=e, seed=seed)
                for e in ("eps_delta", "gdp")]
@@ -45,3 +53,6 @@ def audit_cmd(
              "tpr_at_fpr_0.01": d["tpr_at_fpr_0.01"]}
     print_results(results, as_json=as_json, claimed_epsilon=claimed_epsilon,
                   title=f"Multi-run audit of {scores.name}", extra=extra)
+    maybe_write_report(report, report_format, json_payload(
+        results, claimed_epsilon=claimed_epsilon, extra=extra), observations=obs,
+        inputs=[scores], title=f"Multi-run audit of {scores.name}")

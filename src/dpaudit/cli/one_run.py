@@ -15,9 +15,18 @@ from pathlib import Path
 import typer
 
 from dpaudit.cli.bound import parse_family
-from dpaudit.cli.common import app, console, print_results, verdict
+from dpaudit.cli.common import (
+    app,
+    check_claimed_epsilon,
+    console,
+    json_payload,
+    print_results,
+    verdict,
+)
 from dpaudit.estimators.one_run import DEFAULT_FRACTIONS, ONE_RUN_METHODS, audit_one_run
 from dpaudit.io import load_scores
+from dpaudit.report.cli import format_option, maybe_write_report, report_option
+from dpaudit.validation import check_nonnegative
 
 
 def _methods(text: str) -> tuple[str, ...]:
@@ -60,10 +69,15 @@ def one_run_cmd(
                                               help="Reference epsilon for a ratio column."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random tie-breaking of scores."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    report: Path | None = report_option(),
+    report_format: str = format_option(),
 ) -> None:
     """One-run audits (tight, bits, Steinke, Mahloujifar) side by side on the same guesses."""
     obs = load_scores(scores)
     ms = _methods(methods)
+    claimed_epsilon = check_claimed_epsilon(claimed_epsilon)
+    if true_epsilon is not None:
+        true_epsilon = check_nonnegative("--true-epsilon", true_epsilon)
     results = audit_one_run(obs.member, obs.score, delta=delta, confidence=confidence,
                             methods=ms, family=parse_family(family, delta),
                             fractions=_fractions(fractions), bits_ci=bits_ci,
@@ -78,6 +92,9 @@ def one_run_cmd(
         extra.update({"claimed_epsilon": claimed_epsilon,
                       "violation": bool(basis.epsilon > claimed_epsilon),
                       "verdict": v, "verdict_method": basis.method})
+    maybe_write_report(report, report_format, json_payload(
+        results, true_epsilon=true_epsilon, extra=extra), observations=obs, inputs=[scores],
+        title=f"One-run audits of {scores.name}")
     if as_json:
         print_results(results, as_json=True, true_epsilon=true_epsilon, extra=extra)
         return

@@ -24,6 +24,8 @@ Threshold strategies:
   exact validity is required.
 * ``"split"`` -- choose the threshold on a seeded random half (``split_fraction``), bound on the
   other half at the full confidence: exactly valid.
+* ``"multi_split"`` -- ten seeded splits combined by the median-of-p-values rule
+  (:mod:`dpaudit.estimators.multi_split`): exactly valid, less dependent on one split's luck;
 * a number -- that threshold only.
 
 The GDP-based estimate (``estimate="gdp"``): a test with (alpha, beta) is consistent with mu-GDP
@@ -117,18 +119,43 @@ class _Sweep:
     n_neg: int
 
 
-def _sweep(obs: MembershipObservations, thresholds: np.ndarray) -> _Sweep:
-    pos = np.sort(obs.score[obs.member])
-    neg = np.sort(obs.score[~obs.member])
+@dataclass(frozen=True, eq=False)
+class _Sorted:
+    """The scores sorted once (ascending), with the member / non-member scores as sorted
+    sub-arrays: every threshold sweep, candidate set and ROC summary reads from this."""
+
+    scores: np.ndarray
+    pos: np.ndarray
+    neg: np.ndarray
+
+    @classmethod
+    def of(cls, obs: MembershipObservations) -> _Sorted:
+        order = np.argsort(obs.score, kind="stable")
+        ss = obs.score[order]
+        mem = obs.member[order]
+        return cls(ss, ss[mem], ss[~mem])
+
+    def unique(self) -> np.ndarray:
+        """np.unique(score) from the sorted scores."""
+        ss = self.scores
+        keep = np.empty(ss.size, dtype=bool)
+        keep[:1] = True
+        np.not_equal(ss[1:], ss[:-1], out=keep[1:])
+        return ss[keep]
+
+
+def _sweep(srt: _Sorted, thresholds: np.ndarray) -> _Sweep:
+    pos, neg = srt.pos, srt.neg
     tp = pos.size - np.searchsorted(pos, thresholds, side="left")
     fp = neg.size - np.searchsorted(neg, thresholds, side="left")
     return _Sweep(thresholds, tp.astype(float), fp.astype(float), int(pos.size), int(neg.size))
 
 
-def _candidates(score: np.ndarray, max_thresholds: int) -> np.ndarray:
-    u = np.unique(score)
+def _candidates(srt: _Sorted, max_thresholds: int) -> np.ndarray:
+    u = srt.unique()
     if u.size > max_thresholds:
-        u = np.unique(np.quantile(score, np.linspace(0, 1, max_thresholds), method="lower"))
+        u = np.unique(np.quantile(srt.scores, np.linspace(0, 1, max_thresholds),
+                                  method="lower"))
     return u
 
 
@@ -147,11 +174,27 @@ def roc_summary(member: Any, score: Any, fprs: tuple[float, ...] = (1e-3, 1e-2, 
     """Empirical AUROC (Mann-Whitney) and TPR at the given FPRs (largest TPR with FPR <= f)."""
     obs = MembershipObservations.from_arrays(member, score)
     obs.require_both_classes()
-    ranks = stats.rankdata(obs.score)
-    n1, n0 = obs.n_members, obs.n_nonmembers
-    auroc = (ranks[obs.member].sum() - n1 * (n1 + 1) / 2) / (n1 * n0)
-    thr = np.unique(obs.score)
-    sw = _sweep(obs, thr)
+    return _roc_summary(_Sorted.of(obs), fprs)
+
+
+def _roc_summary(srt: _Sorted, fprs: tuple[float, ...] = (1e-3, 1e-2, 1e-1)
+                 ) -> dict[str, Any]:
+    """:func:`roc_summary` from the sorted scores.
+
+    AUROC = (sum of the members' mid-ranks - n1 (n1 + 1) / 2) / (n1 n0), the mid-rank of a run
+    of equal scores at sorted positions i..j (1-based) being (i + j) / 2 (as
+    ``scipy.stats.rankdata``); the member rank sum is taken over the runs.
+    """
+    n1, n0 = srt.pos.size, srt.neg.size
+    ss = srt.scores
+    thr = srt.unique()
+    # run of equal scores k: positions [first_k, last_k] (1-based), members m_k in the run
+    last = np.searchsorted(ss, thr, side="right")
+    first = np.concatenate([[0], last[:-1]]) + 1
+    members = np.diff(np.concatenate([[0], np.searchsorted(srt.pos, thr, side="right")]))
+    rank_sum = float(np.sum(members * (first + last) / 2.0))
+    auroc = (rank_sum - n1 * (n1 + 1) / 2) / (n1 * n0)
+    sw = _sweep(srt, thr)
     tpr, fpr = sw.tp / n1, sw.fp / n0
     out: dict[str, Any] = {"auroc": float(auroc)}
     for f in fprs:
@@ -206,7 +249,8 @@ def multi_run(member: Any, score: Any, delta: float = 0.0, confidence: float = 0
       score: attack score per trial (higher = more likely member).
       delta: the delta of the claimed guarantee, in [0, 1).
       confidence: probability that the bound holds, in (0, 1).
-      threshold: "bonferroni", "split" or a number (predict member when score >= threshold).
+      threshold: "bonferroni", "split", "multi_split" (10 seeded splits, median rule: see
+        :mod:`dpaudit.estimators.multi_split`) or a number (member when score >= threshold).
       direction: "both" (Eqs. 13-16) or "positive" (Eqs. 13-14 only).
       estimate: "eps_delta" (the privacy-region bound) or "gdp" (the GDP-based estimate).
     """
@@ -216,15 +260,22 @@ def multi_run(member: Any, score: Any, delta: float = 0.0, confidence: float = 0
     check_choice("direction", direction, DIRECTIONS)
     check_choice("estimate", estimate, ESTIMATES)
     fail = 1 - confidence
+    srt = _Sorted.of(obs)
     settings: dict[str, Any] = {"n": obs.n, "n_members": obs.n_members, "direction": direction,
                                 "estimate": estimate, "interval": "clopper_pearson"}
+    if threshold == "multi_split":  # S seeded splits combined validly (estimators.multi_split)
+        from dpaudit.estimators.multi_split import multi_split
+
+        return multi_split(obs.member, obs.score, delta, confidence, seed=seed,
+                           split_fraction=split_fraction, direction=direction,
+                           estimate=estimate, max_thresholds=max_thresholds)
     if isinstance(threshold, str):
-        check_choice("threshold", threshold, ("bonferroni", "split"))
+        check_choice("threshold", threshold, ("bonferroni", "split", "multi_split"))
         settings["threshold"] = threshold
         if threshold == "bonferroni":
             max_thresholds = check_count("max_thresholds", max_thresholds, minimum=1)
-            cands = _candidates(obs.score, max_thresholds)
-            sw = _sweep(obs, cands)
+            cands = _candidates(srt, max_thresholds)
+            sw = _sweep(srt, cands)
             vals, _, b = _evaluate(sw, fail / cands.size, delta, direction, estimate)
             i = int(np.argmax(vals))
             settings.update(n_thresholds=int(cands.size), max_thresholds=max_thresholds)
@@ -241,10 +292,11 @@ def multi_run(member: Any, score: Any, delta: float = 0.0, confidence: float = 0
             if min(a.n_members, a.n_nonmembers, c.n_members, c.n_nonmembers) == 0:
                 raise ValueError("split leaves a part without members or non-members; "
                                  "use more trials or threshold='bonferroni'")
-            cands = _candidates(a.score, max_thresholds)
-            vals_a, _, _ = _evaluate(_sweep(a, cands), fail, delta, direction, estimate)
+            srt_a = _Sorted.of(a)
+            cands = _candidates(srt_a, max_thresholds)
+            vals_a, _, _ = _evaluate(_sweep(srt_a, cands), fail, delta, direction, estimate)
             chosen = float(cands[int(np.argmax(vals_a))])
-            sw = _sweep(c, np.array([chosen]))
+            sw = _sweep(_Sorted.of(c), np.array([chosen]))
             vals, _, b = _evaluate(sw, fail, delta, direction, estimate)
             value = float(vals[0])
             tp, fp, n_pos, n_neg = sw.tp[0], sw.fp[0], sw.n_pos, sw.n_neg
@@ -254,17 +306,17 @@ def multi_run(member: Any, score: Any, delta: float = 0.0, confidence: float = 0
         try:
             chosen = float(threshold)
         except (TypeError, ValueError):
-            raise ValueError(f"threshold must be 'bonferroni', 'split' or a number; "
+            raise ValueError(f"threshold must be 'bonferroni', 'split', 'multi_split' or a number; "
                              f"got {threshold!r}") from None
         if not math.isfinite(chosen):
             raise ValueError(f"threshold must be finite, got {threshold!r}")
         settings["threshold"] = chosen
-        sw = _sweep(obs, np.array([chosen]))
+        sw = _sweep(srt, np.array([chosen]))
         vals, _, b = _evaluate(sw, fail, delta, direction, estimate)
         value = float(vals[0])
         tp, fp, n_pos, n_neg = sw.tp[0], sw.fp[0], sw.n_pos, sw.n_neg
         b_i = [float(x[0]) for x in b]
     details = {"threshold": chosen, "tp": int(tp), "fp": int(fp), "n_members": n_pos,
                "n_nonmembers": n_neg, "tpr_bounds": b_i[:2], "fpr_bounds": b_i[2:],
-               **roc_summary(obs.member, obs.score)}
+               **_roc_summary(srt)}
     return _result(value, n_pos, n_neg, delta, confidence, estimate, settings, details)

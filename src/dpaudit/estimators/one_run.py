@@ -42,13 +42,14 @@ import numpy as np
 from scipy import stats
 
 from dpaudit.curves import resolve_family
-from dpaudit.estimators.bits import bits
+from dpaudit.estimators.bits import CI_METHODS, bits
 from dpaudit.estimators.mahloujifar import mahloujifar
-from dpaudit.estimators.steinke import guesses_from_scores, steinke
+from dpaudit.estimators.steinke import _guesses_from_sorted, steinke
 from dpaudit.estimators.tight import tight
 from dpaudit.observations import MembershipObservations
 from dpaudit.results import AuditResult
 from dpaudit.validation import (
+    check_choice,
     check_confidence,
     check_count,
     check_delta,
@@ -91,10 +92,15 @@ def guess_counts(member: Any, score: Any, grid: Sequence[tuple[int, int]], *,
     cumulative sums, ties broken by a random priority drawn from ``seed``).  Returns arrays
     ``k_plus, k_minus, guesses (r), wrong (u), correct (v = r - u)``.
     """
-    obs = MembershipObservations.from_arrays(member, score)
+    return _guess_counts(MembershipObservations.from_arrays(member, score), grid, seed)
+
+
+def _guess_counts(obs: MembershipObservations, grid: Sequence[tuple[int, int]],
+                  seed: int | np.random.Generator | None) -> dict[str, np.ndarray]:
+    """:func:`guess_counts` on validated observations (validated once, by the caller)."""
     kp, km = _check_grid(grid, obs.n)
-    r, v = guesses_from_scores(obs.member, obs.score, kp, km,
-                               rng=np.random.default_rng() if seed is None else seed)
+    r, v = _guesses_from_sorted(obs.member, obs.score, kp, km,
+                                np.random.default_rng() if seed is None else seed)
     r, v = np.asarray(r, dtype=np.int64), np.asarray(v, dtype=np.int64)
     return {"k_plus": kp, "k_minus": km, "guesses": r, "wrong": r - v, "correct": v}
 
@@ -180,6 +186,7 @@ def audit_one_run(member: Any, score: Any, delta: float = 1e-5, confidence: floa
     n = obs.n
     delta = check_delta(delta)
     gamma = check_confidence(confidence)
+    check_choice("bits_ci", bits_ci, CI_METHODS)  # checked even when bits is not run
     if isinstance(methods, str):
         methods = (methods,)
     methods = tuple(methods)
@@ -199,7 +206,7 @@ def audit_one_run(member: Any, score: Any, delta: float = 1e-5, confidence: floa
 
     pairs = default_grid(n, fractions) if grid is None else [tuple(p) for p in grid]
     # one sort for the whole grid plus the bits median split (last entry)
-    counts = guess_counts(obs.member, obs.score, [*pairs, ((n + 1) // 2, n // 2)], seed=seed)
+    counts = _guess_counts(obs, [*pairs, ((n + 1) // 2, n // 2)], seed)
     if bits_threshold is None:
         bits_kp = (n + 1) // 2
         bits_u = int(counts["wrong"][-1])

@@ -33,11 +33,12 @@ import numpy as np
 from scipy import special, stats
 
 from dpaudit.results import AuditResult
-from dpaudit.search import largest_rejected
+from dpaudit.search import largest_rejected_root
 from dpaudit.validation import (
     check_binary_array,
     check_choice,
     check_confidence,
+    check_count_array,
     check_delta,
     check_finite_array,
     check_nested_counts,
@@ -54,25 +55,43 @@ def _check_counts(m: Any, guesses: Any, correct: Any) -> tuple[int, int, int]:
     return check_nested_counts(m=m, guesses=guesses, correct=correct)  # type: ignore[return-value]
 
 
+def _logpmf(k: Any, r: int, q: float) -> Any:
+    """log pmf of Binomial(r, q) at k: the formula of ``scipy.stats.binom.logpmf``
+    (gammaln(r+1) - gammaln(k+1) - gammaln(r-k+1) + xlogy(k, q) + xlog1py(r-k, -q)) without
+    its per-call argument handling (this is called in tight loops)."""
+    k = np.asarray(k, dtype=float)
+    combiln = special.gammaln(r + 1.0) - (special.gammaln(k + 1) + special.gammaln(r - k + 1))
+    return combiln + special.xlogy(k, q) + special.xlog1py(r - k, -q)
+
+
 def _binomial_support(r: int, q: float, log_drop: float = 800.0) -> tuple[int, int]:
     """[k_lo, k_hi]: the k where log pmf(k; r, q) >= log pmf(mode) - log_drop (the pmf is
-    unimodal, so each end is found by integer bisection)."""
+    unimodal, so each end is found by integer bisection on scalar log pmfs)."""
+    lg_r = math.lgamma(r + 1.0)
+    lq = math.log(q) if q > 0 else -math.inf
+    l1q = math.log1p(-q) if q < 1 else -math.inf
+
+    def lpmf(k: int) -> float:
+        a = k * lq if k else 0.0
+        b = (r - k) * l1q if r - k else 0.0
+        return lg_r - math.lgamma(k + 1.0) - math.lgamma(r - k + 1.0) + a + b
+
     mode = int(min(r, max(0, math.floor((r + 1) * q))))
-    floor_ = float(stats.binom.logpmf(mode, r, q)) - log_drop
+    floor_ = lpmf(mode) - log_drop
 
     def edge(a: int, b: int, rising: bool) -> int:
         # on [a, b] logpmf is monotone; return the extreme index still above the floor
         while b - a > 1:
             mid = (a + b) // 2
-            above = stats.binom.logpmf(mid, r, q) >= floor_
+            above = lpmf(mid) >= floor_
             if above == rising:
                 b = mid
             else:
                 a = mid
         return b if rising else a
 
-    lo = 0 if stats.binom.logpmf(0, r, q) >= floor_ else edge(0, mode, rising=True)
-    hi = r if stats.binom.logpmf(r, r, q) >= floor_ else edge(mode, r, rising=False)
+    lo = 0 if lpmf(0) >= floor_ else edge(0, mode, rising=True)
+    hi = r if lpmf(r) >= floor_ else edge(mode, r, rising=False)
     return lo, hi
 
 
@@ -95,7 +114,7 @@ def _p_value(m: int, r: int, v: int, eps: float, delta: float, variant: str) -> 
     if k_hi < k_lo:
         return float(min(1.0, beta))
     k = np.arange(k_hi, k_lo - 1, -1, dtype=float)
-    pmf = np.exp(stats.binom.logpmf(k, r, q))
+    pmf = np.exp(_logpmf(k, r, q))
     window = np.cumsum(pmf)
     i = (v - k) if variant == "original" else (v - k + 1)
     alpha = float(np.max(window / i))
@@ -139,19 +158,37 @@ def steinke(m: int, guesses: int, correct: int, delta: float = 1e-5,
     eps_cap = check_positive("eps_cap", eps_cap)
     sig = 1.0 - confidence
 
-    def reject(eps: float) -> bool:
-        return _p_value(m, r, v, eps, delta, variant) < sig
+    cache: dict[float, float] = {}
 
-    # their bracket: eps_max = 1, grown by +1 while still rejected (capped).
-    hi = min(1.0, eps_cap)
-    while hi < eps_cap and reject(hi):
-        hi = min(hi + 1.0, eps_cap)
-    res = largest_rejected(reject, 0.0, hi, tol=tol)
+    def pval(eps: float) -> float:
+        if eps not in cache:
+            cache[eps] = _p_value(m, r, v, eps, delta, variant)
+        return cache[eps]
+
+    def margin(eps: float) -> float:
+        # eps is rejected iff p(eps) < sig (strict, their convention): margin < 0
+        p = pval(eps)
+        if p <= 0:
+            return -math.inf
+        d = math.log(p) - log_sig
+        return d if d != 0 else 1e-300
+
+    # their bracket: eps_max = 1, grown by +1 while still rejected (capped); then root finding
+    # on the continuous margin log p - log sig inside the last unit bracket (same tolerance
+    # contract as bisection, dpaudit.search.largest_rejected_root).
+    log_sig = math.log(sig)
+    lo, hi = 0.0, min(1.0, eps_cap)
+    while hi < eps_cap and margin(hi) < 0:
+        lo, hi = hi, min(hi + 1.0, eps_cap)
+    if lo > 0:  # reject(lo) is known; search the last bracket only
+        res = largest_rejected_root(margin, lo, hi, tol=tol)
+    else:
+        res = largest_rejected_root(margin, 0.0, hi, tol=tol)
     eps = 0.0 if res.nothing_rejected else res.theta
     hit = res.hit_ceiling and hi >= eps_cap
     return AuditResult(
         epsilon=float(eps), delta=delta, confidence=confidence, method="steinke",
-        params={"eps": float(eps)}, p_value=_p_value(m, r, v, eps, delta, variant),
+        params={"eps": float(eps)}, p_value=pval(eps),
         settings={"m": m, "guesses": r, "correct": v, "delta": delta,
                   "confidence": confidence, "variant": variant, "tol": tol,
                   "eps_cap": eps_cap},
@@ -173,19 +210,66 @@ def guesses_from_scores(truth: Any, score: Any, k_pos: Any, k_neg: Any, *,
     t = check_binary_array("truth", truth)
     s = check_finite_array("score", score)
     check_same_length(truth=t, score=s)
+    return _guesses_from_sorted(t, s, k_pos, k_neg, rng)
+
+
+#: spawn key of the tie-break stream derived from an integer seed (ASCII "tieb").
+TIE_BREAK_KEY = 0x74696562
+
+
+def tie_break_rng(rng: np.random.Generator | int) -> np.random.Generator:
+    """The tie-break generator: a Generator as given; an integer seed -> the tagged child
+    ``SeedSequence(seed, spawn_key=(TIE_BREAK_KEY,))``, independent of ``default_rng(seed)``
+    and of the per-trial streams ``SeedSequence(seed, spawn_key=(t,))`` for t < TIE_BREAK_KEY."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
+        return np.random.default_rng(np.random.SeedSequence(int(rng),
+                                                            spawn_key=(TIE_BREAK_KEY,)))
+    return np.random.default_rng(rng)
+
+
+def ascending_order(score: np.ndarray, rng: np.random.Generator | int) -> np.ndarray:
+    """Indices that sort ``score`` ascending, equal scores in a uniformly random order.
+
+    Same permutation as ``np.lexsort((gen.random(m), score))`` (a random priority per canary
+    breaks ties), and the generator is advanced identically, but computed as one argsort of
+    the scores plus a lexsort of the tied entries only: without ties it is a plain argsort.
+
+    An integer ``rng`` is NOT used as ``default_rng(rng)``: the priorities come from the
+    tagged stream ``SeedSequence(rng, spawn_key=(TIE_BREAK_KEY,))``.  A game seeded with the
+    same integer (``default_rng(seed)`` drawing the secret bits first) would otherwise produce
+    priorities equal to the uniforms that decided the bits, so the tie-break would depend on
+    the truth (issue 15, ``simulate rr --seed 0``: every tied guess below r = n was wrong).
+    A Generator is used as given; it must be independent of the truth bits.
+    """
+    gen = tie_break_rng(rng)
+    m = score.size
+    prio = gen.random(m)
+    order = np.argsort(score, kind="stable")
+    ss = score[order]
+    tied = np.zeros(m, dtype=bool)
+    eq = ss[1:] == ss[:-1]
+    if eq.any():
+        tied[1:] |= eq
+        tied[:-1] |= eq
+        pos = np.flatnonzero(tied)
+        sub = order[pos]
+        # within a run of equal scores, order by priority (score breaks the runs apart)
+        order[pos] = sub[np.lexsort((prio[sub], ss[pos]))]
+    return order
+
+
+def _guesses_from_sorted(t: np.ndarray, s: np.ndarray, k_pos: Any, k_neg: Any,
+                         rng: np.random.Generator | int) -> tuple[Any, Any]:
+    """:func:`guesses_from_scores` on validated arrays (bool truth, float scores)."""
     m = t.size
-    kp = np.asarray(k_pos)
-    kn = np.asarray(k_neg)
-    for name, k in (("k_pos", kp), ("k_neg", kn)):
-        flat = k.reshape(-1)
-        if flat.size == 0 or not np.all(np.isfinite(flat.astype(float))) or np.any(
-                flat.astype(float) != np.round(flat.astype(float))) or np.any(flat < 0):
-            raise ValueError(f"{name} must be integers >= 0, got {k!r}")
-    kp, kn = np.broadcast_arrays(kp.astype(np.int64), kn.astype(np.int64))
+    kp = check_count_array("k_pos", k_pos)
+    kn = check_count_array("k_neg", k_neg)
+    kp, kn = np.broadcast_arrays(kp, kn)
     if np.any(kp + kn > m):
         raise ValueError(f"k_pos + k_neg must be <= the number of canaries ({m})")
-    gen = np.random.default_rng(rng)
-    order = np.lexsort((gen.random(m), s))  # ascending score, random among ties
+    order = ascending_order(s, rng)  # ascending score, random among ties
     sorted_truth = t[order].astype(np.int64)
     # correct "excluded" guesses among the k lowest; correct "included" among the k highest.
     low_false = np.concatenate([[0], np.cumsum(1 - sorted_truth)])

@@ -24,7 +24,19 @@ Modes of the p-value (spec/001 §7.1):
 * ``"hoeffding"``: the same p_i with Hoeffding's bound exp(-2 (sum p_i - u)^2 / r)
   (seed 001 §5.3).
 
-Paper-mode cost is O(r * 257) per p-value (vectorised), i.e. seconds for r ~ 1e5.
+Deviation from the paper, in both bound modes: the p-value is max(bound, exact tail).  At u = 0
+the Chernoff bound has no slack (it equals prod(1 - p_i), the independent Poisson-binomial's
+P[T = 0]), and the positive association of the released errors makes the true P[T = 0] larger:
+``mode="paper"`` as written reported a *larger* epsilon than ``"exact"`` there (e.g. n = 1000,
+r = 100, u = 0: 6.8136 against 6.7960), i.e. it over-claimed.  Flooring by the exact tail keeps
+both modes valid and never tighter than ``"exact"`` (tests/test_tight_large.py).
+
+Paper-mode cost is O(r * 257) per p-value (vectorised), i.e. seconds for r ~ 1e5; r above
+:data:`PAPER_MAX_R` is refused with a clear error (the r marginals alone would need r * 8 bytes and
+the time grows linearly) -- use ``mode="exact"``, which is O(1) in r.
+
+Counts of any size are exact in ``"exact"`` mode: the binomial CDF switches from scipy's ``bdtr``
+(C ints) to the incomplete beta function at r = 2^31.
 """
 
 from __future__ import annotations
@@ -35,7 +47,7 @@ from typing import Any
 from dpaudit.curves.base import Curve
 from dpaudit.curves.families import resolve_family
 from dpaudit.results import AuditResult
-from dpaudit.search import largest_rejected
+from dpaudit.search import SearchResult, largest_rejected_root
 from dpaudit.stats.order_statistics import (
     chernoff_tail,
     hoeffding_tail,
@@ -51,25 +63,82 @@ from dpaudit.validation import (
     check_positive,
 )
 
-__all__ = ["tight", "tight_p_value", "TIGHT_MODES"]
+__all__ = ["tight", "tight_p_value", "TIGHT_MODES", "PAPER_MAX_R"]
 
 TIGHT_MODES = ("exact", "paper", "hoeffding")
+#: largest r accepted by the "paper" and "hoeffding" modes (O(r) memory, O(257 r) time).
+PAPER_MAX_R = 10**7
 
 
 def _check_counts(n: Any, r: Any, u: Any) -> tuple[int, int, int]:
     return check_nested_counts(n=n, r=r, u=u)  # type: ignore[return-value]
 
 
-def _p_value(curve: Curve, n: int, r: int, u: int, mode: str) -> float:
+def _check_mode(mode: Any, r: int) -> str:
+    check_choice("mode", mode, TIGHT_MODES)
+    if mode != "exact" and r > PAPER_MAX_R:
+        raise ValueError(f"mode={mode!r} evaluates one marginal per released guess and accepts "
+                         f"r <= {PAPER_MAX_R:.0e}, got r = {r}; use mode='exact' (same validity, "
+                         f"tighter, constant cost in r)")
+    return mode
+
+
+#: profile resolution of the p-value (score_profile's default) and of the coarse surrogate
+#: that only locates the search bracket (see ``tight``).
+_PROFILE_POINTS = 20000
+_COARSE_POINTS = 2000
+#: relative half-width of the bracket around the surrogate's root.
+_BRACKET = 2e-3
+
+
+def _log_p_value(curve: Curve, n: int, r: int, u: int, mode: str,
+                 points: int = _PROFILE_POINTS) -> float:
+    """log of the p-value (-inf when it underflows to 0)."""
     if u >= r:
-        return 1.0
+        return 0.0
     if mode == "exact":
-        if r == n:
-            return float(min(1.0, math.exp(log_tail_probability(curve, n, r, u))))
-        prof = score_profile(curve)
-        return float(min(1.0, math.exp(log_tail_probability(prof, n, r, u))))
-    p = order_statistic_error_probs(score_profile(curve), n, r)
-    return chernoff_tail(p, u) if mode == "paper" else hoeffding_tail(p, u)
+        source = curve if r == n else score_profile(curve, points=points)
+        return float(min(0.0, log_tail_probability(source, n, r, u)))
+    prof = score_profile(curve, points=points)
+    p = order_statistic_error_probs(prof, n, r)
+    pv = chernoff_tail(p, u) if mode == "paper" else hoeffding_tail(p, u)
+    log_pv = math.log(pv) if pv > 0 else -math.inf
+    # Theorem 3's independent marginals are anti-conservative (the released errors are
+    # positively associated through the shared order statistics); where the bound on top of
+    # them has no slack -- Chernoff at u = 0 is prod(1 - p_i) exactly -- it falls below the
+    # exact tail.  The exact tail is a valid p-value, so the larger of the two is too, and it
+    # keeps these modes looser than "exact", as documented.
+    exact = log_tail_probability(curve if r == n else prof, n, r, u)
+    return float(min(0.0, max(log_pv, exact)))
+
+
+def _p_value(curve: Curve, n: int, r: int, u: int, mode: str) -> float:
+    return float(min(1.0, math.exp(_log_p_value(curve, n, r, u, mode))))
+
+
+def _search(margin: Any, fam: Any, n: int, r: int, u: int, mode: str, log_alpha: float,
+            tol: float) -> SearchResult:
+    """The largest rejected theta of ``margin`` (dpaudit.search.largest_rejected_root).
+
+    When the p-value needs a score profile (r < n or the paper modes), each evaluation builds
+    one (20,000 grid points).  The root is first located on a coarse profile (2,000 points,
+    ~10x cheaper), then the exact margin is evaluated at theta_0 (1 -+ 2e-3); if these two
+    points bracket the boundary the search continues inside that bracket (a handful of
+    exact evaluations instead of ~15), otherwise on the whole range.  The result is always a
+    bracket end of the exact margin, so the surrogate only saves work: it cannot change the
+    answer beyond ``tol``.
+    """
+    if (mode == "exact" and r == n) or u >= r:
+        return largest_rejected_root(margin, fam.lo, fam.hi, tol=tol)
+    guess = largest_rejected_root(
+        lambda t: _log_p_value(fam.curve(t), n, r, u, mode, _COARSE_POINTS) - log_alpha,
+        fam.lo, fam.hi, tol=max(tol, 1e-5))
+    if not (guess.nothing_rejected or guess.hit_ceiling):
+        a = max(fam.lo, guess.theta * (1 - _BRACKET))
+        b = min(fam.hi, guess.theta * (1 + _BRACKET))
+        if a < b and margin(a) <= 0 < margin(b):
+            return largest_rejected_root(margin, a, b, tol=tol)
+    return largest_rejected_root(margin, fam.lo, fam.hi, tol=tol)
 
 
 def tight_p_value(curve: Curve, n: int, r: int, u: int, mode: str = "exact") -> float:
@@ -84,7 +153,7 @@ def tight_p_value(curve: Curve, n: int, r: int, u: int, mode: str = "exact") -> 
     if not isinstance(curve, Curve):
         raise ValueError(f"curve must be a dpaudit Curve, got {type(curve).__name__}")
     n, r, u = _check_counts(n, r, u)
-    check_choice("mode", mode, TIGHT_MODES)
+    _check_mode(mode, r)
     return _p_value(curve, n, r, u, mode)
 
 
@@ -114,19 +183,26 @@ def tight(n: int, r: int, u: int, family: Any = "gdp", delta: float = 1e-5,
     n, r, u = _check_counts(n, r, u)
     delta = check_delta(delta)
     confidence = check_confidence(confidence)
-    check_choice("mode", mode, TIGHT_MODES)
+    _check_mode(mode, r)
     tol = check_positive("tol", tol, upper=0.1)
     fam = resolve_family(family, delta)
     alpha = 1.0 - confidence
 
+    log_alpha = math.log(alpha)
     cache: dict[float, float] = {}
 
-    def pval(theta: float) -> float:
+    def log_pval(theta: float) -> float:
         if theta not in cache:
-            cache[theta] = _p_value(fam.curve(theta), n, r, u, mode)
+            cache[theta] = _log_p_value(fam.curve(theta), n, r, u, mode)
         return cache[theta]
 
-    res = largest_rejected(lambda t: pval(t) <= alpha, fam.lo, fam.hi, tol=tol)
+    def pval(theta: float) -> float:
+        return float(min(1.0, math.exp(log_pval(theta))))
+
+    # reject iff p <= alpha, i.e. log p - log alpha <= 0: a continuous, non-decreasing margin
+    # in theta, so the boundary is found by bracketing root finding (same tolerance contract
+    # as bisection; dpaudit.search.largest_rejected_root).
+    res = _search(lambda t: log_pval(t) - log_alpha, fam, n, r, u, mode, log_alpha, tol)
     if res.nothing_rejected:
         theta, eps, p_at = 0.0, 0.0, pval(fam.lo)
     else:

@@ -430,12 +430,15 @@ def heterogeneous_priors(values: Any, *, name: str = "priors") -> np.ndarray:
 def load_priors(path: str | Path, *, column: int | str = 0) -> np.ndarray:
     """Per-person priors from a text/CSV file: one number per line, or a CSV column (by index
     or header name).  Blank lines and lines starting with '#' are ignored."""
+    from dpaudit.io import read_text  # size limit, BOM, binary files -> one clear error
+
     pth = Path(path)
-    text = pth.read_text().splitlines()
+    text = read_text(pth, "prior file").splitlines()
     rows = [ln.strip() for ln in text if ln.strip() and not ln.strip().startswith("#")]
     if not rows:
         raise ValueError(f"prior file {str(pth)!r} contains no values")
-    cells = [[c.strip() for c in r.replace(";", ",").split(",")] for r in rows]
+    cells = [[c.strip().strip('"').strip() for c in r.replace(";", ",").split(",")]
+             for r in rows]
     idx = column
     try:
         float(cells[0][0 if isinstance(column, str) else column])

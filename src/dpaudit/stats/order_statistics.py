@@ -47,6 +47,7 @@ there (spec/001 §2.6, Eq. 20 reading).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -56,6 +57,7 @@ from scipy import optimize, special, stats
 
 from dpaudit.curves.base import Curve
 from dpaudit.curves.eps_delta import EpsDeltaDP
+from dpaudit.curves.gaussian import GaussianDP
 from dpaudit.curves.laplace import LaplaceDP
 from dpaudit.curves.subsampled import SubsampledGaussianDP
 from dpaudit.search import solve_monotone
@@ -80,6 +82,8 @@ ENVELOPES = ("lower", "chord")
 
 #: smallest type-I error on the normal-quantile grid (ndtr(-37.5) ~ 4.6e-308).
 _Z_MIN = -37.5
+#: ``scipy.special.bdtr`` converts its counts to C ints (NaN from 2^31 on).
+_BDTR_MAX_N = 2**31 - 1
 #: tail probability left out of the Beta(r+1, n-r) integration range (each side).
 _BETA_TAIL = 1e-25
 
@@ -188,6 +192,8 @@ def _known_kinks(curve: Curve) -> list[float]:
 
 def _alpha_star(curve: Curve) -> float:
     """The type-I error where the slope of f is -1 (the split between the two guesses)."""
+    if isinstance(curve, GaussianDP):
+        return float(special.ndtr(-curve.mu / 2))  # f(a) = a at Phi^{-1}(a) = -mu/2
     if curve.symmetric:
         # fixed point f(a) = a of a symmetric trade-off function.
         g = lambda a: float(curve.tradeoff(np.array([a]))[0]) - a  # noqa: E731
@@ -207,6 +213,25 @@ def _alpha_star(curve: Curve) -> float:
     return float(res.x) if res.fun <= vals[i] else float(grid[i])
 
 
+def _sorted_pairs(m: np.ndarray, e: np.ndarray) -> bool:
+    """True iff the points are already in (m, e) lexicographic order (then the stable
+    lexsort is the identity and is skipped)."""
+    dm = m[1:] - m[:-1]
+    return bool(np.all((dm > 0) | ((dm == 0) & (e[1:] >= e[:-1]))))
+
+
+def _sorted_unique(x: np.ndarray) -> np.ndarray:
+    """``np.unique(x)`` for an array that is sorted up to a few appended values: a stable
+    sort (linear on sorted runs) and a neighbour comparison, same result."""
+    x = np.sort(x, kind="stable")
+    if x.size < 2:
+        return x
+    keep = np.empty(x.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(x[1:], x[:-1], out=keep[1:])
+    return x[keep]
+
+
 def _lower_hull(m: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Vertices of the lower convex hull of points (m, e) sorted by m.
 
@@ -215,8 +240,9 @@ def _lower_hull(m: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     its two neighbours is never a hull vertex, so all such points are dropped at once and the
     pass is repeated until none is left (vectorised).
     """
-    order = np.lexsort((e, m))
-    m, e = m[order], e[order]
+    if m.size > 1 and not _sorted_pairs(m, e):
+        order = np.lexsort((e, m))
+        m, e = m[order], e[order]
     while m.size > 2:
         dm1, de1 = m[1:-1] - m[:-2], e[1:-1] - e[:-2]
         dm2, de2 = m[2:] - m[1:-1], e[2:] - e[1:-1]
@@ -291,7 +317,7 @@ def score_profile(curve: Curve, *, points: int = 20000, envelope: str = "lower"
                          np.linspace(z_mid, z_star, points - points // 8)])
     up = np.concatenate([[0.0], special.ndtr(zs),
                          [k for k in kinks if k < a_star], [a_star]])
-    up = np.unique(np.clip(up, 0.0, a_star))
+    up = _sorted_unique(np.clip(up, 0.0, a_star))
     pw = np.maximum.accumulate(np.clip(curve.power(up), 0.0, 1.0))
     m1 = np.concatenate([[0.0], (up + pw) / 2])
     e1 = np.concatenate([[0.0], up / 2])
@@ -301,7 +327,7 @@ def score_profile(curve: Curve, *, points: int = 20000, envelope: str = "lower"
     z_lo = min(max(z_star, -8.2), 8.2)
     comp = np.concatenate([special.ndtr(-np.linspace(z_lo, 8.2, max(points // 2, 16))),
                            [1.0 - k for k in kinks if k > a_star], [1.0 - a_star], [0.0]])
-    comp = np.unique(np.clip(comp, 0.0, 1.0 - a_star))
+    comp = _sorted_unique(np.clip(comp, 0.0, 1.0 - a_star))
     f_lo = np.clip(curve.tradeoff(1.0 - comp), 0.0, 1.0)
     f_lo = np.maximum.accumulate(f_lo)  # f(1 - comp) is non-decreasing in comp
     m2 = np.concatenate([[0.0], (comp + f_lo) / 2])
@@ -320,7 +346,8 @@ def log_binom_cdf(u: Any, r: Any, p: Any) -> np.ndarray:
     """log P[Binomial(r, p) <= u], vectorised, finite down to ~1e-300 and -inf only when
     the probability is exactly 0 (p = 1, u < r).
 
-    Uses scipy's ``bdtr``; where it underflows (below 1e-280) the lower tail is bounded by
+    Uses scipy's ``bdtr`` (``betaincc`` from r = 2^31 on, where ``bdtr``'s C ints
+    overflow); where it underflows (below 1e-280) the lower tail is bounded by
     pmf(u) / (1 - t), t = u (1 - p) / ((r - u + 1) p) the pmf ratio at u (an upper bound,
     tight in the deep tail).
     """
@@ -334,7 +361,16 @@ def log_binom_cdf(u: Any, r: Any, p: Any) -> np.ndarray:
     mid = ~(full | zero_p | one_p)
     if mid.any():
         um, rm, pm = u[mid], r[mid], p[mid]
-        c = special.bdtr(np.floor(um).astype(np.int64), rm.astype(np.int64), pm)
+        um = np.floor(um)
+        if rm.max() < _BDTR_MAX_N:
+            c = special.bdtr(um.astype(np.int64), rm.astype(np.int64), pm)
+        else:
+            # bdtr takes C ints: it returns NaN from n = 2^31 on.  The same probability is the
+            # regularised incomplete beta I_{1-p}(r - u, u + 1) = betaincc(u + 1, r - u, p),
+            # with real arguments.
+            c = special.betaincc(um + 1, rm - um, pm)
+            if np.isnan(c).any():  # pragma: no cover - never seen; refuse rather than guess
+                raise FloatingPointError("binomial CDF is NaN")
         with np.errstate(divide="ignore"):
             val = np.log(c)
         tiny = ~(c > 1e-280)
@@ -355,10 +391,13 @@ def _log_beta_pdf(v: np.ndarray, a: float, b: float) -> np.ndarray:
     return (special.xlogy(a - 1, v) + special.xlog1py(b - 1, -v) - special.betaln(a, b))
 
 
+@functools.lru_cache(maxsize=64)
 def _beta_grid(a: float, b: float, points: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Quadrature nodes for E_{V ~ Beta(a, b)}: (x, v(x), log v'(x)) with x uniform on [0, 1].
 
-    v covers all but 2 * 1e-25 of the mass.  For a skewed Beta (a < 30, few released guesses)
+    v covers all but 2 * 1e-25 of the mass.  The nodes depend on (a, b, points) only, so they
+    are cached (a search over a family evaluates the same Beta law many times).  For a
+    skewed Beta (a < 30, few released guesses)
     v = lo + (hi - lo) x^2, which makes the integrand vanish smoothly at the left end so the
     trapezoid rule in x keeps its high order (Euler-Maclaurin); otherwise v is linear in x.
     """
@@ -377,7 +416,19 @@ def _beta_grid(a: float, b: float, points: int) -> tuple[np.ndarray, np.ndarray,
     else:
         v = lo + (hi - lo) * x
         logjac = np.full(points, math.log(hi - lo))
+    for arr in (x, v, logjac):  # cached: shared by every call with the same (a, b, points)
+        arr.setflags(write=False)
     return x, v, logjac
+
+
+@functools.lru_cache(maxsize=64)
+def _beta_nodes(a: float, b: float, points: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(x, v, log Beta(a, b) density at v + log v'(x)): the quadrature nodes of
+    :func:`_beta_grid` and their log weights (theta-independent, cached)."""
+    x, v, logjac = _beta_grid(a, b, points)
+    lb = _log_beta_pdf(v, a, b) + logjac
+    lb.setflags(write=False)
+    return x, v, lb
 
 
 def _log_trapz(logf: np.ndarray, x: np.ndarray) -> float:
@@ -424,8 +475,7 @@ def log_tail_probability(source: Curve | ScoreProfile, n: int, r: int, u: int, *
         return float(log_binom_cdf(u, n, e_star))
     prof = _as_profile(source, envelope, profile_points)
     a, b = r + 1.0, float(n - r)
-    x, v, logjac = _beta_grid(a, b, quad_points)
-    lb = _log_beta_pdf(v, a, b) + logjac
+    x, v, lb = _beta_nodes(a, b, quad_points)
     # nodes whose Beta weight is below e^-745 of the peak cannot contribute.
     live = lb > np.max(lb) - 745.0
     li = np.full(v.shape, -np.inf)
@@ -460,8 +510,7 @@ def expected_errors(source: Curve | ScoreProfile, n: int, r: int, *,
         return float(n * e_star)
     prof = _as_profile(source, envelope, profile_points)
     a, b = r + 1.0, float(n - r)
-    x, v, logjac = _beta_grid(a, b, quad_points)
-    lw = _log_beta_pdf(v, a, b) + logjac
+    x, v, lw = _beta_nodes(a, b, quad_points)
     w = np.exp(lw - np.max(lw))
     return float(r * _trapz(w * prof.mean_error_above(v), x) / _trapz(w, x))
 
