@@ -80,6 +80,8 @@ def run_lidp_real(out_dir: Path, *, full: bool = False, seed: int = 0,
                         "eps_curve": json.dumps(r[f"eps_W{order}"]),
                         "correlation": json.dumps(r[f"corr_W{order}"]),
                     })
+                # durable progress: the CSV is rewritten after every configuration
+                write_csv(out_dir / "lidp_real.csv", rows)
     csv_path = write_csv(out_dir / "lidp_real.csv", rows)
     import matplotlib
 
