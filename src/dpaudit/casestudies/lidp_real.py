@@ -37,7 +37,7 @@ from dpaudit.search import solve_monotone
 from dpaudit.validation import check_choice, check_count, check_positive, check_probability
 
 __all__ = ["DATASETS", "MODELS", "load_dataset", "purchase_like", "low_variance_directions",
-           "calibrate_dpsgd", "LiDPRealSetting", "audit_scores", "fewer_trials"]
+           "calibrate_dpsgd", "LiDPRealSetting", "audit_scores", "fewer_trials", "accuracy_vs_k"]
 
 DATASETS = ("digits", "purchase")
 MODELS = ("linear", "mlp")
@@ -179,4 +179,31 @@ def fewer_trials(setting: LiDPRealSetting, *, n: int, k: int = 16, seed: int = 0
     out["x_mean"], out["y_mean"] = float(ek.x_scores.mean()), float(ek.y_scores.mean())
     out["score_sd"] = float(ek.y_scores.std())
     out["x_mean_k1"], out["y_mean_k1"] = float(e1.x_scores.mean()), float(e1.y_scores.mean())
+    return out
+
+
+def accuracy_vs_k(setting: LiDPRealSetting, ks: tuple[int, ...], *, models: int, seed: int = 0
+                  ) -> dict[int, np.ndarray]:
+    """Held-out accuracy of ``models`` DP-SGD runs per number of canaries K (seed 002 Fig. 12:
+    "adding K canaries has no impact on final test accuracy").  The models train on
+    ``setting.n_examples`` examples; every other example of the data set is the test set."""
+    from dpaudit.training.lidp_dpsgd import MLPSpec, TrainSpec, train_many
+
+    x_all, y_all, classes = load_dataset(setting.dataset, seed=0)
+    idx = np.random.default_rng(0).permutation(x_all.shape[0])
+    tr, te = idx[:setting.n_examples], idx[setting.n_examples:]
+    x, y = x_all[tr], y_all[tr]
+    widths = (x.shape[1], classes) if setting.model == "linear" else \
+        (x.shape[1], setting.hidden, setting.hidden, classes)
+    q, t = setting.sampling_rate, setting.steps
+    sigma = calibrate_dpsgd(float(setting.epsilon), float(setting.delta), q, t)
+    train = TrainSpec(q, t, sigma, setting.clip, setting.learning_rate)
+    dirs = low_variance_directions(x, setting.poison_components)
+    out = {}
+    for j, k in enumerate(ks):
+        *_, acc = train_many(MLPSpec(widths), train, x, y, canary=setting.canary, k=k,
+                             poison_directions=dirs, poison_alpha=setting.poison_alpha,
+                             poison_label=setting.poison_label, models=models,
+                             seed=seed * 101 + j, eval_set=(x_all[te], y_all[te]))
+        out[int(k)] = acc
     return out

@@ -20,7 +20,7 @@ from typing import Any
 from dpaudit.experiments.plotting import resolve_size, write_csv
 from dpaudit.experiments.registry import experiment
 
-__all__ = ["PAPER_TABLE1", "run_lidp_real"]
+__all__ = ["PAPER_TABLE1", "run_lidp_real", "run_lidp_figure12"]
 
 #: seed 002 Table 1 (spec/002 §4.2): (data/model, canary, order) -> {eps: factor}
 PAPER_TABLE1: dict[tuple[str, str, int], dict[float, float]] = {
@@ -104,6 +104,48 @@ def run_lidp_real(out_dir: Path, *, full: bool = False, seed: int = 0,
         ax.legend(fontsize=6)
     fig.tight_layout()
     png = out_dir / "lidp_real.png"
+    fig.savefig(png, dpi=120)
+    plt.close(fig)
+    return [csv_path, png]
+
+
+@experiment("lidp-figure12", "test accuracy of DP-SGD models vs the number of canaries K "
+            "(digits, linear, poisoning and random-gradient canaries)", "seed 002 Fig. 12")
+def run_lidp_figure12(out_dir: Path, *, full: bool = False, seed: int = 0,
+                      size: str | None = None) -> list[Path]:
+    """Claim (seed 002 Fig. 12): adding K canaries has no impact on the final test accuracy."""
+    import numpy as np
+
+    from dpaudit.casestudies.lidp_real import LiDPRealSetting, accuracy_vs_k
+
+    size = resolve_size(full, size)
+    models = {"tiny": 48, "small": 200, "full": 1000}[size]
+    ks = (1, 4, 16) if size == "tiny" else (1, 4, 16, 64)
+    rows: list[dict[str, Any]] = []
+    for can in ("poison", "gradient"):
+        st = LiDPRealSetting(model="linear", canary=can, epsilon=8.0)
+        acc = accuracy_vs_k(st, ks, models=models, seed=seed)
+        for k, a in acc.items():
+            rows.append({"canary": can, "k": k, "models": a.size, "accuracy": float(a.mean()),
+                         "se": float(a.std(ddof=1) / np.sqrt(a.size)), "seed": seed,
+                         "epsilon": 8.0})
+    out_dir = Path(out_dir)
+    csv_path = write_csv(out_dir / "lidp_figure12.csv", rows)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.6))
+    for can in ("poison", "gradient"):
+        rr = [r for r in rows if r["canary"] == can]
+        ax.errorbar([r["k"] for r in rr], [r["accuracy"] for r in rr],
+                    yerr=[2 * r["se"] for r in rr], fmt="o-", capsize=3, label=can)
+    ax.set(xscale="log", xlabel="canaries K", ylabel="test accuracy",
+           title="seed 002 Fig. 12 (digits, linear, eps = 8)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    png = out_dir / "lidp_figure12.png"
     fig.savefig(png, dpi=120)
     plt.close(fig)
     return [csv_path, png]

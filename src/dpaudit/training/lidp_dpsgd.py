@@ -137,9 +137,13 @@ def _clipped_sum(layers: list[tuple[torch.Tensor, ...]], x: torch.Tensor, y: tor
 def train_many(spec: MLPSpec, train: TrainSpec, features: np.ndarray, labels: np.ndarray, *,
                canary: str, k: int, poison_directions: np.ndarray | None = None,
                poison_alpha: float = 1.0, poison_label: int = 0, models: int,
-               seed: int = 0, max_batch: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+               seed: int = 0, max_batch: int | None = None,
+               eval_set: tuple[np.ndarray, np.ndarray] | None = None
+               ) -> tuple[np.ndarray, ...]:
     """Train ``models`` DP-SGD runs, each with its own K inserted canaries; score the K inserted
-    and K fresh canaries of every run.  Returns (x_scores (M, K), y_scores (M, K))."""
+    and K fresh canaries of every run.  Returns (x_scores (M, K), y_scores (M, K)), plus the
+    accuracy of every model on ``eval_set`` = (features, labels) when given (seed 002 Fig. 12).
+    """
     check_choice("canary", canary, CANARY_KINDS)
     k = check_count("k", k, minimum=1)
     m = check_count("models", models, minimum=1)
@@ -200,5 +204,11 @@ def train_many(spec: MLPSpec, train: TrainSpec, features: np.ndarray, labels: np
             upd = theta0 - _flat(layers)
             score = torch.einsum("mkp,mp->mk", can_g, upd) / (
                 can_g.norm(dim=-1) * upd.norm(dim=-1, keepdim=True) + 1e-12)
-    sc = score.double().numpy()
-    return sc[:, :k], sc[:, k:]
+        sc = score.double().numpy()
+        if eval_set is None:
+            return sc[:, :k], sc[:, k:]
+        ex = torch.as_tensor(np.asarray(eval_set[0], dtype=np.float32))
+        ey = torch.as_tensor(np.asarray(eval_set[1], dtype=np.int64))
+        pred = _forward(layers, ex.expand(m, *ex.shape))[0].argmax(-1)
+        acc = (pred == ey).to(torch.float64).mean(1).numpy()
+        return sc[:, :k], sc[:, k:], acc
