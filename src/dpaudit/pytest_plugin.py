@@ -1,10 +1,16 @@
-"""pytest plugin (entry point ``pytest11: dpaudit``): the ``assert_dp`` fixture.
+"""pytest plugin with the ``assert_dp`` fixture -- opt-in, not auto-registered.
+
+    # conftest.py at the root of your tests (or: pytest -p dpaudit.pytest_plugin)
+    pytest_plugins = ["dpaudit.pytest_plugin"]
 
     def test_private(assert_dp):
         assert_dp(mechanism, neighbours, score, epsilon=1.0)
 
-Import-light on purpose: pytest loads this module in every session where dpaudit is
-installed, so nothing heavy is imported until the fixture is used.
+It is deliberately NOT registered as a ``pytest11`` entry point: an entry point is loaded in
+every pytest session of every environment where dpaudit is installed, and importing this
+module imports the ``dpaudit`` package (NumPy, SciPy: about a second), which would slow down
+the collection of unrelated test suites.  ``from dpaudit.testing import assert_dp`` works
+without any plugin.
 """
 
 from __future__ import annotations

@@ -179,9 +179,12 @@ def verdict(epsilon_lb: float, claimed: float | None) -> str | None:
 
 
 def fmt_number(x: Any) -> str:
-    """Table formatting: 4 decimals, scientific below 1e-3, '-' for None/NaN, 'inf'."""
+    """Table formatting: 4 decimals, scientific below 1e-3, '-' for None/NaN, 'inf'; lists and
+    tuples (e.g. an interval) element by element."""
     if x is None:
         return "-"
+    if isinstance(x, (list, tuple)):
+        return "[" + ", ".join(fmt_number(v) for v in x) + "]"
     if isinstance(x, float):
         if math.isnan(x):
             return "-"

@@ -28,7 +28,6 @@ Both guarantees are Monte Carlo tested on correct mechanisms (tests/test_verdict
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -93,13 +92,14 @@ def _simultaneous(r: AuditResult) -> bool:
 
 
 def verdict_from_results(results: Sequence[AuditResult], claimed_epsilon: float, *,
-                         rule: str = "primary") -> Verdict:
+                         rule: str = "primary", confidence: float | None = None) -> Verdict:
     """The verdict of ``results`` (first row = primary method) against ``claimed_epsilon``.
 
-    ``rule="bonferroni"`` requires results that are simultaneously valid: computed by
-    ``audit_one_run(..., simultaneous=True)``, or each at confidence >= 1 - (1 - gamma)/k
-    where gamma is the smallest stated confidence; otherwise ValueError (taking the best of
-    rows that are each valid only on their own is the over-claim this module exists to stop).
+    ``rule="bonferroni"`` requires results that are simultaneously valid at the family level
+    ``confidence`` (default: the rows' stated confidence): computed by
+    ``audit_one_run(..., simultaneous=True)``, or each at confidence >= 1 - (1 - gamma)/k;
+    otherwise ValueError -- taking the best of rows that are each valid only on their own is
+    the over-claim this module exists to stop.
     """
     rs = list(results)
     if not rs or not all(isinstance(r, AuditResult) for r in rs):
@@ -109,23 +109,22 @@ def verdict_from_results(results: Sequence[AuditResult], claimed_epsilon: float,
     methods = tuple(r.method for r in rs)
     if rule == "primary":
         basis = rs[0]
-        gamma = check_confidence(basis.confidence)
+        gamma = check_confidence(basis.confidence if confidence is None else confidence)
+        if basis.confidence < gamma - 1e-12:
+            raise ValueError(f"the primary row is valid at {basis.confidence:g} < confidence "
+                             f"{gamma:g}")
         return Verdict(bool(basis.epsilon > claimed), rule, basis, claimed, gamma, methods,
-                       gamma)
+                       basis.confidence)
     k = len(rs)
-    if all(_simultaneous(r) for r in rs):
-        gamma = check_confidence(min(r.confidence for r in rs))
-        per = 1 - (1 - gamma) / k
-    else:
-        confs = [check_confidence(r.confidence) for r in rs]
-        # the family level gamma such that every row is at >= 1 - (1 - gamma)/k
-        gamma = 1 - k * (1 - min(confs))
-        if gamma <= 0 or not math.isfinite(gamma):
-            raise ValueError(f"rule='bonferroni' needs the {k} rows at confidence >= "
-                             f"1 - (1 - gamma)/{k}; they are at {min(confs):g} each, valid only "
-                             f"on their own: recompute with simultaneous=True "
-                             f"(audit_one_run / --simultaneous) or use rule='primary'")
-        per = min(confs)
+    confs = [check_confidence(r.confidence) for r in rs]
+    gamma = check_confidence(min(confs) if confidence is None else confidence)
+    per = 1 - (1 - gamma) / k
+    simultaneous = all(_simultaneous(r) for r in rs) and min(confs) >= gamma - 1e-12
+    if not simultaneous and min(confs) < per - 1e-12:
+        raise ValueError(f"rule='bonferroni' at confidence {gamma:g} needs the {k} rows each "
+                         f"at >= {per:.6g}; they are at {min(confs):g}, valid only on their "
+                         f"own: recompute with simultaneous=True (audit_one_run / "
+                         f"--simultaneous), at confidence {per:.6g}, or use rule='primary'")
     basis = max(rs, key=lambda r: r.epsilon)
     return Verdict(bool(basis.epsilon > claimed), rule, basis, claimed, gamma, methods, per)
 

@@ -37,6 +37,7 @@ bounds (use the estimators for those).
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +57,8 @@ __all__ = ["auroc", "auroc_interval", "tpr_at_fpr", "tpr_at_fpr_interval",
            "rates_at_threshold", "attack_metrics", "MetricInterval", "AUROC_METHODS"]
 
 AUROC_METHODS = ("delong", "hanley_mcneil", "bca")
+#: suffix of the method when the bootstrap distribution is degenerate (bounds are NaN).
+DEGENERATE = " (degenerate bootstrap distribution: no interval)"
 
 
 @dataclass(frozen=True)
@@ -69,7 +72,10 @@ class MetricInterval:
     method: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"estimate": self.estimate, "low": self.low, "high": self.high,
+        def f(x: float) -> float | None:
+            return None if math.isnan(x) else x
+
+        return {"estimate": self.estimate, "low": f(self.low), "high": f(self.high),
                 "confidence": self.confidence, "method": self.method}
 
 
@@ -111,9 +117,13 @@ def _hanley_mcneil_se(a: float, m: int, n: int) -> float:
 
 def _bootstrap(stat: Any, x: np.ndarray, y: np.ndarray, confidence: float, n_resamples: int,
                seed: Any, vectorized: bool) -> tuple[float, float]:
-    res = stats.bootstrap((x, y), stat, n_resamples=n_resamples, confidence_level=confidence,
-                          method="BCa", vectorized=vectorized, paired=False,
-                          random_state=np.random.default_rng(seed))
+    """BCa interval (NaN when the bootstrap distribution is degenerate; callers fall back)."""
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+        warnings.simplefilter("ignore", getattr(stats, "DegenerateDataWarning", RuntimeWarning))
+        warnings.simplefilter("ignore", RuntimeWarning)  # 0/0 in the acceleration when degenerate
+        res = stats.bootstrap((x, y), stat, n_resamples=n_resamples, confidence_level=confidence,
+                              method="BCa", vectorized=vectorized, paired=False,
+                              random_state=np.random.default_rng(seed))
     lo, hi = res.confidence_interval
     return float(lo), float(hi)
 
@@ -133,10 +143,9 @@ def auroc_interval(member: Any, score: Any, confidence: float = 0.95, method: st
         se = _delong_se(x, y, a) if method == "delong" else _hanley_mcneil_se(a, x.size, y.size)
         z = float(stats.norm.isf((1 - gamma) / 2))
         lo, hi = a - z * se, a + z * se
-    lo, hi = max(0.0, lo), min(1.0, hi)
     if not (math.isfinite(lo) and math.isfinite(hi)):  # degenerate bootstrap (e.g. A = 1)
-        lo = hi = a
-    return MetricInterval(a, lo, hi, gamma, method)
+        return MetricInterval(a, math.nan, math.nan, gamma, method + DEGENERATE)
+    return MetricInterval(a, max(0.0, lo), min(1.0, hi), gamma, method)
 
 
 def _tpr_xy(x: np.ndarray, y: np.ndarray, fpr: float, axis: int = -1) -> np.ndarray:
@@ -172,11 +181,10 @@ def tpr_at_fpr_interval(member: Any, score: Any, fpr: float, confidence: float =
     def stat(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
         return _tpr_xy(a, b, f, axis=axis)
 
-    with np.errstate(invalid="ignore", divide="ignore"):
-        lo, hi = _bootstrap(stat, x, y, gamma,
-                            check_count("n_resamples", n_resamples, minimum=100), seed, True)
+    lo, hi = _bootstrap(stat, x, y, gamma, check_count("n_resamples", n_resamples, minimum=100),
+                        seed, True)
     if not (math.isfinite(lo) and math.isfinite(hi)):  # degenerate (constant) statistic
-        lo = hi = est
+        return MetricInterval(est, math.nan, math.nan, gamma, "bca" + DEGENERATE)
     return MetricInterval(est, max(0.0, lo), min(1.0, hi), gamma, "bca")
 
 
