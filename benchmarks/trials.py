@@ -47,7 +47,7 @@ from dpaudit.games.examples import gaussian_count_audit
 QUICK = "--quick" in sys.argv
 SCALE = 10 if QUICK else 1
 SECTIONS = ({int(x) for x in sys.argv[sys.argv.index("--sections") + 1].split(",")}
-            if "--sections" in sys.argv else set(range(6)))
+            if "--sections" in sys.argv else set(range(7)))
 BASE: dict[int, float] = {}  # trial count -> bare NumPy loop seconds per trial
 
 
