@@ -387,3 +387,18 @@ def test_cli_lifted_report_shows_the_test_box(capsys, tmp_path):
     assert max(box["x"]) == pytest.approx(det["fpr_upper"], rel=1e-5)
     assert max(box["y"]) == pytest.approx(1 - det["tpr_lower"], rel=1e-5)
     assert "c0-roc" not in figs and "Per-canary scores were not provided" in page
+
+
+def test_cli_train_audit_report(capsys, tmp_path):
+    pytest.importorskip("opacus")
+    import torch
+
+    torch.set_num_threads(1)
+    card = tmp_path / "train.html"
+    rc, out, _ = _run(capsys, "train-audit", "--canaries", "100", "--steps", "20", "--hidden",
+                      "32", "--json", "--report", str(card))
+    assert rc == 0
+    d = json.loads(out)
+    page = card.read_text()
+    assert _verdict_in(page) == d["verdict"]
+    assert f"<b class=\"bound\">{d['results'][0]['epsilon']:.4f}</b>" in page
