@@ -316,7 +316,7 @@ def test_cli_report_bad_input_one_line(capsys, tmp_path, scores_file):
     rc, _, err = _run(capsys, "report", str(bad))
     assert rc == 2 and "RESULT must be the --json output" in err
     rc, _, err = _run(capsys, "report", str(tmp_path / "missing.json"))
-    assert rc == 2 and "RESULT file not found" in err and err.count("\n") == 1
+    assert rc == 2 and "RESULT" in err and "not found" in err and err.count("\n") == 1
     payload, _ = _payload()
     good = tmp_path / "good.json"
     good.write_text(json.dumps(payload))
@@ -387,3 +387,18 @@ def test_cli_lifted_report_shows_the_test_box(capsys, tmp_path):
     assert max(box["x"]) == pytest.approx(det["fpr_upper"], rel=1e-5)
     assert max(box["y"]) == pytest.approx(1 - det["tpr_lower"], rel=1e-5)
     assert "c0-roc" not in figs and "Per-canary scores were not provided" in page
+
+
+def test_cli_train_audit_report(capsys, tmp_path):
+    pytest.importorskip("opacus")
+    import torch
+
+    torch.set_num_threads(1)
+    card = tmp_path / "train.html"
+    rc, out, _ = _run(capsys, "train-audit", "--canaries", "100", "--steps", "20", "--hidden",
+                      "32", "--json", "--report", str(card))
+    assert rc == 0
+    d = json.loads(out)
+    page = card.read_text()
+    assert _verdict_in(page) == d["verdict"]
+    assert f"<b class=\"bound\">{d['results'][0]['epsilon']:.4f}</b>" in page

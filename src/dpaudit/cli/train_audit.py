@@ -9,11 +9,13 @@ the document of :func:`dpaudit.training.train_audit_dict` (the keys of
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import typer
 
 from dpaudit.cli.common import app, console, fmt_number, print_json
+from dpaudit.report.cli import format_option, maybe_write_report, report_option
 
 __all__ = ["train_audit_cmd", "run_train_audit"]
 
@@ -83,6 +85,8 @@ def train_audit_cmd(
     input_kind: str = typer.Option("flip", "--input-kind",
                                    help="Input canaries: flip, random_label or ood."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    report: Path | None = report_option(),
+    report_format: str = format_option(),
 ) -> None:
     """Audit one real DP-SGD training run (Opacus) with canaries: every method and the verdict."""
     out = run_train_audit(model=model, canary=canary, threat=threat, canaries=canaries,
@@ -91,6 +95,9 @@ def train_audit_cmd(
                           delta=delta, confidence=confidence, learning_rate=learning_rate,
                           hidden=hidden, score=score, input_kind=input_kind,
                           progress=not as_json and console.is_terminal)
+    maybe_write_report(report, report_format, out,
+                       title=f"DP-SGD training audit ({model}, {canary} canaries"
+                             f"{', flawed: ' + flawed if flawed else ''})")
     if as_json:
         print_json(out)
         return
