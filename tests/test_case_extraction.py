@@ -8,17 +8,15 @@ import math
 import numpy as np
 import pytest
 
-from dpaudit.curves import GaussianDP
-from dpaudit.experiments.registry import get_experiment
-from dpaudit.risk.case_extraction import (
+from dpaudit.casestudies.corpus import generate_corpus, load_corpus
+from dpaudit.casestudies.extraction import (
     ExtractionGame,
     ExtractionSetting,
     canary_text,
     digit_secret_prior,
     run_extraction,
 )
-from dpaudit.risk.corpus import generate_corpus, load_corpus
-from dpaudit.risk.ngram import (
+from dpaudit.casestudies.ngram import (
     NgramSpec,
     clip_scales,
     encode,
@@ -26,6 +24,8 @@ from dpaudit.risk.ngram import (
     record_events,
     train_dp_ngram,
 )
+from dpaudit.curves import GaussianDP
+from dpaudit.experiments.registry import get_experiment
 from dpaudit.risk.priors import password_prior, pii_like_prior
 
 UNIFORM = digit_secret_prior(np.full(10, 0.1), name="uniform")

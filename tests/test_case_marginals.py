@@ -9,9 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from dpaudit.curves import GaussianDP
-from dpaudit.risk.case_marginals import MAISetting, run_mai, visit_order_split, window_mass
-from dpaudit.risk.census import (
+from dpaudit.casestudies.census import (
     ACS_COLUMNS,
     BayesNet,
     acs_generator_network,
@@ -20,14 +18,16 @@ from dpaudit.risk.census import (
     shipped_pums_sample_path,
     write_pums_csv,
 )
-from dpaudit.risk.priors import within_distance_success
-from dpaudit.risk.rap import (
+from dpaudit.casestudies.marginals import MAISetting, run_mai, visit_order_split, window_mass
+from dpaudit.casestudies.rap import (
     RAPOptions,
     marginal_workload,
     marginals_sigma,
     noisy_marginals,
     rap_attack,
 )
+from dpaudit.curves import GaussianDP
+from dpaudit.risk.priors import within_distance_success
 
 
 @pytest.fixture(scope="module")

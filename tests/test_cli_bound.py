@@ -21,14 +21,15 @@ def run_json(capsys, argv):
 
 def test_bound_bits_json_matches_table_a(capsys):
     # spec/000 Table A: n=1000, k=300, Hoeffding -> eps 3.542 (GDP), 0.669 ((eps,d) family)
-    d = run_json(capsys, ["bound", "bits", "--n", "1000", "--errors", "300", "--ci", "hoeffding"])
+    d = run_json(capsys, ["bound", "bits", "--canaries", "1000", "--wrong", "300",
+                          "--ci", "hoeffding"])
     assert d["method"] == "bits" and d["epsilon"] == pytest.approx(3.542, abs=6e-4)
     assert d["settings"]["ci"] == "hoeffding" and d["details"]["p_up"] == pytest.approx(0.3387,
                                                                                        abs=1e-4)
-    d = run_json(capsys, ["bound", "bits", "--n", "1000", "--errors", "300", "--ci", "hoeffding",
-                          "--family", "eps_delta"])
+    d = run_json(capsys, ["bound", "bits", "--canaries", "1000", "--wrong", "300",
+                          "--ci", "hoeffding", "--family", "eps_delta"])
     assert d["epsilon"] == pytest.approx(0.669, abs=6e-4)
-    d = run_json(capsys, ["bound", "bits", "--n", "1000", "--errors", "300",
+    d = run_json(capsys, ["bound", "bits", "--canaries", "1000", "--wrong", "300",
                           "--family", "subsampled_gaussian:0.5"])
     ref = E.bits(n=1000, errors=300, family=("subsampled_gaussian", 0.5))
     assert d["epsilon"] == pytest.approx(ref.epsilon, rel=1e-12)
@@ -37,18 +38,19 @@ def test_bound_bits_json_matches_table_a(capsys):
 
 def test_bound_tight_matches_spec(capsys):
     # spec/001 §4.6: exact mode, (n, r, u) = (1000, 100, 10) -> 3.16445
-    d = run_json(capsys, ["bound", "tight", "--n", "1000", "--r", "100", "--u", "10"])
+    d = run_json(capsys, ["bound", "tight", "--canaries", "1000", "--guesses", "100",
+                          "--wrong", "10"])
     assert d["method"] == "tight" and d["epsilon"] == pytest.approx(3.1645, abs=2e-4)
 
 
 def test_bound_steinke_matches_table_e(capsys):
-    d = run_json(capsys, ["bound", "steinke", "--m", "1000", "--guesses", "200",
+    d = run_json(capsys, ["bound", "steinke", "--canaries", "1000", "--guesses", "200",
                           "--correct", "180"])
     assert d["method"] == "steinke" and d["epsilon"] == pytest.approx(1.7963, abs=2e-3)
 
 
 def test_bound_mahloujifar_matches_estimator(capsys):
-    d = run_json(capsys, ["bound", "mahloujifar", "--m", "10000", "--guesses", "500",
+    d = run_json(capsys, ["bound", "mahloujifar", "--canaries", "10000", "--guesses", "500",
                           "--correct", "463", "--family", "gdp"])
     ref = E.mahloujifar(m=10000, guesses=500, correct=463, delta=1e-5, confidence=0.95,
                         family="gdp")
@@ -57,19 +59,19 @@ def test_bound_mahloujifar_matches_estimator(capsys):
 
 
 def test_bound_table_output_and_verdict(capsys):
-    rc = main(["bound", "bits", "--n", "1000", "--errors", "300", "--claimed-epsilon", "2"])
+    rc = main(["bound", "bits", "--canaries", "1000", "--wrong", "300", "--claimed-epsilon", "2"])
     out = capsys.readouterr().out
     assert rc == 0 and "bits" in out and "3.9203" in out and "violation" in out
 
 
 @pytest.mark.parametrize("argv,needle", [
-    (["bound", "bits", "--n", "100", "--errors", "101"], "errors"),
-    (["bound", "bits", "--n", "100", "--errors", "10", "--ci", "wald"], "ci"),
-    (["bound", "bits", "--n", "100", "--errors", "10", "--family", "sgm:2"], "q"),
-    (["bound", "bits", "--n", "100", "--errors", "10", "--family", "laplace:2"], "family"),
-    (["bound", "bits", "--n", "100", "--errors", "10", "--confidence", "1"], "confidence"),
-    (["bound", "tight", "--n", "100", "--r", "200", "--u", "1"], "r"),
-    (["bound", "steinke", "--m", "100", "--guesses", "10", "--correct", "11"], "correct"),
+    (["bound", "bits", "--canaries", "100", "--wrong", "101"], "--wrong"),
+    (["bound", "bits", "--canaries", "100", "--wrong", "10", "--ci", "wald"], "ci"),
+    (["bound", "bits", "--canaries", "100", "--wrong", "10", "--family", "sgm:2"], "q"),
+    (["bound", "bits", "--canaries", "100", "--wrong", "10", "--family", "laplace:2"], "family"),
+    (["bound", "bits", "--canaries", "100", "--wrong", "10", "--confidence", "1"], "confidence"),
+    (["bound", "tight", "--canaries", "100", "--guesses", "200", "--wrong", "1"], "--guesses"),
+    (["bound", "steinke", "--canaries", "100", "--guesses", "10", "--correct", "11"], "correct"),
 ])
 def test_bound_bad_input(capsys, argv, needle):
     rc = main(argv)

@@ -25,7 +25,7 @@ def test_curve_gdp_json(capsys):
 
 
 def test_curve_table(capsys):
-    rc, out, _ = run(capsys, "curve", "sgm", "--mu", "2", "--q", "0.2")
+    rc, out, _ = run(capsys, "curve", "sgm", "--mu", "2", "--sampling-rate", "0.2")
     assert rc == 0 and "7.6204" in out and "0.431731" in out
 
 
@@ -92,11 +92,16 @@ def test_cli_errors_one_line(capsys, argv, match):
     assert rc == 2 and match in err and err.count("\n") == 1 and "Traceback" not in err
 
 
-def test_demo_catches_the_flaw(capsys):
-    rc, out, _ = run(capsys, "demo", "--json")
+def test_demo_catches_the_flaw(capsys, tmp_path):
+    card = tmp_path / "demo.html"
+    rc, out, _ = run(capsys, "demo", "--json", "--report", str(card))
     assert rc == 0
     d = json.loads(out)
+    assert d["report"] == str(card) and card.stat().st_size > 0
     assert d["dpsgd_correct"]["verdict"].startswith("no violation")
     assert d["dpsgd_flawed"]["verdict"].startswith("violation")
     mr = d["multi_run"]
     assert mr["correct"].startswith("no violation") and mr["flawed"].startswith("violation")
+    tr = d["training"]  # the real (Opacus) training audit, when the torch extra is installed
+    if "skipped" not in tr:
+        assert tr["correct"]["violation"] is False and tr["flawed"]["violation"] is True

@@ -31,7 +31,7 @@ def test_flawed_gaussian_violation_json(capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_correct_laplace_no_violation_table(capsys: pytest.CaptureFixture[str]) -> None:
-    rc = main(["simulate", "laplace", "--eps", "2", "--canaries", "2000", "--seed", "1"])
+    rc = main(["simulate", "laplace", "--epsilon", "2", "--canaries", "2000", "--seed", "1"])
     assert rc == 0
     text = capsys.readouterr().out
     assert "no violation detected" in text

@@ -87,7 +87,7 @@ def test_no_evidence_gives_zero_and_raw_minus_inf() -> None:
     assert epsilon_from_bounds([0.5, 0.05], [0.25, 0.1], 0.0) == pytest.approx(
         [math.log(2), math.log(0.5)])
     d = r.to_dict()
-    assert d["details"]["epsilon_raw"] == "-inf"
+    assert d["details"]["epsilon_raw"] is None and d["details"]["epsilon_raw_note"] == "-inf"
 
 
 def test_complement_moments_exact() -> None:

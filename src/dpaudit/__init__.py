@@ -18,6 +18,7 @@ from dpaudit.curves import (
     resolve_family,
 )
 from dpaudit.estimators.one_run import audit_one_run
+from dpaudit.games.blackbox import BlackBoxAudit
 from dpaudit.results import AuditResult
 
 __version__ = "0.1.0"
@@ -25,5 +26,5 @@ __version__ = "0.1.0"
 __all__ = [
     "AuditResult", "Curve", "EpsDeltaDP", "Family", "GaussianDP", "LaplaceDP", "NumericCurve",
     "SubsampledGaussianDP", "dpsgd_curve", "resolve_family", "__version__",
-    "audit_one_run",
+    "audit_one_run", "BlackBoxAudit",
 ]

@@ -76,8 +76,12 @@ class LiftedObservations:
 
     @classmethod
     def from_arrays(cls, x: Any, y: Any) -> LiftedObservations:
-        xa = np.asarray(x)
-        ya = np.asarray(y)
+        xa = np.asarray(x, dtype=object) if isinstance(x, (list, tuple)) else np.asarray(x)
+        ya = np.asarray(y, dtype=object) if isinstance(y, (list, tuple)) else np.asarray(y)
+        for name, a in (("x", xa), ("y", ya)):
+            if a.size == 0:
+                raise ValueError(f"{name} must be a non-empty (trials, K) 0/1 matrix, got shape "
+                                 f"{a.shape}")
         if xa.ndim == 1:
             xa = xa.reshape(-1, 1)
         if ya.ndim == 1:

@@ -1,4 +1,10 @@
-"""The result type every estimator returns."""
+"""The result type every estimator returns, and the project's one JSON convention.
+
+JSON convention (every ``--json`` output and :meth:`AuditResult.to_dict`): output is strict JSON
+(RFC 8259), so a number that is not finite is written as ``null``; inside an object the key also
+gets a sibling ``"<key>_note"`` saying what it was: ``"inf"``, ``"-inf"`` or ``"nan"``
+(e.g. ``{"epsilon": null, "epsilon_note": "inf"}``).  Inside a list the entry is ``null`` only.
+"""
 
 from __future__ import annotations
 
@@ -10,22 +16,45 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["AuditResult"]
+__all__ = ["AuditResult", "json_safe", "nonfinite_note"]
 
 
-def _plain(value: Any) -> Any:
-    """Convert NumPy scalars/arrays and nested containers to JSON-friendly Python values."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return [_plain(v) for v in value.tolist()]
+def nonfinite_note(x: float) -> str:
+    """The ``*_note`` string of a non-finite float: "inf", "-inf" or "nan"."""
+    return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+
+
+def _nonfinite(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)
+
+
+def json_safe(value: Any) -> Any:
+    """Convert NumPy scalars/arrays, tuples, paths, ... to strict-JSON Python values.
+
+    Non-finite floats become ``None``; in a mapping the key gets a sibling ``<key>_note`` with
+    :func:`nonfinite_note` (unless the mapping already has that key).  Dataclass-like objects
+    with ``to_dict`` are expanded."""
     if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    return value
+        value = value.item()
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            v = v.item() if isinstance(v, np.generic) else v
+            out[str(k)] = json_safe(v)
+            if _nonfinite(v) and f"{k}_note" not in value:
+                out[f"{k}_note"] = nonfinite_note(v)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return [json_safe(v) for v in value.tolist()]
+    if _nonfinite(value):
+        return None
+    if hasattr(value, "to_dict") and callable(value.to_dict):
+        return json_safe(value.to_dict())
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
 
 
 @dataclass(frozen=True)
@@ -62,4 +91,6 @@ class AuditResult:
         return bool(self.epsilon > claimed_epsilon)
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        """The fields as strict-JSON values (see the module docstring for non-finite numbers:
+        an infinite bound is ``"epsilon": null, "epsilon_note": "inf"``)."""
+        return json_safe({f.name: getattr(self, f.name) for f in dataclasses.fields(self)})

@@ -26,17 +26,79 @@ __all__ = [
     "check_binary_array",
     "check_same_length",
     "check_choice",
+    "check_real_array",
+    "check_count_array",
 ]
 
 
+def _reject_non_numbers(name: str, value: object, what: str) -> None:
+    """No silent coercions: strings ("5"), booleans (True as 1) and complex numbers are not
+    real numbers, even though ``float()`` would accept some of them."""
+    if isinstance(value, (str, bytes, bool, np.bool_, complex, np.complexfloating)):
+        raise ValueError(f"{name} must be {what}, got {type(value).__name__} {value!r}")
+
+
 def _as_float(name: str, value: object) -> float:
+    _reject_non_numbers(name, value, "a real number")
     try:
         out = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{name} must be a real number, got {value!r}") from None
     if math.isnan(out):
         raise ValueError(f"{name} must be a real number, got NaN")
     return out
+
+
+def _numeric_array(name: str, values: object, what: str) -> np.ndarray:
+    """``np.asarray(values)`` of real numbers; strings, complex numbers and ragged nesting are
+    rejected instead of being coerced ("0.5" -> 0.5, 1+2j -> 1)."""
+    if isinstance(values, (str, bytes)):
+        raise ValueError(f"{name} must be {what}, got a string")
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be {what} (ragged or non-numeric input)") from None
+    kind = arr.dtype.kind
+    if kind == "O":
+        flat = arr.reshape(-1)
+        bad = [v for v in flat[:1_000_000]
+               if isinstance(v, (str, bytes, complex)) or v is None]
+        if bad:
+            raise ValueError(f"{name} must be {what}; found {type(bad[0]).__name__} "
+                             f"{bad[0]!r}")
+        try:
+            arr = arr.astype(float)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be {what}") from None
+    elif kind in "USVMmc":
+        desc = {"U": "strings", "S": "bytes", "c": "complex numbers"}.get(kind, arr.dtype.name)
+        raise ValueError(f"{name} must be {what}, got {desc}")
+    return arr
+
+
+def check_real_array(name: str, values: object, *, allow_bool: bool = False) -> np.ndarray:
+    """A float array of any shape built from real numbers only: strings ("0.5"), complex
+    numbers and (unless ``allow_bool``) booleans are rejected instead of coerced.  NaN/inf are
+    left to the caller (some arguments accept +inf, e.g. epsilon = inf for "no privacy")."""
+    if not allow_bool:
+        _reject_non_numbers(name, values, "real numbers")
+    arr = _numeric_array(name, values, "real numbers")
+    if arr.dtype.kind == "b" and not allow_bool:
+        raise ValueError(f"{name} must be real numbers, got booleans")
+    return arr.astype(float)
+
+
+def check_count_array(name: str, values: object, *, minimum: int = 0) -> np.ndarray:
+    """Whole numbers >= minimum of any shape, as int64 (no strings, booleans, complex, NaN,
+    inf or fractions)."""
+    arr = check_real_array(name, values)
+    if arr.size == 0:
+        raise ValueError(f"{name} must contain at least one integer >= {minimum}")
+    bad = ~np.isfinite(arr) | (arr != np.round(arr)) | (arr < minimum)
+    if bad.any():
+        v = arr.reshape(-1)[int(np.flatnonzero(bad.reshape(-1))[0])]
+        raise ValueError(f"{name} must be integers >= {minimum}, got {v!r}")
+    return arr.astype(np.int64)
 
 
 def check_probability(name: str, value: object, *, open_low: bool = False,
@@ -78,16 +140,23 @@ def check_nonnegative(name: str, value: object) -> float:
 
 
 def check_count(name: str, value: object, *, minimum: int = 0) -> int:
-    """A whole number >= minimum (accepts integral floats and NumPy integers)."""
-    if isinstance(value, bool):
+    """A whole number >= minimum (accepts integral floats and NumPy integers; booleans, strings
+    and complex numbers are rejected).  Large integers stay exact (no float round trip)."""
+    _reject_non_numbers(name, value, f"an integer >= {minimum}")
+    if isinstance(value, (int, np.integer)):
+        v = int(value)
+    else:
+        try:
+            f = float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}") \
+                from None
+        if not math.isfinite(f) or f != int(f):
+            raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+        v = int(f)
+    if v < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    try:
-        f = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}") from None
-    if not math.isfinite(f) or f != int(f) or f < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(f)
+    return v
 
 
 def check_counts_le(small_name: str, small: int, big_name: str, big: int) -> None:
@@ -110,11 +179,9 @@ def check_nested_counts(**counts: object) -> tuple[int, ...]:
 
 
 def check_finite_array(name: str, values: object, *, min_size: int = 1) -> np.ndarray:
-    """A 1-D float array with no NaN or inf and at least ``min_size`` entries."""
-    try:
-        arr = np.asarray(values, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be an array of real numbers") from None
+    """A 1-D float array with no NaN or inf and at least ``min_size`` entries (strings and
+    complex numbers are rejected, not coerced)."""
+    arr = _numeric_array(name, values, "an array of real numbers").astype(float)
     if arr.ndim != 1:
         arr = arr.reshape(-1) if arr.ndim == 0 else arr
         if arr.ndim != 1:
@@ -130,10 +197,7 @@ def check_finite_array(name: str, values: object, *, min_size: int = 1) -> np.nd
 
 def check_finite_matrix(name: str, values: object) -> np.ndarray:
     """A non-empty (trials, K) float matrix without NaN/inf; a 1-D input is one column."""
-    try:
-        a = np.asarray(values, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a matrix of real numbers") from None
+    a = _numeric_array(name, values, "a matrix of real numbers").astype(float)
     if a.ndim == 1:
         a = a.reshape(-1, 1)
     if a.ndim != 2 or a.size == 0:
@@ -145,11 +209,8 @@ def check_finite_matrix(name: str, values: object) -> np.ndarray:
 
 def check_binary_array(name: str, values: object, *, min_size: int = 1,
                        ndim: int = 1) -> np.ndarray:
-    """A 0/1 (or boolean) array, returned as bool."""
-    try:
-        arr = np.asarray(values)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be an array of 0/1 values") from None
+    """A 0/1 (or boolean) array, returned as bool ("1" strings are rejected, not coerced)."""
+    arr = _numeric_array(name, values, "an array of 0/1 values")
     if arr.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
     if arr.size < min_size:

@@ -13,7 +13,7 @@ import sys
 
 import typer
 
-from dpaudit.cli.common import app
+from dpaudit.cli.common import app, rewrite_aliases
 
 __all__ = ["app", "main"]
 
@@ -34,7 +34,11 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point: bad input and unreadable files print one line on stderr and exit 2."""
     load_commands()
     try:
-        rv = app(args=argv, prog_name="dpaudit", standalone_mode=False)
+        notes: list[str] = []
+        args = rewrite_aliases(sys.argv[1:] if argv is None else argv, notes=notes)
+        rv = app(args=args, prog_name="dpaudit", standalone_mode=False)
+        for note in notes:
+            print(note, file=sys.stderr)
     except typer.Exit as e:
         return int(e.exit_code or 0)
     except (typer.Abort, KeyboardInterrupt):

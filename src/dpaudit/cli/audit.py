@@ -6,42 +6,67 @@ from pathlib import Path
 
 import typer
 
-from dpaudit.cli.common import app, print_results
+from dpaudit.cli.common import app, check_claimed_epsilon, json_payload, print_results
+from dpaudit.cli.table_options import (
+    aggregate_option,
+    group_col_option,
+    load_table,
+    member_col_option,
+    metric_intervals,
+    score_col_option,
+)
 from dpaudit.estimators.multi_run import multi_run
-from dpaudit.io import load_scores
+from dpaudit.report.cli import format_option, maybe_write_report, report_option
 
 
 def _threshold(text: str) -> str | float:
-    if text in ("bonferroni", "split"):
+    if text in ("bonferroni", "split", "multi_split"):
         return text
     try:
         return float(text)
     except ValueError:
-        raise ValueError(f"--threshold must be 'bonferroni', 'split' or a number; got {text!r}") \
-            from None
+        raise ValueError(f"--threshold must be 'bonferroni', 'split', 'multi_split' or a number; "
+                         f"got {text!r}") from None
 
 
 @app.command("audit")
 def audit_cmd(
-    scores: Path = typer.Argument(..., help="CSV (columns member,score), .npz or .json."),
+    scores: Path = typer.Argument(..., help="CSV (columns member,score), Parquet, .npz or "
+                                            ".json."),
     delta: float = typer.Option(1e-5, "--delta", help="delta of the claimed guarantee."),
     confidence: float = typer.Option(0.95, "--confidence", help="Probability the bound holds."),
     claimed_epsilon: float | None = typer.Option(None, "--claimed-epsilon",
                                                  help="Claimed epsilon to test."),
     threshold: str = typer.Option("bonferroni", "--threshold",
-                                  help="'bonferroni', 'split' or a number."),
+                                  help="'bonferroni', 'split', 'multi_split' (10 seeded "
+                                       "splits, median rule) or a number."),
     direction: str = typer.Option("both", "--direction", help="'both' or 'positive'."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the 'split' strategy."),
+    seed: int | None = typer.Option(None, "--seed", help="Seed of the 'split' strategy "
+                                    "(default 0; only with --threshold split / multi_split)."),
+    member_col: str = member_col_option(),
+    score_col: str = score_col_option(),
+    group_col: str | None = group_col_option(),
+    aggregate: str | None = aggregate_option(),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    report: Path | None = report_option(),
+    report_format: str = format_option(),
 ) -> None:
     """Multi-run audit (seed 004, Clopper-Pearson): epsilon lower bound + GDP-based estimate."""
-    obs = load_scores(scores)
+    obs = load_table(scores, member_col, score_col, group_col, aggregate)
     th = _threshold(threshold)
+    if seed is not None and th not in ("split", "multi_split"):
+        raise ValueError("--seed is only used by --threshold split or multi_split")
+    seed = 0 if seed is None else seed
+    claimed_epsilon = check_claimed_epsilon(claimed_epsilon)
     results = [multi_run(obs.member, obs.score, delta=delta, confidence=confidence, threshold=th,
                          direction=direction, estimate=e, seed=seed)
                for e in ("eps_delta", "gdp")]
     d = results[0].details
     extra = {"trials": obs.n, "members": obs.n_members, "auroc": d["auroc"],
-             "tpr_at_fpr_0.01": d["tpr_at_fpr_0.01"]}
+             "tpr_at_fpr_0.01": d["tpr_at_fpr_0.01"],
+             **metric_intervals(obs.member, obs.score, confidence)}
     print_results(results, as_json=as_json, claimed_epsilon=claimed_epsilon,
                   title=f"Multi-run audit of {scores.name}", extra=extra)
+    maybe_write_report(report, report_format, json_payload(
+        results, claimed_epsilon=claimed_epsilon, extra=extra), observations=obs,
+        inputs=[scores], title=f"Multi-run audit of {scores.name}")

@@ -1,11 +1,17 @@
-"""``dpaudit curve KIND ...``: epsilon at delta and the optimal bit error e* of a guarantee."""
+"""``dpaudit curve KIND ...``: epsilon at delta and the optimal bit error e* of a guarantee.
+
+KIND is ``gdp`` (``--mu``), ``laplace`` (``--epsilon``), ``eps_delta`` (``--epsilon``,
+``--curve-delta``), ``subsampled_gaussian`` (alias ``sgm``; ``--mu``, ``--sampling-rate``,
+``--symmetrized``) or ``dpsgd`` (``--noise-multiplier``, ``--sampling-rate``, ``--steps``).
+An option that the kind does not use is an error rather than silently ignored.
+"""
 
 from __future__ import annotations
 
 import typer
 from rich.table import Table
 
-from dpaudit.cli.common import app, console, print_json
+from dpaudit.cli.common import app, console, normalize_name, print_json
 from dpaudit.curves import (
     Curve,
     EpsDeltaDP,
@@ -14,9 +20,19 @@ from dpaudit.curves import (
     SubsampledGaussianDP,
     dpsgd_curve,
 )
-from dpaudit.validation import check_choice, check_delta
+from dpaudit.validation import check_choice, check_count, check_delta
 
-KINDS = ("gdp", "laplace", "eps-delta", "sgm", "dpsgd")
+KINDS = ("gdp", "laplace", "eps_delta", "subsampled_gaussian", "dpsgd")
+#: Accepted other spellings of a kind.
+KIND_ALIASES = {"sgm": "subsampled_gaussian"}
+#: The options each kind uses (CLI spelling); any other given option is an error.
+KIND_OPTIONS = {
+    "gdp": ("mu",),
+    "laplace": ("epsilon",),
+    "eps_delta": ("epsilon", "curve-delta"),
+    "subsampled_gaussian": ("mu", "sampling-rate", "symmetrized"),
+    "dpsgd": ("noise-multiplier", "sampling-rate", "steps"),
+}
 
 
 def _need(name: str, value: float | None, kind: str) -> float:
@@ -29,33 +45,46 @@ def build_curve(kind: str, *, mu: float | None = None, eps: float | None = None,
                 curve_delta: float | None = None, q: float | None = None,
                 noise_multiplier: float | None = None, steps: int | None = None,
                 symmetrized: bool = False) -> Curve:
-    check_choice("kind", kind, KINDS)
-    if kind == "gdp":
-        return GaussianDP(_need("mu", mu, kind))
-    if kind == "laplace":
-        return LaplaceDP(_need("eps", eps, kind))
-    if kind == "eps-delta":
-        return EpsDeltaDP(_need("eps", eps, kind), _need("curve-delta", curve_delta, kind))
-    if kind == "sgm":
-        return SubsampledGaussianDP(_need("mu", mu, kind), _need("q", q, kind),
+    """The curve of ``kind``; options the kind does not use must be left unset."""
+    k = normalize_name(kind)
+    k = KIND_ALIASES.get(k, k)
+    check_choice("kind", k, KINDS)
+    given = {"mu": mu, "epsilon": eps, "curve-delta": curve_delta, "sampling-rate": q,
+             "noise-multiplier": noise_multiplier, "steps": steps,
+             "symmetrized": True if symmetrized else None}
+    unused = [f"--{o}" for o, v in given.items() if v is not None and o not in KIND_OPTIONS[k]]
+    if unused:
+        raise ValueError(f"curve {k!r} does not use {', '.join(unused)} (it takes "
+                         f"{', '.join('--' + o for o in KIND_OPTIONS[k])})")
+    if k == "gdp":
+        return GaussianDP(_need("mu", mu, k))
+    if k == "laplace":
+        return LaplaceDP(_need("epsilon", eps, k))
+    if k == "eps_delta":
+        return EpsDeltaDP(_need("epsilon", eps, k), _need("curve-delta", curve_delta, k))
+    if k == "subsampled_gaussian":
+        return SubsampledGaussianDP(_need("mu", mu, k), _need("sampling-rate", q, k),
                                     symmetrized=symmetrized)
-    return dpsgd_curve(_need("noise-multiplier", noise_multiplier, kind), _need("q", q, kind),
-                       int(_need("steps", steps, kind)))
+    return dpsgd_curve(_need("noise-multiplier", noise_multiplier, k),
+                       _need("sampling-rate", q, k),
+                       check_count("--steps", _need("steps", steps, k), minimum=1))
 
 
 @app.command("curve")
 def curve_cmd(
-    kind: str = typer.Argument(..., help=f"One of: {', '.join(KINDS)}."),
-    mu: float | None = typer.Option(None, "--mu", help="GDP / SGM parameter mu."),
-    eps: float | None = typer.Option(None, "--eps", help="Laplace / (eps, delta) epsilon."),
+    kind: str = typer.Argument(..., help=f"One of: {', '.join(KINDS)} (alias sgm)."),
+    mu: float | None = typer.Option(None, "--mu", help="GDP / subsampled Gaussian mu."),
+    eps: float | None = typer.Option(None, "--epsilon", help="Laplace / (eps, delta) epsilon."),
     curve_delta: float | None = typer.Option(None, "--curve-delta",
-                                             help="delta of an eps-delta curve."),
-    q: float | None = typer.Option(None, "--q", help="Sampling rate (sgm, dpsgd)."),
+                                             help="delta of an eps_delta curve."),
+    q: float | None = typer.Option(None, "--sampling-rate",
+                                   help="Sampling rate (subsampled_gaussian, dpsgd)."),
     noise_multiplier: float | None = typer.Option(None, "--noise-multiplier",
                                                   help="DP-SGD noise multiplier."),
     steps: int | None = typer.Option(None, "--steps", help="DP-SGD steps."),
     symmetrized: bool = typer.Option(False, "--symmetrized",
-                                     help="SGM: Dong et al.'s symmetrised guarantee."),
+                                     help="subsampled_gaussian: Dong et al.'s symmetrised "
+                                          "guarantee."),
     delta: float = typer.Option(1e-5, "--delta", help="delta at which to report epsilon."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
@@ -70,6 +99,10 @@ def curve_cmd(
     t = Table(title=repr(c))
     t.add_column("quantity")
     t.add_column("value", justify="right")
-    t.add_row(f"epsilon at delta={delta:g}", f"{out['epsilon']:.4f}")
+    t.add_row(f"epsilon at delta={delta:g}", fmt_eps(out["epsilon"]))
     t.add_row("optimal bit error e*", f"{out['bit_error']:.6f}")
     console.print(t)
+
+
+def fmt_eps(x: float) -> str:
+    return f"{x:.4f}" if x == x and abs(x) != float("inf") else str(x)

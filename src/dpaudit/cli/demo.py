@@ -1,14 +1,17 @@
-"""``dpaudit demo``: audits of simulated mechanisms, correct and flawed, end to end."""
+"""``dpaudit demo``: audits of simulated mechanisms, correct and flawed, end to end, then a
+short audit of REAL DP-SGD training (Opacus on digits; skipped with a note when the
+``dpaudit[torch]`` extra is not installed)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import typer
 
 from dpaudit.cli.common import app as _app
-from dpaudit.cli.common import console, print_json, print_results, verdict
+from dpaudit.cli.common import console, json_payload, print_json, print_results, verdict
 from dpaudit.curves import GaussianDP
 from dpaudit.estimators.multi_run import multi_run
 from dpaudit.search import solve_monotone
@@ -19,6 +22,17 @@ def gaussian_mu_for_epsilon(epsilon: float, delta: float) -> float:
     return solve_monotone(lambda m: GaussianDP(m).epsilon(delta), epsilon, 0.01, 10.0)
 
 
+def multi_run_demo_data(claimed_epsilon: float = 2.0, delta: float = 1e-5,
+                        trials: int = 100_000, noise_scale_bug: float = 1.0, seed: int = 0
+                        ) -> tuple[float, np.ndarray, np.ndarray]:
+    """(mu, member, score) of :func:`multi_run_demo`."""
+    mu = gaussian_mu_for_epsilon(claimed_epsilon, delta)
+    rng = np.random.default_rng(seed)
+    member = rng.random(trials) < 0.5
+    score = member * 1.0 + rng.normal(0.0, noise_scale_bug / mu, trials)
+    return mu, member, score
+
+
 def multi_run_demo(claimed_epsilon: float = 2.0, delta: float = 1e-5, trials: int = 100_000,
                    noise_scale_bug: float = 1.0, seed: int = 0) -> tuple[float, object]:
     """Multi-run audit of a Gaussian sum query (sensitivity 1) calibrated to the claim.
@@ -27,10 +41,8 @@ def multi_run_demo(claimed_epsilon: float = 2.0, delta: float = 1e-5, trials: in
     effective mu is mu_claimed / noise_scale_bug.  Each trial trains on D0 or D1 (one fair
     coin per trial) and the attacker scores the released value itself.
     """
-    mu = gaussian_mu_for_epsilon(claimed_epsilon, delta)
-    rng = np.random.default_rng(seed)
-    member = rng.random(trials) < 0.5
-    score = member * 1.0 + rng.normal(0.0, noise_scale_bug / mu, trials)
+    mu, member, score = multi_run_demo_data(claimed_epsilon, delta, trials, noise_scale_bug,
+                                            seed)
     return mu, multi_run(member, score, delta=delta, confidence=0.95)
 
 
@@ -38,19 +50,30 @@ def multi_run_demo(claimed_epsilon: float = 2.0, delta: float = 1e-5, trials: in
 def demo_cmd(
     seed: int = typer.Option(0, "--seed", help="Random seed."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    report: Path = typer.Option(Path("dpaudit_demo.html"), "--report",
+                                help="Where the demo writes its audit card (HTML)."),
 ) -> None:
     """Run the showcase audits: one-run DP-SGD (correct vs flawed), then a multi-run audit."""
-    from dpaudit.games.audit import DEMO_SETTINGS, demo_dpsgd
+    from dpaudit.games.audit import DEMO_SETTINGS, demo_dpsgd_run
+    from dpaudit.report import build_report, write_report
 
     out: dict[str, object] = {}
     s = DEMO_SETTINGS
+    cards = []
     for label, flawed in (("correct", False), ("flawed", True)):
-        claimed, results = demo_dpsgd(flawed=flawed, seed=seed)
+        rep = demo_dpsgd_run(flawed=flawed, seed=seed)
+        claimed, results = rep.claimed_epsilon, rep.results
         name = f"dpsgd_{label}"
         title = (f"One-run white-box audit of {'FLAWED (backprop clipping) ' if flawed else ''}"
                  f"DP-SGD: sigma={s['noise_multiplier']:g}, q={s['sampling_rate']:g}, "
                  f"T={s['steps']}, {s['canaries']:,} canaries, claimed eps={claimed:.3f} "
                  f"at delta={s['delta']:g}")
+        # the card states the same verdict as `demo --json`
+        cards.append(build_report({**json_payload(results, claimed_epsilon=claimed),
+                                   "verdict": verdict(results[0].epsilon, claimed)},
+                                  observations=rep.observations, title=title,
+                                  settings={**s, "flawed": flawed, "seed": seed},
+                                  command="dpaudit demo"))
         if as_json:
             out[name] = {"claimed_epsilon": claimed, "verdict": verdict(results[0].epsilon,
                                                                         claimed),
@@ -62,11 +85,22 @@ def demo_cmd(
     _, bad = multi_run_demo(claimed_mr, delta, noise_scale_bug=0.25, seed=seed + 1)
     ok = replace(ok, method="multi_run (correct Gaussian)")
     bad = replace(bad, method="multi_run (noise 4x too small)")
+    for res, bug, sd in ((ok, 1.0, seed), (bad, 0.25, seed + 1)):
+        _, member, score = multi_run_demo_data(claimed_mr, delta, noise_scale_bug=bug, seed=sd)
+        cards.append(build_report(
+            json_payload([res], claimed_epsilon=claimed_mr), observations=(member, score),
+            title=f"Multi-run audit of a Gaussian sum query claimed ({claimed_mr:g}, "
+                  f"{delta:g})-DP, {res.method.split('(')[-1].rstrip(')')}: 100,000 trials",
+            settings={"claimed_epsilon": claimed_mr, "delta": delta, "trials": 100_000,
+                      "noise_scale_bug": bug, "seed": sd}, command="dpaudit demo"))
+    path = write_report(report, cards, page_title="dpaudit demo: four audits")
     if as_json:
         out["multi_run"] = {"claimed_epsilon": claimed_mr, "mu": mu,
                             "correct": verdict(ok.epsilon, claimed_mr),
                             "flawed": verdict(bad.epsilon, claimed_mr),
                             "results": [ok.to_dict(), bad.to_dict()]}
+        out["training"] = _training_demo(seed, as_json)
+        out["report"] = str(path)
         print_json(out)
         return
     console.print(f"[bold]Multi-run audit[/bold]: Gaussian sum query claimed "
@@ -77,3 +111,39 @@ def demo_cmd(
                   extra={"claimed_epsilon": claimed_mr,
                          "correct": verdict(ok.epsilon, claimed_mr),
                          "flawed": verdict(bad.epsilon, claimed_mr)})
+    _training_demo(seed, as_json)
+    console.print(f"[bold]Audit card[/bold] (open in a browser): {path}")
+
+
+#: the real-training part of the demo (about 15 s per run on a free core).
+TRAINING_DEMO = {"canaries": 300, "hidden": 128, "steps": 150, "sampling_rate": 0.05,
+                 "noise_multiplier": 1.0}
+
+
+def _training_demo(seed: int, as_json: bool) -> dict[str, object]:
+    """One real Opacus DP-SGD training audit, correct and with backprop clipping."""
+    import importlib.util
+
+    from dpaudit.training._deps import EXTRA_HINT
+
+    if any(importlib.util.find_spec(m) is None for m in ("torch", "opacus", "sklearn")):
+        if not as_json:
+            console.print(f"(real DP-SGD training audit skipped: {EXTRA_HINT})")
+        return {"skipped": EXTRA_HINT}
+    from dpaudit.cli.train_audit import run_train_audit
+
+    out: dict[str, object] = {}
+    for label, flaw in (("correct", None), ("flawed", "backprop_clipping")):
+        doc = run_train_audit(**TRAINING_DEMO, flawed=flaw, seed=seed)
+        out[label] = doc
+        if not as_json:
+            t = doc["training"]
+            bug = "FLAWED: backprop clipping, " if flaw else ""
+            console.print(
+                f"[bold]Real DP-SGD training[/bold] ({bug}"
+                f"Opacus, digits MLP, sigma={t['noise_multiplier']:g}, q={t['sampling_rate']:g}, "
+                f"T={t['steps']}, {TRAINING_DEMO['canaries']} Dirac gradient canaries, "
+                f"test accuracy {t['test_accuracy']:.3f}, {t['seconds']:.1f} s): "
+                f"{doc['verdict']} [{doc['verdict_method']}; Opacus epsilon "
+                f"{t['opacus_epsilon']:.3f}]")
+    return out

@@ -8,29 +8,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import typer
 
-from dpaudit.cli.common import bound_app, print_results
+from dpaudit.cli.common import (
+    bound_app,
+    check_claimed_epsilon,
+    given_options,
+    json_payload,
+    print_results,
+)
 from dpaudit.estimators.lifted import lifted
-
-
-def _load_xy(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    if not path.exists():
-        raise ValueError(f"file not found: {path}")
-    try:
-        with np.load(path, allow_pickle=False) as f:
-            missing = [k for k in ("x", "y") if k not in f.files]
-            if missing:
-                raise ValueError(f"{path.name} must contain arrays 'x' and 'y' (missing "
-                                 f"{', '.join(missing)}; found {', '.join(f.files) or 'none'})")
-            return np.asarray(f["x"]), np.asarray(f["y"])
-    except (OSError, EOFError) as e:
-        raise ValueError(f"cannot read {path.name} as .npz: {e}") from None
+from dpaudit.io import load_lifted
+from dpaudit.report.cli import format_option, maybe_write_report, report_option
 
 
 @bound_app.command("lifted")
 def lifted_cmd(
+    ctx: typer.Context,
     path: Path = typer.Argument(..., help=".npz file with 0/1 arrays x and y (trials x K)."),
     delta: float = typer.Option(1e-5, "--delta", help="delta of the (eps, delta) statement."),
     confidence: float = typer.Option(0.95, "--confidence", help="Probability the bound holds."),
@@ -44,9 +38,18 @@ def lifted_cmd(
     claimed_epsilon: float | None = typer.Option(None, "--claimed-epsilon",
                                                  help="Claimed epsilon to test."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    report: Path | None = report_option(),
+    report_format: str = format_option(),
 ) -> None:
     """LiDP audit with K random canaries per trial and XBern confidence intervals (seed 002)."""
-    x, y = _load_xy(path)
+    claimed_epsilon = check_claimed_epsilon(claimed_epsilon)
+    if interval in ("clopper_pearson", "jeffreys") and "order" in given_options(ctx):
+        raise ValueError(f"--order is not used by --interval {interval} (it bounds one canary "
+                         "per trial); orders 1, 2, 4 are for wilson and bernstein")
+    if exact_eq18 and (interval != "wilson" or order != 4):
+        raise ValueError("--exact-eq18 applies to --interval wilson --order 4 only")
+    obs = load_lifted(path)
+    x, y = obs.x, obs.y
     opts = {"exact_eq18": True} if exact_eq18 else {}
     r = lifted(x, y, delta=delta, confidence=confidence, interval=interval, order=order,
                symmetric=symmetric, **opts)
@@ -57,3 +60,5 @@ def lifted_cmd(
     print_results(r, as_json=as_json, claimed_epsilon=claimed_epsilon,
                   title=f"Lifted-DP audit of {path.name} ({interval}-{r.settings['order']})",
                   extra=None if as_json else extra)
+    maybe_write_report(report, report_format, json_payload(r, claimed_epsilon=claimed_epsilon),
+                       inputs=[path], title=f"Lifted-DP audit of {path.name}")

@@ -1,6 +1,7 @@
 """``dpaudit one-run SCORES``: every one-run audit method side by side on one score file.
 
-SCORES is a CSV with columns ``member,score`` (or ``.npz`` / JSON with the same keys): the
+SCORES is a CSV with columns ``member,score`` (or Parquet / ``.npz`` / JSON; other column names
+with ``--member-col`` / ``--score-col``, per-user rows with ``--group-col``): the
 secret bit of each canary (1 = included) and its score from ONE run (higher = more likely 1).
 Each row of the table is a valid lower bound on its own (Bonferroni over the guess-count grid,
 see :func:`dpaudit.audit_one_run`).  The verdict uses the first method of ``--methods`` (the
@@ -15,9 +16,24 @@ from pathlib import Path
 import typer
 
 from dpaudit.cli.bound import parse_family
-from dpaudit.cli.common import app, console, print_results, verdict
+from dpaudit.cli.common import (
+    app,
+    check_claimed_epsilon,
+    console,
+    json_payload,
+    print_results,
+)
+from dpaudit.cli.table_options import (
+    aggregate_option,
+    group_col_option,
+    load_table,
+    member_col_option,
+    score_col_option,
+)
 from dpaudit.estimators.one_run import DEFAULT_FRACTIONS, ONE_RUN_METHODS, audit_one_run
-from dpaudit.io import load_scores
+from dpaudit.estimators.verdict import verdict_from_results
+from dpaudit.report.cli import format_option, maybe_write_report, report_option
+from dpaudit.validation import check_nonnegative
 
 
 def _methods(text: str) -> tuple[str, ...]:
@@ -59,25 +75,37 @@ def one_run_cmd(
     true_epsilon: float | None = typer.Option(None, "--true-epsilon",
                                               help="Reference epsilon for a ratio column."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random tie-breaking of scores."),
+    member_col: str = member_col_option(),
+    score_col: str = score_col_option(),
+    group_col: str | None = group_col_option(),
+    aggregate: str | None = aggregate_option(),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    report: Path | None = report_option(),
+    report_format: str = format_option(),
 ) -> None:
     """One-run audits (tight, bits, Steinke, Mahloujifar) side by side on the same guesses."""
-    obs = load_scores(scores)
+    obs = load_table(scores, member_col, score_col, group_col, aggregate)
     ms = _methods(methods)
+    claimed_epsilon = check_claimed_epsilon(claimed_epsilon)
+    if true_epsilon is not None:
+        true_epsilon = check_nonnegative("--true-epsilon", true_epsilon)
     results = audit_one_run(obs.member, obs.score, delta=delta, confidence=confidence,
                             methods=ms, family=parse_family(family, delta),
                             fractions=_fractions(fractions), bits_ci=bits_ci,
                             simultaneous=simultaneous, seed=seed)
-    if simultaneous:
-        basis = max(results, key=lambda r: r.epsilon)
-    else:
-        basis = results[0]
-    v = verdict(basis.epsilon, claimed_epsilon)
+    # the verdict and its guarantee (dpaudit.estimators.verdict): primary row, or Bonferroni
+    # over the methods with --simultaneous
+    ver = (verdict_from_results(results, claimed_epsilon,
+                                rule="bonferroni" if simultaneous else "primary")
+           if claimed_epsilon is not None else None)
+    v = ver.message() if ver else None
+    basis = ver.basis if ver else results[0]
     extra: dict[str, object] = {"canaries": obs.n, "members": obs.n_members}
-    if claimed_epsilon is not None:
-        extra.update({"claimed_epsilon": claimed_epsilon,
-                      "violation": bool(basis.epsilon > claimed_epsilon),
-                      "verdict": v, "verdict_method": basis.method})
+    if ver is not None:
+        extra.update({"claimed_epsilon": claimed_epsilon, **ver.to_dict()})
+    maybe_write_report(report, report_format, json_payload(
+        results, true_epsilon=true_epsilon, extra=extra), observations=obs, inputs=[scores],
+        title=f"One-run audits of {scores.name}")
     if as_json:
         print_results(results, as_json=True, true_epsilon=true_epsilon, extra=extra)
         return

@@ -24,11 +24,19 @@ def reproduce(
     """Reproduce a paper figure/table as CSV + PNG."""
     if name == "list":
         load_all()
+        if as_json:
+            print_json({"experiments": [{"name": k, "source": EXPERIMENTS[k].source,
+                                         "description": EXPERIMENTS[k].description}
+                                        for k in sorted(EXPERIMENTS)]})
+            return
         for key in sorted(EXPERIMENTS):
             e = EXPERIMENTS[key]
             console.print(f"[bold]{key}[/bold]  {e.source}: {e.description}")
         return
-    size = "full" if full else check_choice("--size", size, SIZES)
+    size = check_choice("--size", size, SIZES)
+    if full and size not in ("small", "full"):
+        raise ValueError(f"--full means --size full; it contradicts --size {size}")
+    size = "full" if full else size
     exp = get_experiment(name)
     out.mkdir(parents=True, exist_ok=True)
     paths = exp.run(out, size=size, seed=seed)

@@ -12,10 +12,21 @@ with a search range [lo, hi].  Estimators accept ``family`` as
   :class:`Family` with its own range is given.
 
 Ranges follow spec/001 §2.11.
+
+The one rule at the top of a range (every estimator, every family): when the search rejects even
+the family's largest member theta_hi, the estimator reports ``epsilon = Family.epsilon(theta_hi,
+delta)`` -- the epsilon of the ceiling member, a valid lower bound (the null theta_hi itself was
+rejected, and every smaller theta is more private) -- with ``details["hit_ceiling"] = True``; the
+CLI prints it as "at the family's ceiling".  It is never a made-up number, never +inf and never an
+error: the closed-form conversions (GaussianDP, SubsampledGaussianDP in log space; LaplaceDP,
+EpsDeltaDP exactly) are finite at every theta of the four named families' ranges, e.g.
+GaussianDP(32).epsilon(1e-5) = 647.54.  The evidence may support more than the ceiling; a larger
+range is a :class:`Family` with another ``hi``.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -46,8 +57,23 @@ class Family:
         return self.build(theta)
 
     def epsilon(self, theta: float, delta: float) -> float:
-        """epsilon at ``delta`` of the family member theta (Algorithm 2 of seed 001)."""
-        return self.curve(theta).epsilon(delta)
+        """epsilon at ``delta`` of the family member theta (Algorithm 2 of seed 001).
+
+        A family whose members state no finite epsilon at ``delta`` (GDP or the subsampled
+        Gaussian at delta = 0) cannot turn a rejection into an epsilon bound: +inf would claim
+        that no epsilon-DP guarantee holds, which the data do not show (a pure-DP Laplace
+        mechanism would "violate" every claim).  That is a ValueError, not a number."""
+        eps = self.curve(theta).epsilon(delta)
+        if math.isinf(eps) and theta > 0:
+            raise ValueError(f"delta = {delta:g}: the {self.name} family states no finite "
+                             f"epsilon at this delta ({self.param_name} = {theta:g} -> inf); "
+                             "use delta > 0, or family 'laplace' or 'eps_delta' for pure DP")
+        return eps
+
+    def ceiling_epsilon(self, delta: float) -> float:
+        """epsilon of the top member theta_hi: the bound reported when a search hits the
+        ceiling (see the module docstring)."""
+        return self.epsilon(self.hi, delta)
 
     def describe(self) -> str:
         return self.name
@@ -58,6 +84,7 @@ def resolve_family(family: Any, delta: float = 0.0) -> Family:
 
     ``delta`` is the delta of the null curve for the "eps_delta" family.
     """
+    delta = check_delta(delta)  # validated whatever the family (only eps_delta uses it)
     if isinstance(family, Family):
         return family
     if isinstance(family, str):
@@ -76,8 +103,8 @@ def resolve_family(family: Any, delta: float = 0.0) -> Family:
     if isinstance(family, (tuple, list)) and len(family) == 2 and isinstance(family[0], str):
         key = family[0].lower().replace("-", "_")
         if key in ("subsampled_gaussian", "sgm"):
-            q = check_probability("q (subsampled_gaussian sampling rate)", family[1],
-                                  open_low=True)
+            q = check_probability("family: q (subsampled_gaussian sampling rate)",
+                                  family[1], open_low=True)
             return Family(f"subsampled_gaussian(q={q:g})",
                           lambda mu: SubsampledGaussianDP(mu, q), 0.01, 32.0, "mu")
     if callable(family):

@@ -13,14 +13,42 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from scipy.special import ndtr
+from scipy.special import ndtr, ndtri
 
-from dpaudit.curves.base import Curve, as_alpha, numeric_epsilon
-from dpaudit.curves.gaussian import GaussianDP, gdp_delta
-from dpaudit.search import invert_decreasing
+from dpaudit.curves.base import Curve, as_alpha
+from dpaudit.curves.gaussian import GaussianDP, gdp_log_delta
+from dpaudit.search import invert_decreasing, solve_monotone
 from dpaudit.validation import check_delta, check_nonnegative, check_probability
 
-__all__ = ["SubsampledGaussianDP"]
+__all__ = ["SubsampledGaussianDP", "sgm_tradeoff"]
+
+
+def _fq(mu: np.ndarray, q: float, a: np.ndarray) -> np.ndarray:
+    """f_q(alpha) = q G_mu(alpha) + (1 - q)(1 - alpha), elementwise in (mu, alpha)."""
+    return q * ndtr(-ndtri(a) - mu) + (1 - q) * (1 - a)
+
+
+def sgm_tradeoff(mu: Any, q: float, alpha: Any, *, symmetrized: bool = False) -> np.ndarray:
+    """Trade-off of the subsampled Gaussian, vectorised over broadcast (mu, alpha) pairs, so
+    that many candidate curves are evaluated in one call (the Mahloujifar recursion does).
+
+    Symmetrised (Dong, Roth, Su 2022, App. of Thm 4.2 / seed 001 §6.3): with
+    x* = Phi(-mu/2) where f_q'(x*) = -1,
+    C_q(f)(x) = f_q(x) on [0, x*], x* + f_q(x*) - x on [x*, f_q(x*)], f_q^{-1}(x) after.
+    """
+    mu_b, a = np.broadcast_arrays(np.asarray(mu, dtype=float), as_alpha(alpha))
+    mu_b = np.array(mu_b, dtype=float)
+    a = np.array(a, dtype=float)
+    if not symmetrized:
+        return _fq(mu_b, q, a)
+    xs = ndtr(-mu_b / 2)
+    fxs = _fq(mu_b, q, xs)
+    out = np.where(a <= xs, _fq(mu_b, q, a), xs + fxs - a)
+    tail = a > fxs
+    if tail.any():
+        mt = mu_b[tail]
+        out[tail] = invert_decreasing(lambda x: _fq(mt, q, x), a[tail])
+    return out
 
 
 class SubsampledGaussianDP(Curve):
@@ -47,18 +75,8 @@ class SubsampledGaussianDP(Curve):
 
     def tradeoff(self, alpha: Any) -> np.ndarray:
         a = as_alpha(alpha)
-        if not self.symmetrized:
-            return self._fq(a)
-        # Dong et al. (2022) Prop. A.? : with x* the point where f_q'(x*) = -1, i.e.
-        # G_mu'(x*) = -1  <=>  x* = Phi(-mu/2),
-        #   C_q(f)(x) = f_q(x) on [0, x*], x* + f_q(x*) - x on [x*, f_q(x*)], f_q^{-1}(x) after.
-        xs = float(ndtr(-self.mu / 2))
-        fxs = float(self._fq(np.array(xs)))
-        out = np.where(a <= xs, self._fq(a), xs + fxs - a)
-        tail = a > fxs
-        if tail.any():
-            out[tail] = invert_decreasing(self._fq, a[tail])
-        return out
+        out = sgm_tradeoff(self.mu, self.q, a, symmetrized=self.symmetrized)
+        return out if a.ndim else out[()]
 
     def power(self, alpha: Any) -> np.ndarray:
         if self.symmetrized:
@@ -75,14 +93,29 @@ class SubsampledGaussianDP(Curve):
         minimum is the maximum of the conjugates).
         """
         eps = check_nonnegative("epsilon", epsilon)
+        return float(math.exp(self.log_delta(eps)))
+
+    def log_delta(self, eps: float) -> float:
+        """log of :meth:`delta`, in log space so that large eps neither overflows e^eps nor
+        underflows: log(1 + (e^eps - 1)/q) = eps + log1p((q - 1) e^-eps) - log q."""
         q, mu = self.q, self.mu
-        d1 = q * gdp_delta(mu, math.log1p(math.expm1(eps) / q))
-        c = 1 - math.exp(eps) * (1 - q)
-        d2 = c * gdp_delta(mu, eps + math.log(q) - math.log(c)) if c > 0 else 0.0
-        return float(max(d1, d2))
+        shift = eps + math.log1p((q - 1) * math.exp(-eps)) - math.log(q)
+        l1 = math.log(q) + float(gdp_log_delta(mu, shift))
+        c = -math.expm1(eps + math.log1p(-q)) if q < 1 else -math.inf
+        if c > 0:  # only for eps < -log(1 - q)
+            l2 = math.log(c) + float(gdp_log_delta(mu, eps + math.log(q) - math.log(c)))
+            return max(l1, l2)
+        return l1
 
     def epsilon(self, delta: float) -> float:
+        """Smallest eps with delta(eps) <= delta, solved in log space on [0, eps_G] where
+        eps_G = GaussianDP(mu).epsilon(delta) (subsampling only helps: delta_q <= delta_G), so
+        no artificial ceiling is needed at the top of the family range."""
         delta = check_delta(delta)
         if delta == 0.0:
             return math.inf  # a Gaussian component is never pure DP
-        return numeric_epsilon(self, delta, delta_fn=self.delta)
+        target = math.log(delta)
+        if self.log_delta(0.0) <= target:
+            return 0.0
+        hi = self._g.epsilon(delta) + 1.0
+        return solve_monotone(self.log_delta, target, 0.0, hi, xtol=1e-10, max_hi=1e300)

@@ -24,6 +24,8 @@ Threshold strategies:
   exact validity is required.
 * ``"split"`` -- choose the threshold on a seeded random half (``split_fraction``), bound on the
   other half at the full confidence: exactly valid.
+* ``"multi_split"`` -- ten seeded splits combined by the median-of-p-values rule
+  (:mod:`dpaudit.estimators.multi_split`): exactly valid, less dependent on one split's luck;
 * a number -- that threshold only.
 
 The GDP-based estimate (``estimate="gdp"``): a test with (alpha, beta) is consistent with mu-GDP
@@ -247,7 +249,8 @@ def multi_run(member: Any, score: Any, delta: float = 0.0, confidence: float = 0
       score: attack score per trial (higher = more likely member).
       delta: the delta of the claimed guarantee, in [0, 1).
       confidence: probability that the bound holds, in (0, 1).
-      threshold: "bonferroni", "split" or a number (predict member when score >= threshold).
+      threshold: "bonferroni", "split", "multi_split" (10 seeded splits, median rule: see
+        :mod:`dpaudit.estimators.multi_split`) or a number (member when score >= threshold).
       direction: "both" (Eqs. 13-16) or "positive" (Eqs. 13-14 only).
       estimate: "eps_delta" (the privacy-region bound) or "gdp" (the GDP-based estimate).
     """
@@ -260,8 +263,14 @@ def multi_run(member: Any, score: Any, delta: float = 0.0, confidence: float = 0
     srt = _Sorted.of(obs)
     settings: dict[str, Any] = {"n": obs.n, "n_members": obs.n_members, "direction": direction,
                                 "estimate": estimate, "interval": "clopper_pearson"}
+    if threshold == "multi_split":  # S seeded splits combined validly (estimators.multi_split)
+        from dpaudit.estimators.multi_split import multi_split
+
+        return multi_split(obs.member, obs.score, delta, confidence, seed=seed,
+                           split_fraction=split_fraction, direction=direction,
+                           estimate=estimate, max_thresholds=max_thresholds)
     if isinstance(threshold, str):
-        check_choice("threshold", threshold, ("bonferroni", "split"))
+        check_choice("threshold", threshold, ("bonferroni", "split", "multi_split"))
         settings["threshold"] = threshold
         if threshold == "bonferroni":
             max_thresholds = check_count("max_thresholds", max_thresholds, minimum=1)
@@ -297,7 +306,7 @@ def multi_run(member: Any, score: Any, delta: float = 0.0, confidence: float = 0
         try:
             chosen = float(threshold)
         except (TypeError, ValueError):
-            raise ValueError(f"threshold must be 'bonferroni', 'split' or a number; "
+            raise ValueError(f"threshold must be 'bonferroni', 'split', 'multi_split' or a number; "
                              f"got {threshold!r}") from None
         if not math.isfinite(chosen):
             raise ValueError(f"threshold must be finite, got {threshold!r}")

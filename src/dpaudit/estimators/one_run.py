@@ -42,13 +42,14 @@ import numpy as np
 from scipy import stats
 
 from dpaudit.curves import resolve_family
-from dpaudit.estimators.bits import bits
+from dpaudit.estimators.bits import CI_METHODS, bits
 from dpaudit.estimators.mahloujifar import mahloujifar
 from dpaudit.estimators.steinke import _guesses_from_sorted, steinke
 from dpaudit.estimators.tight import tight
 from dpaudit.observations import MembershipObservations
 from dpaudit.results import AuditResult
 from dpaudit.validation import (
+    check_choice,
     check_confidence,
     check_count,
     check_delta,
@@ -185,6 +186,7 @@ def audit_one_run(member: Any, score: Any, delta: float = 1e-5, confidence: floa
     n = obs.n
     delta = check_delta(delta)
     gamma = check_confidence(confidence)
+    check_choice("bits_ci", bits_ci, CI_METHODS)  # checked even when bits is not run
     if isinstance(methods, str):
         methods = (methods,)
     methods = tuple(methods)

@@ -38,6 +38,7 @@ from dpaudit.validation import (
     check_binary_array,
     check_choice,
     check_confidence,
+    check_count_array,
     check_delta,
     check_finite_array,
     check_nested_counts,
@@ -212,14 +213,37 @@ def guesses_from_scores(truth: Any, score: Any, k_pos: Any, k_neg: Any, *,
     return _guesses_from_sorted(t, s, k_pos, k_neg, rng)
 
 
+#: spawn key of the tie-break stream derived from an integer seed (ASCII "tieb").
+TIE_BREAK_KEY = 0x74696562
+
+
+def tie_break_rng(rng: np.random.Generator | int) -> np.random.Generator:
+    """The tie-break generator: a Generator as given; an integer seed -> the tagged child
+    ``SeedSequence(seed, spawn_key=(TIE_BREAK_KEY,))``, independent of ``default_rng(seed)``
+    and of the per-trial streams ``SeedSequence(seed, spawn_key=(t,))`` for t < TIE_BREAK_KEY."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
+        return np.random.default_rng(np.random.SeedSequence(int(rng),
+                                                            spawn_key=(TIE_BREAK_KEY,)))
+    return np.random.default_rng(rng)
+
+
 def ascending_order(score: np.ndarray, rng: np.random.Generator | int) -> np.ndarray:
     """Indices that sort ``score`` ascending, equal scores in a uniformly random order.
 
     Same permutation as ``np.lexsort((gen.random(m), score))`` (a random priority per canary
     breaks ties), and the generator is advanced identically, but computed as one argsort of
     the scores plus a lexsort of the tied entries only: without ties it is a plain argsort.
+
+    An integer ``rng`` is NOT used as ``default_rng(rng)``: the priorities come from the
+    tagged stream ``SeedSequence(rng, spawn_key=(TIE_BREAK_KEY,))``.  A game seeded with the
+    same integer (``default_rng(seed)`` drawing the secret bits first) would otherwise produce
+    priorities equal to the uniforms that decided the bits, so the tie-break would depend on
+    the truth (issue 15, ``simulate rr --seed 0``: every tied guess below r = n was wrong).
+    A Generator is used as given; it must be independent of the truth bits.
     """
-    gen = np.random.default_rng(rng)
+    gen = tie_break_rng(rng)
     m = score.size
     order = np.argsort(score, kind="stable")
     ss = score[order]
@@ -250,14 +274,9 @@ def _guesses_from_sorted(t: np.ndarray, s: np.ndarray, k_pos: Any, k_neg: Any,
                          rng: np.random.Generator | int) -> tuple[Any, Any]:
     """:func:`guesses_from_scores` on validated arrays (bool truth, float scores)."""
     m = t.size
-    kp = np.asarray(k_pos)
-    kn = np.asarray(k_neg)
-    for name, k in (("k_pos", kp), ("k_neg", kn)):
-        flat = k.reshape(-1)
-        if flat.size == 0 or not np.all(np.isfinite(flat.astype(float))) or np.any(
-                flat.astype(float) != np.round(flat.astype(float))) or np.any(flat < 0):
-            raise ValueError(f"{name} must be integers >= 0, got {k!r}")
-    kp, kn = np.broadcast_arrays(kp.astype(np.int64), kn.astype(np.int64))
+    kp = check_count_array("k_pos", k_pos)
+    kn = check_count_array("k_neg", k_neg)
+    kp, kn = np.broadcast_arrays(kp, kn)
     if np.any(kp + kn > m):
         raise ValueError(f"k_pos + k_neg must be <= the number of canaries ({m})")
     order = ascending_order(s, rng)  # ascending score, random among ties

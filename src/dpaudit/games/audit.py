@@ -141,10 +141,17 @@ DEMO_SETTINGS: dict[str, Any] = {"noise_multiplier": 1.0, "sampling_rate": 0.01,
 
 
 def demo_dpsgd(flawed: bool, seed: int) -> tuple[float, list[AuditResult]]:
+    """(claimed epsilon, results) of :func:`demo_dpsgd_run`."""
+    rep = demo_dpsgd_run(flawed, seed)
+    return rep.claimed_epsilon, rep.results
+
+
+def demo_dpsgd_run(flawed: bool, seed: int) -> OneRunReport:
     """One-run white-box audit of DP-SGD (sigma = 1, q = 0.01, T = 1000, 5,000 Dirac canaries,
     optimal likelihood-ratio score), correct or with the backprop-clipping bug (|B| = 16).
 
-    Returns (claimed epsilon at delta = 1e-5, the side-by-side results).  The correct run stays
+    Returns the OneRunReport (observations, results, claimed epsilon at delta = 1e-5; the
+    report card plots the observations).  The correct run stays
     below the claim; the flawed run's lower bound exceeds it in one run.
     """
     s = DEMO_SETTINGS
@@ -152,6 +159,5 @@ def demo_dpsgd(flawed: bool, seed: int) -> tuple[float, list[AuditResult]]:
                           sampling_rate=s["sampling_rate"], steps=s["steps"], score_kind="lr",
                           flaw="backprop_clipping" if flawed else None,
                           batch_size=s["batch_size"] if flawed else 1)
-    rep = one_run_audit(mech, s["canaries"], seed, delta=s["delta"],
-                        confidence=s["confidence"])
-    return rep.claimed_epsilon, rep.results
+    return one_run_audit(mech, s["canaries"], seed, delta=s["delta"],
+                         confidence=s["confidence"])

@@ -1,4 +1,4 @@
-"""Black-box multi-run audit of a user's mechanism, run in parallel on local processes.
+"""Black-box multi-run audit of a user's mechanism, run by the trial engine.
 
 The user supplies three picklable callables (module-level functions or instances of
 module-level classes, so that worker processes can receive them):
@@ -13,33 +13,33 @@ Trial t is one run of seed 000 Algorithm 1 (spec/000 §2.2; seed 004's classical
 uniform secret bit b_t chooses D_b, M runs once on it, and (b_t, score) is recorded, so each
 canary bit is in exactly one run (regulation R1) and the score sees only the output (R2).
 
-Reproducibility.  Trial t draws all its randomness from its own generator seeded with
-``SeedSequence(seed, spawn_key=(t,))`` (the t-th child of ``SeedSequence(seed)``), and results
-are stored by trial index; hence the same seed gives the same observations whatever the number
-of workers or the chunking.  Parallelism uses ``concurrent.futures.ProcessPoolExecutor``
-(default: all cores); ``workers=1`` runs in-process (and accepts unpicklable callables).
+A :class:`BlackBoxAudit` is a game of :mod:`dpaudit.engine` (``fields``, ``run_trial``,
+``config``): :func:`dpaudit.engine.run_audit` runs it on an executor (in-process, local process
+pool, Ray) with a durable trial store, resume and sequential stopping; :func:`run_trials`
+(below) is the in-memory shortcut kept from earlier versions.
+
+Reproducibility.  Trial t draws all its randomness from its own generator,
+:func:`trial_rng` (seed, t) -- Philox with counter block t (:mod:`dpaudit.engine.seeding`); the
+secret bit is its first draw.  Results are stored by trial index, so the same seed gives the
+same observations whatever the executor, the number of workers, the chunking or restarts.
+(Before dpaudit 0.1 the stream was child t of ``SeedSequence(seed)``: same law, other draws.)
 """
 
 from __future__ import annotations
 
-import os
-import pickle
+import math
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from dpaudit.engine.game import describe_callable
+from dpaudit.engine.seeding import TrialStreams, trial_rng
 from dpaudit.observations import MembershipObservations
 from dpaudit.validation import check_choice, check_count
 
 __all__ = ["BlackBoxAudit", "run_trials", "trial_rng"]
-
-
-def trial_rng(seed: int, trial: int) -> np.random.Generator:
-    """The generator of trial ``trial``: child ``trial`` of SeedSequence(seed)."""
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(trial,)))
 
 
 @dataclass(frozen=True)
@@ -51,33 +51,46 @@ class BlackBoxAudit:
     score: Callable[[Any], float]
     adjacency: str = "add_remove"
 
+    fields = ("member", "score")
+
     def __post_init__(self) -> None:
         for name in ("mechanism", "neighbours", "score"):
             if not callable(getattr(self, name)):
                 raise ValueError(f"{name} must be callable")
         check_choice("adjacency", self.adjacency, ("add_remove", "replace_one"))
 
-    def trial(self, seed: int, t: int) -> tuple[bool, float]:
+    def config(self) -> dict[str, Any]:
+        """What determines the trials (recorded in the trial store)."""
+        return {"kind": "blackbox", "mechanism": describe_callable(self.mechanism),
+                "neighbours": describe_callable(self.neighbours),
+                "score": describe_callable(self.score), "adjacency": self.adjacency}
+
+    def run_trial(self, g: np.random.Generator, t: int) -> tuple[float, float]:
         """One run: bit ~ Bernoulli(1/2), output = M(D_bit), score(output)."""
-        g = trial_rng(seed, t)
-        bit = bool(g.random() < 0.5)
+        bit = g.random() < 0.5
         pair = self.neighbours(g)
         if not isinstance(pair, (tuple, list)) or len(pair) != 2:
             raise ValueError("neighbours(rng) must return a pair (D0, D1) of datasets")
-        out = self.mechanism(pair[1] if bit else pair[0], g)
-        s = float(self.score(out))
-        if not np.isfinite(s):
+        s = float(self.score(self.mechanism(pair[1] if bit else pair[0], g)))
+        if not math.isfinite(s):
             raise ValueError(f"score returned a non-finite value ({s}) in trial {t}")
-        return bit, s
+        return float(bit), s
 
+    def secret(self, seed: int, t: int) -> bool:
+        """The secret bit of trial t (its stream's first draw), also when the trial failed."""
+        return bool(trial_rng(seed, t).random() < 0.5)
 
-def _run_chunk(audit: BlackBoxAudit, seed: int, start: int, stop: int
-               ) -> tuple[int, np.ndarray, np.ndarray]:
-    bits = np.empty(stop - start, dtype=bool)
-    scores = np.empty(stop - start)
-    for k, t in enumerate(range(start, stop)):
-        bits[k], scores[k] = audit.trial(seed, t)
-    return start, bits, scores
+    def secrets(self, seed: int, trials: Any) -> np.ndarray:
+        """:meth:`secret` of several trials (one reused generator: about 1 us each)."""
+        at = TrialStreams(seed).at
+        t = np.asarray(trials, dtype=np.int64)
+        return np.fromiter((at(i).random() < 0.5 for i in t.tolist()), dtype=bool,
+                           count=t.size)
+
+    def trial(self, seed: int, t: int) -> tuple[bool, float]:
+        """Trial t of an audit with ``seed``: (secret bit, score)."""
+        bit, s = self.run_trial(trial_rng(seed, t), t)
+        return bool(bit), s
 
 
 def run_trials(audit: BlackBoxAudit, trials: int, seed: int, *, workers: int | None = None,
@@ -85,45 +98,29 @@ def run_trials(audit: BlackBoxAudit, trials: int, seed: int, *, workers: int | N
                ) -> MembershipObservations:
     """Run ``trials`` independent audit trials (in parallel) and return (bit, score) pairs.
 
+    A thin wrapper over :func:`dpaudit.engine.execute` without a store: ``workers=1`` runs
+    in-process (any callables), otherwise on a local process pool.  A trial that still fails
+    after its retries raises ValueError naming the trial and the error.
+
     Args:
       audit: the black-box mechanism, neighbour generator and score.
       trials: number of runs (>= 2).
       seed: integer seed; same seed -> same result regardless of ``workers``/``chunk_size``.
       workers: processes (default: all cores, ``os.cpu_count()``); 1 = in-process.
-      chunk_size: trials per task (default: about 4 tasks per worker, at most 10,000).
+      chunk_size: trials per task (default: about 8 tasks per worker).
       progress: show a rich progress bar.
     """
+    from dpaudit.engine.runner import execute
+
     n = check_count("trials", trials, minimum=2)
     seed = check_count("seed", seed)
-    w = check_count("workers", workers, minimum=1) if workers is not None else \
-        (os.cpu_count() or 1)
-    w = min(w, n)
-    cs = check_count("chunk_size", chunk_size, minimum=1) if chunk_size is not None else \
-        max(1, min(10_000, -(-n // (4 * w))))
-    bounds = [(s, min(s + cs, n)) for s in range(0, n, cs)]
-    bits = np.empty(n, dtype=bool)
-    scores = np.empty(n)
-
-    from rich.progress import Progress
-
-    with Progress(disable=not progress, transient=True) as bar:
-        task = bar.add_task("audit trials", total=n)
-        if w == 1:
-            for s, e in bounds:
-                _, b, sc = _run_chunk(audit, seed, s, e)
-                bits[s:e], scores[s:e] = b, sc
-                bar.advance(task, e - s)
-        else:
-            try:
-                pickle.dumps(audit)
-            except Exception as exc:  # noqa: BLE001 - any pickling failure
-                raise ValueError(f"audit callables must be picklable to run on {w} worker "
-                                 f"processes (define them at module level) or use workers=1: "
-                                 f"{exc}") from None
-            with ProcessPoolExecutor(max_workers=w) as ex:
-                futs = [ex.submit(_run_chunk, audit, seed, s, e) for s, e in bounds]
-                for f in as_completed(futs):
-                    s, b, sc = f.result()
-                    bits[s:s + b.size], scores[s:s + b.size] = b, sc
-                    bar.advance(task, b.size)
-    return MembershipObservations.from_arrays(bits, scores)
+    if workers is not None:
+        check_count("workers", workers, minimum=1)
+    run = execute(audit, trials=n, seed=seed,
+                  executor="inline" if workers == 1 else "process", workers=workers,
+                  chunk_size=chunk_size, progress=progress, retries=0)
+    if run.failures:
+        f = run.failures[0]
+        raise ValueError(f"trial {f.trial} failed ({len(run.failures)} of {n} trials failed): "
+                         f"{f.error}")
+    return MembershipObservations.from_arrays(run.column("member") > 0.5, run.column("score"))

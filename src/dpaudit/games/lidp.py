@@ -55,6 +55,7 @@ __all__ = [
     "RandomGradientCanaries",
     "ClipBKDCanaries",
     "lidp_game",
+    "LiDPTrialGame",
     "gaussian_lidp_scores",
     "gaussian_rdp_epsilon",
     "gaussian_sigma_for_epsilon",
@@ -187,10 +188,48 @@ def _take(canaries: Any, idx: slice) -> Any:
     return canaries[idx]
 
 
+@dataclass(frozen=True)
+class LiDPTrialGame:
+    """One trial of seed 002 Algorithm 1 as a game of :mod:`dpaudit.engine`: records the K
+    inserted-canary scores (x_0..x_{K-1}) and the m fresh-canary scores (y_0..y_{m-1})."""
+
+    mechanism: Callable[[Any, np.random.Generator], Any]
+    sampler: Callable[[np.random.Generator, int], Any]
+    score: Callable[[Any, Any], Any]
+    k: int
+    m: int
+    mode: str = "add_remove"
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return tuple([f"x_{i}" for i in range(self.k)] + [f"y_{j}" for j in range(self.m)])
+
+    def config(self) -> dict[str, Any]:
+        from dpaudit.engine.game import describe_callable
+
+        return {"kind": "lidp", "mechanism": describe_callable(self.mechanism),
+                "sampler": describe_callable(self.sampler),
+                "score": describe_callable(self.score), "k": self.k, "m": self.m,
+                "mode": self.mode}
+
+    def run_trial(self, g: np.random.Generator, t: int) -> np.ndarray:
+        k, m = self.k, self.m
+        can = self.sampler(g, k + m)
+        ins = _take(can, slice(0, k))
+        out1 = self.mechanism(ins, g)
+        x = np.asarray(self.score(out1, ins), dtype=float)
+        out0 = (self.mechanism(_take(can, slice(0, k - 1)), g) if self.mode == "add_remove"
+                else out1)
+        y = np.asarray(self.score(out0, _take(can, slice(k, k + m))), dtype=float)
+        return np.concatenate([x, y])
+
+
 def lidp_game(mechanism: Callable[[Any, np.random.Generator], Any],
               sampler: Callable[[np.random.Generator, int], Any],
               score: Callable[[Any, Any], Any], n: int, k: int, m: int | None = None, *,
-              rng: np.random.Generator | int, mode: str = "add_remove") -> LiDPScores:
+              rng: np.random.Generator | int, mode: str = "add_remove",
+              executor: str | None = None, workers: int | None = None,
+              store: Any = None, resume: bool = False) -> LiDPScores:
     """Seed 002 Algorithm 1 for a black-box mechanism.
 
     Args:
@@ -203,11 +242,30 @@ def lidp_game(mechanism: Callable[[Any, np.random.Generator], Any],
       rng: Generator or integer seed.
       mode: "add_remove" (null run on K - 1 canaries) or "replace_one" (fresh canaries scored
         on the D_1 output; one run per trial).
+      executor: None (default) runs the trials here from the one generator ``rng``;
+        "inline" / "process" / "ray" run them on :mod:`dpaudit.engine` (``rng`` must then be
+        an integer seed; trial t draws from its own stream of (seed, t), so the draws differ
+        from the default path), with ``workers``, a trial ``store`` and ``resume``.
     """
     n = check_count("n", n, minimum=1)
     k = check_count("k", k, minimum=1)
     m = k if m is None else check_count("m", m, minimum=1)
     check_choice("mode", mode, MODES)
+    if executor is not None:
+        from dpaudit.engine.runner import execute
+
+        if not isinstance(rng, (int, np.integer)):
+            raise ValueError("rng must be an integer seed when executor is given")
+        run = execute(LiDPTrialGame(mechanism, sampler, score, k, m, mode), trials=n,
+                      seed=int(rng), executor=executor, workers=workers, store=store,
+                      resume=resume)
+        if run.failures:
+            f = run.failures[0]
+            raise ValueError(f"trial {f.trial} failed ({len(run.failures)} failed): {f.error}")
+        check_finite_array("x scores", run.records[:, :k].reshape(-1))
+        check_finite_array("y scores", run.records[:, k:].reshape(-1))
+        return LiDPScores(run.records[:, :k].copy(), run.records[:, k:].copy(), mode,
+                          {"n": n, "k": k, "m": m, "engine": run.audit_id})
     g = as_rng(rng)
     xs = np.empty((n, k))
     ys = np.empty((n, m))

@@ -46,7 +46,14 @@ from dpaudit.risk.flipping import (
     check_prior_scalar,
 )
 from dpaudit.stats.poisson_binomial import _tail_at, poisson_binomial_tail
-from dpaudit.validation import check_choice, check_confidence, check_count, check_delta
+from dpaudit.validation import (
+    check_choice,
+    check_confidence,
+    check_count,
+    check_delta,
+    check_probability,
+    check_real_array,
+)
 
 __all__ = [
     "THEOREMS",
@@ -534,7 +541,7 @@ def epsilon_protect(prior: Any, tau: float = 0.05, delta: Any = 0.0, *,
     check_choice("theorem", theorem, THEOREMS)
     p = check_prior_array(prior, "prior", open_interval=True, min_size=0) if np.ndim(prior) \
         else check_prior_scalar(prior)
-    t = float(tau)
+    t = check_probability("tau", tau)
     if not (0.0 < t < 1.0):
         raise ValueError(f"tau must be in (0, 1), got {tau!r}")
     d = check_delta(delta)
@@ -565,7 +572,7 @@ def leaked_bits(epsilon: Any, alpha: Any) -> np.ndarray | float:
     """Bits an eps-DP mechanism leaks about one person, except with probability alpha:
     log2(e^eps (1/alpha - 1) + 1) (seed 003 §3.2 "Estimating bit leakage"), vectorised."""
     e = check_epsilon(epsilon)
-    a = np.asarray(alpha, dtype=float)
+    a = check_real_array("alpha", alpha)
     if np.isnan(a).any() or (a <= 0).any() or (a >= 1).any():
         raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
     out = np.logaddexp(np.asarray(e) + np.log1p(-a) - np.log(a), 0.0) / math.log(2)

@@ -23,16 +23,16 @@ from typing import Any
 import numpy as np
 from scipy.special import expit
 
-from dpaudit.validation import check_finite_array
+from dpaudit.validation import check_finite_array, check_probability, check_real_array
 
 __all__ = ["beta", "posterior_lower", "check_prior_array", "check_prior_scalar",
            "check_epsilon"]
 
 
 def check_epsilon(epsilon: Any, name: str = "epsilon") -> np.ndarray | float:
-    """epsilon >= 0 (scalar or array; +inf allowed and means 'no privacy')."""
-    e = np.asarray(epsilon, dtype=float) if not isinstance(epsilon, (int, float)) \
-        else np.asarray(float(epsilon))
+    """epsilon >= 0 (scalar or array; +inf allowed and means 'no privacy'; strings, booleans
+    and complex numbers are rejected)."""
+    e = check_real_array(name, epsilon)
     if np.isnan(e).any() or (e < 0).any():
         raise ValueError(f"{name} must be >= 0 (inf allowed), got {epsilon!r}")
     return e if e.ndim else float(e)
@@ -45,10 +45,7 @@ def check_prior_array(values: Any, name: str = "priors", *, open_interval: bool 
     Accepted range [0, 1] (p_i = 0 encodes an abstention or an impossible guess, seed 003
     §3.3; p_i = 1 a certain success), or (0, 1) with ``open_interval=True``.
     """
-    try:
-        arr = np.asarray(values, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be an array of probabilities") from None
+    arr = check_real_array(name, values)
     arr = arr.reshape(-1) if arr.ndim == 0 else arr
     arr = check_finite_array(name, arr, min_size=min_size)
     bad = (arr <= 0) | (arr >= 1) if open_interval else (arr < 0) | (arr > 1)
@@ -61,10 +58,7 @@ def check_prior_array(values: Any, name: str = "priors", *, open_interval: bool 
 
 def check_prior_scalar(value: Any, name: str = "prior") -> float:
     """A single prior success probability, in the open interval (0, 1)."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number in (0, 1), got {value!r}") from None
+    v = check_probability(name, value)
     if not (0.0 < v < 1.0):
         raise ValueError(f"{name} must be in (0, 1), got {value!r}")
     return v
@@ -72,10 +66,7 @@ def check_prior_scalar(value: Any, name: str = "prior") -> float:
 
 def _check_p(p: Any) -> np.ndarray:
     """p of any shape, each entry in [0, 1]."""
-    try:
-        arr = np.asarray(p, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"p must be probabilities in [0, 1], got {p!r}") from None
+    arr = check_real_array("p", p)
     bad = ~((arr >= 0) & (arr <= 1))
     if bad.any():
         v = arr.reshape(-1)[int(np.flatnonzero(bad.reshape(-1))[0])]

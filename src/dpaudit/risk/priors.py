@@ -282,16 +282,28 @@ class ExplicitPrior(DiscretePrior):
 PASSWORD_VARIANTS = {"literal": (1.1, 1e9), "implied": (1.1, 700.0)}
 
 
-def password_prior(variant: str = "implied") -> ZipfPrior:
+def password_prior(variant: str = "literal", *, exponent: float | None = None,
+                   support: float | None = None) -> ZipfPrior:
     """Numerical-password prior: Zipf with s = 1.1 over 9-digit passwords (seed 003 §5.1).
 
-    "literal": Zipf(1.1, 10^9) -- p_max 0.10723, min 1.35e-11, median 2.89e-11 (does not
-    reproduce the paper's Adv 0.24 / eps_protect 0.25).  "implied" (default): Zipf(1.1, 700),
-    p_max 0.18550, which reproduces them (spec/003 §6.4, §8.7).
+    "literal" (default, the paper's words): Zipf(1.1, 10^9) -- p_max 0.10723, min 1.35e-11,
+    median 2.89e-11; it does NOT reproduce the paper's Adv 0.24 / eps_protect 0.25.
+    "implied": Zipf(1.1, 700), p_max 0.18550, the support that reproduces them (spec/003 §6.4,
+    §8.7) -- an alternative to ask for explicitly, never used silently.  ``exponent`` and
+    ``support`` override s and N of the chosen variant.
     """
     check_choice("variant", variant, tuple(PASSWORD_VARIANTS))
     s, n = PASSWORD_VARIANTS[variant]
-    return ZipfPrior(s, n, name=f"password ({variant})")
+    if exponent is not None:
+        s = float(exponent)
+        if not (math.isfinite(s) and s > 0):
+            raise ValueError(f"exponent must be a finite number > 0, got {exponent!r}")
+    if support is not None:
+        n = float(support)
+        if not (math.isfinite(n) and n >= 2 and n == math.floor(n)):
+            raise ValueError(f"support must be an integer >= 2, got {support!r}")
+    label = variant if exponent is None and support is None else f"s={s:g}, N={n:g}"
+    return ZipfPrior(s, n, name=f"password ({label})")
 
 
 def pii_like_prior(num_candidates: int = 5000, p_max: float = 0.0055) -> ExplicitPrior:
@@ -418,12 +430,15 @@ def heterogeneous_priors(values: Any, *, name: str = "priors") -> np.ndarray:
 def load_priors(path: str | Path, *, column: int | str = 0) -> np.ndarray:
     """Per-person priors from a text/CSV file: one number per line, or a CSV column (by index
     or header name).  Blank lines and lines starting with '#' are ignored."""
+    from dpaudit.io import read_text  # size limit, BOM, binary files -> one clear error
+
     pth = Path(path)
-    text = pth.read_text().splitlines()
+    text = read_text(pth, "prior file").splitlines()
     rows = [ln.strip() for ln in text if ln.strip() and not ln.strip().startswith("#")]
     if not rows:
         raise ValueError(f"prior file {str(pth)!r} contains no values")
-    cells = [[c.strip() for c in r.replace(";", ",").split(",")] for r in rows]
+    cells = [[c.strip().strip('"').strip() for c in r.replace(";", ",").split(",")]
+             for r in rows]
     idx = column
     try:
         float(cells[0][0 if isinstance(column, str) else column])

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from scipy import special, stats
 
-from dpaudit.validation import check_choice, check_confidence
+from dpaudit.validation import check_choice, check_confidence, check_real_array
 
 __all__ = ["clopper_pearson", "hoeffding", "wilson", "jeffreys", "binomial_interval",
            "BINOMIAL_METHODS", "SIDES"]
@@ -32,10 +32,12 @@ def _prepare(k: Any, n: Any, confidence: float, side: str) -> tuple[np.ndarray, 
                                                                       float]:
     check_confidence(confidence)
     check_choice("side", side, SIDES)
-    k = np.asarray(k, dtype=float)
-    n = np.asarray(n, dtype=float)
+    k = check_real_array("k", k)
+    n = check_real_array("n", n)
     if np.isnan(k).any() or np.isnan(n).any():
         raise ValueError("k and n must not be NaN")
+    if not (np.isfinite(k).all() and np.isfinite(n).all()):
+        raise ValueError("k and n must be finite whole numbers (n >= 1, 0 <= k <= n)")
     if (n < 1).any():
         raise ValueError("n must be >= 1")
     if (k < 0).any() or (k > n).any():

@@ -8,8 +8,8 @@ The attack game (Algorithm 1 of the paper with n targets):
    scaled down to the candidate set as in the paper ("scale down the distributions ... to 10
    possible digits", §5.2);
 2. a character n-gram model is trained on corpus + canaries with the Gaussian mechanism
-   calibrated to (epsilon, delta) (:mod:`dpaudit.risk.ngram`); by default lazily, i.e. only the
-   context rows that precede a secret are trained (as in the paper, after Stock et al.);
+   calibrated to (epsilon, delta) (:mod:`dpaudit.casestudies.ngram`); by default lazily, i.e.
+   only the context rows that precede a secret are trained (as in the paper, after Stock et al.);
 3. the extraction attack ranks the K candidates of each target by model likelihood
    ("model", the paper's attack: "the character with the highest probability assigned by the
    n-gram model"), optionally adding the log prior ("model+prior"), or by the exact Bayes
@@ -27,9 +27,9 @@ Monte Carlo: thousands of models per (epsilon, prior) are simulated exactly and 
 The attack reads only the released rows whose contexts precede a candidate secret ("view
 rows"); their released values are the (fixed) clipped corpus counts, plus the clipped canary
 counts of the drawn secrets, plus independent N(0, s^2) noise -- the same numbers
-:func:`dpaudit.risk.ngram.train_dp_ngram` would release in those rows (same event and clipping
-code; the noise of the other rows never reaches the attack). ``tests/test_case_extraction.py``
-checks the equality against full training.
+:func:`dpaudit.casestudies.ngram.train_dp_ngram` would release in those rows (same event and
+clipping code; the noise of the other rows never reaches the attack).
+``tests/test_case_extraction.py`` checks the equality against full training.
 """
 
 from __future__ import annotations
@@ -42,11 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.curves import GaussianDP
-from dpaudit.risk.bounds import TailBound, cor34_tail, single_target_bound, thm35_tail
-from dpaudit.risk.comparators import mmc_bound
-from dpaudit.risk.fdp import gdp_mu
-from dpaudit.risk.ngram import (
+from dpaudit.casestudies.ngram import (
     NgramModel,
     NgramSpec,
     clip_scales,
@@ -54,6 +50,10 @@ from dpaudit.risk.ngram import (
     ngram_noise_std,
     record_events,
 )
+from dpaudit.curves import GaussianDP
+from dpaudit.risk.bounds import TailBound, cor34_tail, single_target_bound, thm35_tail
+from dpaudit.risk.comparators import mmc_bound
+from dpaudit.risk.fdp import gdp_mu
 from dpaudit.validation import check_choice, check_count, check_delta, check_positive
 
 __all__ = [
@@ -148,7 +148,7 @@ class ExtractionSetting:
 
     @property
     def noise_std(self) -> float:
-        """s = sqrt(2) clip / mu (see :func:`dpaudit.risk.ngram.ngram_noise_std`)."""
+        """s = sqrt(2) clip / mu (see :func:`dpaudit.casestudies.ngram.ngram_noise_std`)."""
         return ngram_noise_std(self.epsilon, self.delta, self.clip)
 
     @property

@@ -7,7 +7,7 @@ One run of :func:`run_mai` is the paper's experiment for one (dataset, target co
    draws from a product distribution (Thm 3.5's requirement);
 2. release every 3-way marginal that touches a target column with Gaussian noise calibrated to
    (epsilon, delta) by GDP accounting over T = C(d,3) - C(d-d',3) releases
-   (:mod:`dpaudit.risk.rap`);
+   (:mod:`dpaudit.casestudies.rap`);
 3. run the modified RAP M-AI attack (known columns frozen, unknown columns initialised at the
    prior conditioned on the known columns) and round;
 4. score it: a record counts when all its target columns are right (exact match), or, for one
@@ -34,16 +34,16 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.risk.bounds import TailBound, thm35_tail
-from dpaudit.risk.census import BayesNet
-from dpaudit.risk.priors import window_mass, within_distance_success
-from dpaudit.risk.rap import (
+from dpaudit.casestudies.census import BayesNet
+from dpaudit.casestudies.rap import (
     RAPOptions,
     marginal_workload,
     marginals_sigma,
     noisy_marginals,
     rap_attack,
 )
+from dpaudit.risk.bounds import TailBound, thm35_tail
+from dpaudit.risk.priors import window_mass, within_distance_success
 from dpaudit.validation import check_choice, check_count, check_delta
 
 __all__ = ["MAISetting", "MAIOutcome", "window_mass", "run_mai", "visit_order_split",

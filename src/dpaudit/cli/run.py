@@ -1,0 +1,148 @@
+"""``dpaudit run MODULE:OBJECT --trials N [--executor process|ray|inline] [--workers W]
+[--store PATH [--resume]] [--sequential] --claimed-epsilon E [--delta D] [--seed S] [--json]``.
+
+Black-box multi-run audit of a user's mechanism on the trial engine (:mod:`dpaudit.engine`).
+``MODULE:OBJECT`` names a :class:`dpaudit.BlackBoxAudit` (or a zero-argument callable returning
+one), e.g. ``dpaudit.games.examples:gaussian_count_audit``; the current directory is on the
+import path.  The JSON mirrors ``dpaudit simulate --json`` (``results``, ``claimed_epsilon``,
+``violation``, ``verdict``, ``verdict_method``) plus ``engine`` (trials, failures, executor,
+store, timing) and, for sequential audits, ``sequential``.  :func:`run_result` assembles it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from dpaudit.cli.common import app, console, print_json, print_results, verdict
+from dpaudit.engine.audit import AuditRun
+from dpaudit.report.cli import format_option, maybe_write_report, report_option
+from dpaudit.validation import check_choice, check_count
+
+
+def load_audit(spec: str) -> Any:
+    """``module:object`` -> the audit object (a zero-argument factory is called)."""
+    from dpaudit.games.blackbox import BlackBoxAudit
+
+    if ":" not in spec:
+        raise ValueError(f"AUDIT must be MODULE:OBJECT (e.g. mymodule:AUDIT), got {spec!r}")
+    mod_name, _, attr = spec.partition(":")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        mod = importlib.import_module(mod_name)
+    except ImportError as exc:
+        raise ValueError(f"cannot import module {mod_name!r}: {exc}") from None
+    obj: Any = mod
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ValueError(f"module {mod_name!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    if not isinstance(obj, BlackBoxAudit) and callable(obj) and not hasattr(obj, "run_trial"):
+        obj = obj()
+    if tuple(getattr(obj, "fields", ())) != ("member", "score") or \
+            not hasattr(obj, "run_trial"):
+        raise ValueError(f"{spec} is not a dpaudit.BlackBoxAudit (mechanism, neighbours, score)")
+    return obj
+
+
+def run_result(run: AuditRun, *, spec: str | None = None) -> dict[str, Any]:
+    """The ``dpaudit run --json`` document (the one place it is assembled)."""
+    res = run.result
+    claim = run.claimed_epsilon
+    r = run.run
+    out: dict[str, Any] = {"results": [res.to_dict()]}
+    if claim is not None:
+        v = verdict(res.epsilon, claim)
+        if run.sequential is not None:
+            s = run.sequential
+            v = (f"violation: the e-process reached {s.e_value:.4g} >= "
+                 f"{1 / (1 - s.confidence):.4g} after {s.stopping_trial} trials "
+                 f"(epsilon > claimed {claim:g} at confidence {s.confidence:g})"
+                 if s.rejected else
+                 f"no violation established after {s.n} trials (e-value {s.e_value:.4g}, "
+                 f"anytime-valid epsilon >= {s.epsilon_lower:.4f})")
+        out.update(claimed_epsilon=claim, violation=run.violation, verdict=v,
+                   verdict_method=res.method)
+    if run.sequential is not None:
+        s = run.sequential
+        out["sequential"] = {"rejected": s.rejected, "stopping_trial": s.stopping_trial,
+                             "trials_used": s.n, "e_value": s.e_value,
+                             "max_e_value": s.max_e_value, "p_value": s.p_value,
+                             "epsilon_lower": s.epsilon_lower}
+    out["engine"] = {
+        "audit": spec, "audit_id": r.audit_id, "trials": r.n,
+        "successful_trials": int(r.ok.sum()), "computed": r.computed, "reused": r.reused,
+        "failed_trials": [f.to_dict() for f in r.failures], "stopped_at": r.stopped_at,
+        "executor": r.executor, "workers": r.workers, "store": r.store,
+        "seconds": round(r.seconds, 3),
+        "trials_per_second": round(r.computed / r.seconds, 1) if r.seconds > 0 else None,
+        "seed": r.config.get("seed"), "config": r.config}
+    return out
+
+
+@app.command("run")
+def run_cmd(
+    audit: str = typer.Argument(..., help="MODULE:OBJECT naming a dpaudit.BlackBoxAudit."),
+    trials: int = typer.Option(10_000, "--trials", help="Trials (the budget of --sequential)."),
+    executor: str = typer.Option("process", "--executor", help="inline, process or ray."),
+    workers: int | None = typer.Option(None, "--workers", help="Processes / Ray CPUs "
+                                       "(default: all cores)."),
+    store: str | None = typer.Option(None, "--store", help="SQLite trial store (durable)."),
+    resume: bool = typer.Option(False, "--resume", help="Continue the audit in --store."),
+    sequential: bool = typer.Option(False, "--sequential", help="Stop as soon as a violation "
+                                    "of --claimed-epsilon is established (anytime-valid)."),
+    claimed_epsilon: float | None = typer.Option(None, "--claimed-epsilon",
+                                                 help="The claimed epsilon to test."),
+    delta: float = typer.Option(0.0, "--delta", help="delta of the claim."),
+    confidence: float = typer.Option(0.95, "--confidence", help="Probability the verdict "
+                                     "holds."),
+    seed: int = typer.Option(0, "--seed", help="Seed: trial t uses a stream of (seed, t)."),
+    chunk_size: int | None = typer.Option(None, "--chunk-size", help="Trials per task."),
+    retries: int = typer.Option(2, "--retries", help="Extra attempts for a failing trial."),
+    ray_address: str | None = typer.Option(None, "--ray-address", help="Ray cluster "
+                                           "address (default: RAY_ADDRESS, else local)."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    report: Path | None = report_option(),
+    report_format: str = format_option(),
+) -> None:
+    """Black-box multi-run audit of your mechanism on the trial engine."""
+    from dpaudit.engine import run_audit
+
+    check_choice("--executor", executor, ("inline", "process", "ray"))
+    check_count("--trials", trials, minimum=2)
+    obj = load_audit(audit)
+    if not as_json:
+        console.print(f"Auditing {audit}: up to {trials:,} trials on the {executor} executor"
+                      f"{f' ({workers} workers)' if workers else ''}, seed {seed}"
+                      f"{f', store {store}' if store else ''}")
+    run = run_audit(obj, trials=trials, seed=seed, executor=executor, workers=workers,
+                    store=store, resume=resume, sequential=sequential,
+                    claimed_epsilon=claimed_epsilon, delta=delta, confidence=confidence,
+                    chunk_size=chunk_size, retries=retries, ray_address=ray_address,
+                    progress=not as_json and sys.stderr.isatty())
+    doc = run_result(run, spec=audit)
+    maybe_write_report(report, report_format, doc, observations=run.observations,
+                       title=f"Multi-run audit of {audit}")
+    if as_json:
+        print_json(doc)
+        return
+    eng = doc["engine"]
+    extra = {"trials": eng["trials"], "computed now": eng["computed"],
+             "reused from store": eng["reused"], "failed trials": len(eng["failed_trials"]),
+             "trials/s": eng["trials_per_second"] if eng["computed"] else None,
+             "seconds": eng["seconds"]}
+    print_results([run.result], title=f"Multi-run audit of {audit}", extra=extra,
+                  claimed_epsilon=None if run.sequential is not None else run.claimed_epsilon)
+    for f in run.failures[:10]:
+        console.print(f"[red]trial {f.trial} failed after {f.attempts} attempts:[/red] "
+                      f"{f.error}")
+    if len(run.failures) > 10:
+        console.print(f"[red]... {len(run.failures) - 10} more failed trials[/red]")
+    if run.sequential is not None and "verdict" in doc:
+        console.print(f"[bold]{doc['verdict']}[/bold]")

@@ -1,0 +1,146 @@
+"""The verdict against a claimed epsilon, and what it guarantees.
+
+An audit's results are lower bounds, each valid at ``confidence`` gamma: P[bound > true eps]
+<= 1 - gamma.  The verdict "violation" (bound > claimed eps) is a test of the null hypothesis
+H0 "the mechanism satisfies the claim"; its guarantee is the probability of a FALSE violation
+on a mechanism that satisfies the claim.  Two rules:
+
+* ``"primary"`` (the default, as the CLI and ``OneRunReport`` have always done): the verdict
+  rests on ONE pre-declared method (the first row).  P[false violation] <= 1 - gamma, because
+  a false violation needs that one bound to exceed the true epsilon.  The other rows are shown
+  for comparison only: reporting "the best of k rows" at level 1 - gamma would not hold (with
+  k methods each failing on different data, the maximum over-claims up to k times as often).
+* ``"bonferroni"`` (the combined verdict): every method of the family of k is run at
+  confidence 1 - (1 - gamma)/k (``audit_one_run(..., simultaneous=True)`` does this, on top of
+  its Bonferroni over the guess-count grid), and the verdict is a violation if ANY row exceeds
+  the claim.  By the union bound P[false violation] <= sum_k (1 - gamma)/k = 1 - gamma, with
+  no assumption on the dependence between the methods (they share the same observations).
+
+Why not Holm?  Holm's step-down (Holm 1979, Scand. J. Statist. 6) gains over Bonferroni only
+when there are several DIFFERENT null hypotheses; here all k methods test the same H0, so the
+first (and only relevant) Holm step compares the smallest p-value with alpha/k: exactly
+Bonferroni.  The price of the combined verdict is power: each method runs at a stricter level.
+It pays when the best method is not known in advance (it differs across mechanisms); when it
+is, the primary rule is more powerful.
+
+Both guarantees are Monte Carlo tested on correct mechanisms (tests/test_verdict.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dpaudit.results import AuditResult
+from dpaudit.validation import check_choice, check_confidence, check_nonnegative
+
+__all__ = ["Verdict", "VERDICT_RULES", "verdict_from_results", "one_run_verdict"]
+
+VERDICT_RULES = ("primary", "bonferroni")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The verdict and its guarantee.
+
+    Attributes:
+      violation: True when the basis row's bound exceeds ``claimed_epsilon``.
+      rule: "primary" or "bonferroni".
+      basis: the row the verdict rests on (primary: the first; bonferroni: the largest bound).
+      claimed_epsilon: the claim tested.
+      confidence: gamma; P[violation | the claim holds] <= 1 - gamma.
+      methods: the family of methods the rule covers.
+      per_method_confidence: the level each method was run at for this rule.
+    """
+
+    violation: bool
+    rule: str
+    basis: AuditResult
+    claimed_epsilon: float
+    confidence: float
+    methods: tuple[str, ...]
+    per_method_confidence: float
+
+    @property
+    def guarantee(self) -> str:
+        a = 1 - self.confidence
+        if self.rule == "primary":
+            return (f"P[false violation] <= {a:g}: the verdict rests on {self.basis.method} "
+                    f"alone (declared first); other rows are for comparison")
+        return (f"P[false violation] <= {a:g}: Bonferroni over {len(self.methods)} methods "
+                f"(each at confidence {self.per_method_confidence:.6g}), any row may decide")
+
+    def message(self) -> str:
+        e, c = self.basis.epsilon, self.claimed_epsilon
+        if self.violation:
+            return (f"violation: epsilon >= {e:.4f} > claimed {c:g} at confidence "
+                    f"{self.confidence:g} (a mechanism meeting its claim gives this verdict "
+                    f"with probability <= {1 - self.confidence:g})")
+        return f"no violation detected (epsilon >= {e:.4f} <= claimed {c:g})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"violation": self.violation, "verdict": self.message(),
+                "verdict_method": self.basis.method, "verdict_rule": self.rule,
+                "verdict_guarantee": self.guarantee,
+                "verdict_methods": list(self.methods),
+                "per_method_confidence": self.per_method_confidence}
+
+
+def _simultaneous(r: AuditResult) -> bool:
+    return bool(r.settings.get("simultaneous", False)) if r.settings else False
+
+
+def verdict_from_results(results: Sequence[AuditResult], claimed_epsilon: float, *,
+                         rule: str = "primary", confidence: float | None = None) -> Verdict:
+    """The verdict of ``results`` (first row = primary method) against ``claimed_epsilon``.
+
+    ``rule="bonferroni"`` requires results that are simultaneously valid at the family level
+    ``confidence`` (default: the rows' stated confidence): computed by
+    ``audit_one_run(..., simultaneous=True)``, or each at confidence >= 1 - (1 - gamma)/k;
+    otherwise ValueError -- taking the best of rows that are each valid only on their own is
+    the over-claim this module exists to stop.
+    """
+    rs = list(results)
+    if not rs or not all(isinstance(r, AuditResult) for r in rs):
+        raise ValueError("results must be a non-empty sequence of AuditResult")
+    claimed = check_nonnegative("claimed_epsilon", claimed_epsilon)
+    check_choice("rule", rule, VERDICT_RULES)
+    methods = tuple(r.method for r in rs)
+    if rule == "primary":
+        basis = rs[0]
+        gamma = check_confidence(basis.confidence if confidence is None else confidence)
+        if basis.confidence < gamma - 1e-12:
+            raise ValueError(f"the primary row is valid at {basis.confidence:g} < confidence "
+                             f"{gamma:g}")
+        return Verdict(bool(basis.epsilon > claimed), rule, basis, claimed, gamma, methods,
+                       basis.confidence)
+    k = len(rs)
+    confs = [check_confidence(r.confidence) for r in rs]
+    gamma = check_confidence(min(confs) if confidence is None else confidence)
+    per = 1 - (1 - gamma) / k
+    simultaneous = all(_simultaneous(r) for r in rs) and min(confs) >= gamma - 1e-12
+    if not simultaneous and min(confs) < per - 1e-12:
+        raise ValueError(f"rule='bonferroni' at confidence {gamma:g} needs the {k} rows each "
+                         f"at >= {per:.6g}; they are at {min(confs):g}, valid only on their "
+                         f"own: recompute with simultaneous=True (audit_one_run / "
+                         f"--simultaneous), at confidence {per:.6g}, or use rule='primary'")
+    basis = max(rs, key=lambda r: r.epsilon)
+    return Verdict(bool(basis.epsilon > claimed), rule, basis, claimed, gamma, methods, per)
+
+
+def one_run_verdict(member: Any, score: Any, claimed_epsilon: float, *,
+                    rule: str = "primary", **audit_kwargs: Any
+                    ) -> tuple[Verdict, list[AuditResult]]:
+    """Run ``audit_one_run`` with the setting the rule needs and return (verdict, results).
+
+    ``rule="bonferroni"`` runs it with ``simultaneous=True``; ``audit_kwargs`` go to
+    :func:`dpaudit.audit_one_run` (delta, confidence, methods, family, ...)."""
+    from dpaudit.estimators.one_run import audit_one_run
+
+    check_choice("rule", rule, VERDICT_RULES)
+    if "simultaneous" in audit_kwargs:
+        raise ValueError("one_run_verdict sets simultaneous from the rule; do not pass it")
+    results = audit_one_run(member, score, simultaneous=(rule == "bonferroni"),
+                            **audit_kwargs)
+    return verdict_from_results(results, claimed_epsilon, rule=rule), results

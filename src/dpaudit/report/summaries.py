@@ -1,0 +1,204 @@
+"""Plot summaries of membership scores: a report never carries raw per-canary points.
+
+* :func:`roc_points` -- the empirical ROC curve (every distinct threshold, one sort, cumulative
+  counts) down-sampled to a few hundred vertices: a log-spaced FPR grid (so the low-FPR corner of
+  the log-scale ROC keeps its detail, Carlini et al. 2022 "first principles" view) merged with a
+  linear grid (for the linear ROC).  At each grid FPR ``f`` the vertex kept is the one with the
+  largest TPR among thresholds with FPR <= f, so the down-sampled curve is a lower envelope of
+  the empirical one (it never shows a better attack than the data).
+* :func:`auroc_interval` -- AUROC (Mann-Whitney, mid-ranks for ties) with DeLong's normal
+  interval (DeLong, DeLong & Clarke-Pearson 1988; structural components from ranks,
+  Sun & Xu 2014), O(n log n).
+* :func:`tpr_at_fpr` -- TPR at low FPR with Clopper-Pearson intervals on the TP count at the
+  selected threshold.  The threshold is chosen on the same data, so the interval is for the TPR
+  *of that threshold* (descriptive), not a bound on the best attack.
+* :func:`region_points` -- observed (FPR, FNR) pairs of a few score thresholds with pointwise
+  Clopper-Pearson boxes, the empirical privacy region of seed 004 (Eqs. 11-12) in the f-DP view.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from dpaudit.observations import MembershipObservations
+from dpaudit.stats.binomial import clopper_pearson
+from dpaudit.validation import check_confidence, check_count
+
+__all__ = ["RocCurve", "roc_points", "auroc_interval", "tpr_at_fpr", "RegionPoints",
+           "region_points", "summarize_scores", "score_groups", "ScoreGroups", "LOW_FPRS"]
+
+#: the FPRs at which the report states TPR (Carlini et al. 2022 report TPR at 0.1% and 1%).
+LOW_FPRS = (1e-3, 1e-2, 1e-1)
+
+
+@dataclass(frozen=True)
+class RocCurve:
+    """Down-sampled ROC vertices (FPR and TPR nondecreasing) and the class sizes."""
+
+    fpr: np.ndarray
+    tpr: np.ndarray
+    n_members: int
+    n_nonmembers: int
+    n_thresholds: int
+
+
+@dataclass(frozen=True)
+class ScoreGroups:
+    """Distinct scores (ascending) with the number of members ``c1`` and non-members ``c0``
+    at each: one sort of the scores; every summary below is cumulative sums over groups."""
+
+    value: np.ndarray
+    c1: np.ndarray
+    c0: np.ndarray
+    n1: int
+    n0: int
+
+
+def score_groups(member: Any, score: Any) -> ScoreGroups:
+    """Group the scores by distinct value (validates the input; both classes required)."""
+    obs = MembershipObservations.from_arrays(member, score)
+    obs.require_both_classes()
+    s = np.sort(obs.score)
+    first = np.r_[True, s[1:] != s[:-1]]
+    u = s[first]
+    starts = np.flatnonzero(first)
+    total = np.diff(np.r_[starts, s.size])
+    pos = np.sort(obs.score[obs.member])
+    c1 = np.searchsorted(pos, u, side="right") - np.searchsorted(pos, u, side="left")
+    return ScoreGroups(u, c1.astype(np.int64), (total - c1).astype(np.int64),
+                       obs.n_members, obs.n_nonmembers)
+
+
+def _full_roc(g: ScoreGroups) -> tuple[np.ndarray, np.ndarray]:
+    """(FP, TP) counts of the tests "score >= t" for every distinct t, from the highest t down,
+    preceded by (0, 0) (t = +inf)."""
+    return np.r_[0, np.cumsum(g.c0[::-1])], np.r_[0, np.cumsum(g.c1[::-1])]
+
+
+def _roc(g: ScoreGroups, log_points: int, linear_points: int) -> RocCurve:
+    fp, tp = _full_roc(g)
+    fpr, tpr = fp / g.n0, tp / g.n1
+    grid = np.unique(np.r_[np.geomspace(1.0 / g.n0, 1.0, log_points),
+                           np.linspace(0.0, 1.0, linear_points)])
+    # last vertex with FPR <= f: the largest TPR reachable at that FPR (FPR, TPR nondecreasing)
+    idx = np.searchsorted(fpr, grid * (1 + 1e-12), side="right") - 1
+    keep = np.unique(np.r_[0, idx[idx >= 0], fpr.size - 1])
+    return RocCurve(fpr=fpr[keep], tpr=tpr[keep], n_members=g.n1, n_nonmembers=g.n0,
+                    n_thresholds=int(fpr.size - 1))
+
+
+def roc_points(member: Any, score: Any, *, log_points: int = 240, linear_points: int = 60
+               ) -> RocCurve:
+    """ROC down-sampled on a log-spaced FPR grid [1/n0, 1] merged with a linear grid.
+
+    At most ``log_points + linear_points + 2`` vertices whatever the number of canaries.
+    """
+    log_points = check_count("log_points", log_points, minimum=2)
+    linear_points = check_count("linear_points", linear_points, minimum=2)
+    return _roc(score_groups(member, score), log_points, linear_points)
+
+
+def _auroc(g: ScoreGroups, confidence: float) -> tuple[float, float, float]:
+    n1, n0 = g.n1, g.n0
+    # per tie group: a member's V10 = (#non-members below + #tied / 2) / n0, a non-member's
+    # V01 = (#members above + #tied / 2) / n1 (the rank formulas, without ranking)
+    v10 = (np.cumsum(g.c0) - g.c0 + 0.5 * g.c0) / n0
+    v01 = (n1 - np.cumsum(g.c1) + 0.5 * g.c1) / n1
+    auc = float(np.dot(g.c1, v10) / n1)
+    s10 = float(np.dot(g.c1, (v10 - auc) ** 2) / (n1 - 1)) if n1 > 1 else 0.0
+    s01 = float(np.dot(g.c0, (v01 - auc) ** 2) / (n0 - 1)) if n0 > 1 else 0.0
+    half = float(stats.norm.isf((1 - confidence) / 2) * np.sqrt(max(s10 / n1 + s01 / n0, 0.0)))
+    return auc, max(0.0, auc - half), min(1.0, auc + half)
+
+
+def auroc_interval(member: Any, score: Any, confidence: float = 0.95
+                   ) -> tuple[float, float, float]:
+    """(AUROC, lower, upper): Mann-Whitney AUROC with DeLong's two-sided normal interval.
+
+    With mid-ranks R over all n scores, R+ among members and R- among non-members, the
+    structural components are V10_i = (R_i - R+_i) / n0 (members) and
+    V01_j = 1 - (R_j - R-_j) / n1 (non-members); AUROC = mean V10 and
+    Var = s2(V10) / n1 + s2(V01) / n0 (DeLong et al. 1988, Eq. 4).  Both are constant on a tie
+    group, so they are computed per distinct score from cumulative counts (one sort).
+    """
+    confidence = check_confidence(confidence)
+    return _auroc(score_groups(member, score), confidence)
+
+
+def _tpr_at(g: ScoreGroups, fprs: Any, confidence: float) -> list[dict[str, float]]:
+    fp, tp = _full_roc(g)
+    f = np.asarray(fprs, dtype=float)
+    idx = np.searchsorted(fp / g.n0, f * (1 + 1e-12), side="right") - 1
+    k = tp[idx]
+    lo, hi = clopper_pearson(k, g.n1, confidence, "two-sided")
+    return [{"fpr_target": float(a), "fpr": float(fp[i] / g.n0), "tpr": float(kk / g.n1),
+             "tpr_lo": float(x), "tpr_hi": float(y)}
+            for a, i, kk, x, y in zip(f, idx, k, np.atleast_1d(lo), np.atleast_1d(hi),
+                                      strict=True)]
+
+
+def tpr_at_fpr(member: Any, score: Any, fprs: tuple[float, ...] = LOW_FPRS,
+               confidence: float = 0.95) -> list[dict[str, float]]:
+    """For each f: the largest empirical TPR of a threshold with FPR <= f, that threshold's
+    FPR, and a two-sided Clopper-Pearson interval on its TPR (TP out of n1 members)."""
+    confidence = check_confidence(confidence)
+    return _tpr_at(score_groups(member, score), fprs, confidence)
+
+
+@dataclass(frozen=True)
+class RegionPoints:
+    """Observed (FPR, FNR) of score thresholds with pointwise two-sided CP boxes."""
+
+    threshold: np.ndarray
+    fpr: np.ndarray
+    fnr: np.ndarray
+    fpr_lo: np.ndarray
+    fpr_hi: np.ndarray
+    fnr_lo: np.ndarray
+    fnr_hi: np.ndarray
+    confidence: float
+
+
+def _region(g: ScoreGroups, confidence: float, points: int, extra: Any) -> RegionPoints:
+    n = g.n1 + g.n0
+    cum = np.cumsum(g.c1 + g.c0)
+    tails = np.geomspace(min(0.5, 10.0 / n), 0.5, points)
+    # pooled-score quantile 1 - tail ("higher" rule): the value of sorted index ceil(q (n-1))
+    k = np.ceil((1.0 - tails) * (n - 1)).astype(np.int64)
+    t = g.value[np.searchsorted(cum, k + 1, side="left")]
+    t = np.unique(np.r_[t, np.asarray(extra, dtype=float).ravel()])
+    t = t[np.isfinite(t)]
+    j = np.searchsorted(g.value, t, side="left")          # groups with value >= t: j..end
+    tp = g.n1 - np.r_[0, np.cumsum(g.c1)][j]
+    fp = g.n0 - np.r_[0, np.cumsum(g.c0)][j]
+    fn = g.n1 - tp
+    fpr_lo, fpr_hi = clopper_pearson(fp, g.n0, confidence, "two-sided")
+    fnr_lo, fnr_hi = clopper_pearson(fn, g.n1, confidence, "two-sided")
+    return RegionPoints(threshold=t, fpr=fp / g.n0, fnr=fn / g.n1,
+                        fpr_lo=np.atleast_1d(fpr_lo), fpr_hi=np.atleast_1d(fpr_hi),
+                        fnr_lo=np.atleast_1d(fnr_lo), fnr_hi=np.atleast_1d(fnr_hi),
+                        confidence=confidence)
+
+
+def region_points(member: Any, score: Any, confidence: float = 0.95, *, points: int = 15,
+                  extra_thresholds: Any = ()) -> RegionPoints:
+    """Tests "score >= t" at ``points`` thresholds chosen label-blind (pooled-score quantiles
+    whose upper tails are log-spaced from 10/n to 1/2) plus ``extra_thresholds``; FPR and FNR
+    with two-sided Clopper-Pearson intervals at ``confidence`` each (pointwise boxes)."""
+    confidence = check_confidence(confidence)
+    points = check_count("points", points, minimum=1)
+    return _region(score_groups(member, score), confidence, points, extra_thresholds)
+
+
+def summarize_scores(member: Any, score: Any, confidence: float = 0.95, *,
+                     extra_thresholds: Any = ()) -> tuple[RocCurve, tuple[float, float, float],
+                                                          list[dict[str, float]], RegionPoints]:
+    """ROC, AUROC interval, TPR at :data:`LOW_FPRS` and region points from ONE grouping."""
+    confidence = check_confidence(confidence)
+    g = score_groups(member, score)
+    return (_roc(g, 240, 60), _auroc(g, confidence), _tpr_at(g, LOW_FPRS, confidence),
+            _region(g, confidence, 15, extra_thresholds))

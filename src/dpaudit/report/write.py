@@ -1,0 +1,82 @@
+"""One entry point: ``write_report(path, report)`` writes an HTML (or PNG) audit card."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from dpaudit.report.model import ReportModel, build_report
+from dpaudit.validation import check_choice
+
+__all__ = ["write_report", "FORMATS", "as_models"]
+
+FORMATS = ("html", "png")
+
+
+def as_models(report: Any, **build_kwargs: Any) -> list[ReportModel]:
+    """A ReportModel, a sequence of them, or a ``--json`` payload (built with
+    ``build_kwargs``, see :func:`dpaudit.report.build_report`) as a list of models."""
+    if isinstance(report, ReportModel):
+        return [report]
+    if isinstance(report, Mapping):
+        return [build_report(report, **build_kwargs)]
+    if isinstance(report, Sequence) and report and all(isinstance(m, ReportModel)
+                                                         for m in report):
+        return list(report)
+    raise ValueError("report must be a ReportModel, a non-empty list of ReportModel, or a "
+                     "--json payload (dict with 'results')")
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Write to a temporary file in the same directory, then rename (never a half file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_report(path: str | Path, report: Any, *, fmt: str | None = None,
+                 page_title: str | None = None, dpi: int = 110, **build_kwargs: Any) -> Path:
+    """Write the audit card(s) to ``path`` and return the path.
+
+    Args:
+      path: output file.
+      report: a :class:`ReportModel`, a list of them (one card each, e.g. the demo), or a
+        ``--json`` payload dict, built with ``build_kwargs`` (observations=, inputs=,
+        settings=, run_seconds=, risk_prior=, ...).
+      fmt: "html" (self-contained, interactive) or "png" (static); default from the suffix
+        of ``path`` (".png" -> png, otherwise html).
+      dpi: resolution of the PNG.
+      page_title: heading of the page (default: the card's title; with several cards
+        "dpaudit report: N audits").
+    """
+    p = Path(path)
+    if fmt is None:
+        fmt = "png" if p.suffix.lower() == ".png" else "html"
+    check_choice("format", fmt, FORMATS)
+    models = as_models(report, **build_kwargs)
+    if fmt == "png":
+        from dpaudit.report.png import render_png
+
+        fd, tmp = tempfile.mkstemp(suffix=".png", dir=p.parent if p.parent.exists() else None)
+        os.close(fd)
+        try:
+            render_png(models, tmp, dpi=dpi)
+            _atomic_write(p, Path(tmp).read_bytes())
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+        return p
+    from dpaudit.report.html import render_html
+
+    _atomic_write(p, render_html(models, title=page_title).encode("utf-8"))
+    return p

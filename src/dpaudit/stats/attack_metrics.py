@@ -1,0 +1,226 @@
+"""Attack metrics with confidence intervals: AUROC and TPR at a fixed FPR.
+
+The membership-inference literature reports an attack by its ROC curve: the AUROC and the TPR
+at a low FPR (Carlini et al. 2022, "Membership inference attacks from first principles", §III).
+These are estimates from finite samples; this module gives them intervals.
+
+AUROC (members X_1..X_m, non-members Y_1..Y_n, A = P[X > Y] + P[X = Y]/2):
+
+* point estimate: the Mann-Whitney statistic U / (m n) with mid-ranks for ties;
+* ``"delong"`` -- DeLong, DeLong & Clarke-Pearson (1988), Biometrics 44(3): the structural
+  components V10_i = (1/n) sum_j psi(X_i, Y_j), V01_j = (1/m) sum_i psi(X_i, Y_j) give
+  Var(A) = s10^2 / m + s01^2 / n; computed from mid-ranks in O((m + n) log(m + n)) (Sun & Xu
+  2014, IEEE SPL 21(11)); normal interval, clipped to [0, 1];
+* ``"hanley_mcneil"`` -- Hanley & McNeil (1982), Radiology 143, Eq. 2 with their Q1 = A/(2 - A),
+  Q2 = 2A^2/(1 + A) (exponential-score approximation): Var = [A(1-A) + (m-1)(Q1 - A^2) +
+  (n-1)(Q2 - A^2)] / (m n);
+* ``"bca"`` -- bias-corrected and accelerated bootstrap (Efron 1987) through
+  ``scipy.stats.bootstrap``, members and non-members resampled separately (stratified, as the
+  two samples are fixed in size by the audit design).
+
+TPR at FPR:
+
+* threshold fixed in advance (:func:`rates_at_threshold`): TP ~ Bin(m, TPR) and FP ~ Bin(n, FPR)
+  exactly, so the exact Clopper-Pearson interval (:func:`dpaudit.stats.binomial.clopper_pearson`)
+  applies to each rate;
+* threshold chosen on the data to reach an FPR target (:func:`tpr_at_fpr`, the largest TPR
+  whose empirical FPR <= target): no exact interval exists; the BCa bootstrap of the whole
+  procedure (threshold re-chosen in every resample).  At very low FPR targets (fewer than a few
+  non-members above the threshold) the bootstrap distribution is discrete and its intervals
+  undercover: prefer a threshold fixed in advance (e.g. on held-out data) with the exact
+  interval.
+
+Intervals are two-sided at ``confidence``.  They describe the attack; they are not epsilon
+bounds (use the estimators for those).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from dpaudit.observations import MembershipObservations
+from dpaudit.stats.binomial import clopper_pearson
+from dpaudit.validation import (
+    check_choice,
+    check_confidence,
+    check_count,
+    check_probability,
+)
+
+__all__ = ["auroc", "auroc_interval", "tpr_at_fpr", "tpr_at_fpr_interval",
+           "rates_at_threshold", "attack_metrics", "MetricInterval", "AUROC_METHODS"]
+
+AUROC_METHODS = ("delong", "hanley_mcneil", "bca")
+#: suffix of the method when the bootstrap distribution is degenerate (bounds are NaN).
+DEGENERATE = " (degenerate bootstrap distribution: no interval)"
+
+
+@dataclass(frozen=True)
+class MetricInterval:
+    """A point estimate with a two-sided interval at ``confidence``."""
+
+    estimate: float
+    low: float
+    high: float
+    confidence: float
+    method: str
+
+    def to_dict(self) -> dict[str, Any]:
+        def f(x: float) -> float | None:
+            return None if math.isnan(x) else x
+
+        return {"estimate": self.estimate, "low": f(self.low), "high": f(self.high),
+                "confidence": self.confidence, "method": self.method}
+
+
+def _obs(member: Any, score: Any) -> MembershipObservations:
+    obs = MembershipObservations.from_arrays(member, score)
+    obs.require_both_classes()
+    return obs
+
+
+def _auc_xy(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Mann-Whitney AUROC of members x vs non-members y along ``axis`` (mid-ranks)."""
+    x, y = np.moveaxis(x, axis, -1), np.moveaxis(y, axis, -1)
+    m, n = x.shape[-1], y.shape[-1]
+    ranks = stats.rankdata(np.concatenate([x, y], axis=-1), axis=-1)
+    return (ranks[..., :m].sum(axis=-1) - m * (m + 1) / 2) / (m * n)
+
+
+def auroc(member: Any, score: Any) -> float:
+    """AUROC = P[member score > non-member score] + P[tie] / 2 (Mann-Whitney U / (m n))."""
+    obs = _obs(member, score)
+    return float(_auc_xy(obs.score[obs.member], obs.score[~obs.member]))
+
+
+def _delong_se(x: np.ndarray, y: np.ndarray, a: float) -> float:
+    m, n = x.size, y.size
+    r_all = stats.rankdata(np.concatenate([x, y]))
+    v10 = (r_all[:m] - stats.rankdata(x)) / n          # P[X_i > Y] + P[X_i = Y]/2
+    v01 = 1.0 - (r_all[m:] - stats.rankdata(y)) / m    # P[X > Y_j] + P[X = Y_j]/2
+    s10 = v10.var(ddof=1) if m > 1 else 0.0
+    s01 = v01.var(ddof=1) if n > 1 else 0.0
+    return math.sqrt(max(s10 / m + s01 / n, 0.0))
+
+
+def _hanley_mcneil_se(a: float, m: int, n: int) -> float:
+    q1, q2 = a / (2 - a), 2 * a * a / (1 + a)
+    var = (a * (1 - a) + (m - 1) * (q1 - a * a) + (n - 1) * (q2 - a * a)) / (m * n)
+    return math.sqrt(max(var, 0.0))
+
+
+def _bootstrap(stat: Any, x: np.ndarray, y: np.ndarray, confidence: float, n_resamples: int,
+               seed: Any, vectorized: bool) -> tuple[float, float]:
+    """BCa interval (NaN when the bootstrap distribution is degenerate; callers fall back)."""
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+        warnings.simplefilter("ignore", getattr(stats, "DegenerateDataWarning", RuntimeWarning))
+        warnings.simplefilter("ignore", RuntimeWarning)  # 0/0 in the acceleration when degenerate
+        res = stats.bootstrap((x, y), stat, n_resamples=n_resamples, confidence_level=confidence,
+                              method="BCa", vectorized=vectorized, paired=False,
+                              random_state=np.random.default_rng(seed))
+    lo, hi = res.confidence_interval
+    return float(lo), float(hi)
+
+
+def auroc_interval(member: Any, score: Any, confidence: float = 0.95, method: str = "delong",
+                   *, n_resamples: int = 2000, seed: Any = 0) -> MetricInterval:
+    """AUROC with a two-sided interval: "delong" (default), "hanley_mcneil" or "bca"."""
+    obs = _obs(member, score)
+    gamma = check_confidence(confidence)
+    check_choice("method", method, AUROC_METHODS)
+    x, y = obs.score[obs.member], obs.score[~obs.member]
+    a = float(_auc_xy(x, y))
+    if method == "bca":
+        lo, hi = _bootstrap(_auc_xy, x, y, gamma,
+                            check_count("n_resamples", n_resamples, minimum=100), seed, True)
+    else:
+        se = _delong_se(x, y, a) if method == "delong" else _hanley_mcneil_se(a, x.size, y.size)
+        z = float(stats.norm.isf((1 - gamma) / 2))
+        lo, hi = a - z * se, a + z * se
+    if not (math.isfinite(lo) and math.isfinite(hi)):  # degenerate bootstrap (e.g. A = 1)
+        return MetricInterval(a, math.nan, math.nan, gamma, method + DEGENERATE)
+    return MetricInterval(a, max(0.0, lo), min(1.0, hi), gamma, method)
+
+
+def _tpr_xy(x: np.ndarray, y: np.ndarray, fpr: float, axis: int = -1) -> np.ndarray:
+    """Largest TPR over thresholds "score >= t" with empirical FPR <= fpr, along ``axis``."""
+    x, y = np.moveaxis(x, axis, -1), np.moveaxis(y, axis, -1)
+    n = y.shape[-1]
+    k = int(math.floor(fpr * n + 1e-9))  # at most k non-members may reach the threshold
+    ys = -np.sort(-y, axis=-1)           # descending
+    if k >= n:
+        return np.ones(x.shape[:-1])
+    # threshold just above the (k+1)-th largest non-member: t* = ys[k]; members > ys[k]
+    # (when ys[k-1] == ys[k] ties push the FPR over: strict inequality handles it)
+    t = ys[..., k][..., None]
+    return (x > t).mean(axis=-1)
+
+
+def tpr_at_fpr(member: Any, score: Any, fpr: float) -> float:
+    """Largest empirical TPR among thresholds whose empirical FPR is <= ``fpr``."""
+    obs = _obs(member, score)
+    f = check_probability("fpr", fpr)
+    return float(_tpr_xy(obs.score[obs.member], obs.score[~obs.member], f))
+
+
+def tpr_at_fpr_interval(member: Any, score: Any, fpr: float, confidence: float = 0.95, *,
+                        n_resamples: int = 2000, seed: Any = 0) -> MetricInterval:
+    """TPR at an FPR target with the threshold chosen on the data: BCa bootstrap interval."""
+    obs = _obs(member, score)
+    f = check_probability("fpr", fpr)
+    gamma = check_confidence(confidence)
+    x, y = obs.score[obs.member], obs.score[~obs.member]
+    est = float(_tpr_xy(x, y, f))
+
+    def stat(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+        return _tpr_xy(a, b, f, axis=axis)
+
+    lo, hi = _bootstrap(stat, x, y, gamma, check_count("n_resamples", n_resamples, minimum=100),
+                        seed, True)
+    if not (math.isfinite(lo) and math.isfinite(hi)):  # degenerate (constant) statistic
+        return MetricInterval(est, math.nan, math.nan, gamma, "bca" + DEGENERATE)
+    return MetricInterval(est, max(0.0, lo), min(1.0, hi), gamma, "bca")
+
+
+def rates_at_threshold(member: Any, score: Any, threshold: float,
+                       confidence: float = 0.95) -> dict[str, MetricInterval]:
+    """TPR and FPR of "score >= threshold" for a threshold fixed before seeing the data, each
+    with its exact two-sided Clopper-Pearson interval."""
+    obs = _obs(member, score)
+    gamma = check_confidence(confidence)
+    t = float(threshold)
+    if not math.isfinite(t):
+        raise ValueError(f"threshold must be finite, got {threshold!r}")
+    tp = int(np.count_nonzero(obs.score[obs.member] >= t))
+    fp = int(np.count_nonzero(obs.score[~obs.member] >= t))
+    out = {}
+    for name, k, n in (("tpr", tp, obs.n_members), ("fpr", fp, obs.n_nonmembers)):
+        lo, hi = clopper_pearson(k, n, gamma, "two-sided")
+        out[name] = MetricInterval(k / n, float(lo), float(hi), gamma, "clopper_pearson")
+    return out
+
+
+def attack_metrics(member: Any, score: Any, confidence: float = 0.95, *,
+                   fprs: tuple[float, ...] = (0.01,), auroc_method: str = "delong",
+                   bootstrap: bool = True, n_resamples: int = 2000, seed: Any = 0
+                   ) -> dict[str, Any]:
+    """AUROC and TPR at each FPR of ``fprs``, with intervals, as a JSON-ready dict (for
+    results' ``details`` and reports).  ``bootstrap=False`` skips the TPR bootstrap."""
+    out: dict[str, Any] = {"auroc": auroc_interval(member, score, confidence, auroc_method,
+                                                   n_resamples=n_resamples,
+                                                   seed=seed).to_dict()}
+    for f in fprs:
+        key = f"tpr_at_fpr_{f:g}"
+        if bootstrap:
+            out[key] = tpr_at_fpr_interval(member, score, f, confidence,
+                                           n_resamples=n_resamples, seed=seed).to_dict()
+        else:
+            out[key] = {"estimate": tpr_at_fpr(member, score, f), "low": None, "high": None,
+                        "confidence": confidence, "method": None}
+    return out

@@ -1,0 +1,120 @@
+"""A test-suite gate for mechanism authors: ``assert_dp`` fails a test when an audit proves the
+mechanism leaks more than claimed.
+
+    from dpaudit.testing import assert_dp
+
+    def test_my_mechanism_is_private():
+        assert_dp(my_mechanism, my_neighbours, my_score, epsilon=1.0, delta=1e-5)
+
+It runs a black-box multi-run audit (seed 000 Algorithm 1 / seed 004: ``trials`` independent
+runs, each on D0 or D1 chosen by a fair coin; :func:`dpaudit.games.blackbox.run_trials`, i.e.
+the trial engine) and the classical Clopper-Pearson audit (:func:`dpaudit.estimators.multi_run`,
+Bonferroni over thresholds by default).  If the epsilon lower bound exceeds the claimed
+``epsilon``, it raises :class:`DPViolation` (an ``AssertionError``) whose message carries the
+evidence: the bound, the confidence, the threshold, the confusion counts and their confidence
+bounds, the seed and the budget, enough to reproduce the failure.
+
+Guarantee: a mechanism that satisfies its claim fails the gate with probability at most
+``1 - confidence`` (default 0.05; the audit's lower bound is valid at ``confidence``).  The run
+is seeded (default seed 0), so a test suite gives the same answer on every run and machine.
+
+**Passing is not a proof of privacy.**  An audit finds violations that its neighbouring
+datasets, its score function and its budget can reveal; a mechanism that passes may still
+violate its claim on other datasets, with a better score, or by less than ``trials`` runs can
+resolve (with 10,000 trials the bound rarely exceeds about 2-3 even for a mechanism with no
+privacy at all at delta = 0, since Clopper-Pearson bounds on rates estimated from n trials are
+limited by 1/n).  Use the gate to catch bugs (wrong sensitivity, noise added to the wrong
+quantity, a missing clipping step), not to certify.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from dpaudit.results import AuditResult
+from dpaudit.validation import check_confidence, check_count, check_delta, check_nonnegative
+
+__all__ = ["assert_dp", "DPViolation", "DEFAULT_TRIALS"]
+
+#: default budget: seconds for a cheap mechanism, resolves eps ~ 1 gaps of 2x in noise scale.
+DEFAULT_TRIALS = 10_000
+
+
+class DPViolation(AssertionError):
+    """An audit proved the claim false; ``.result`` is the :class:`AuditResult`."""
+
+    def __init__(self, message: str, result: AuditResult) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+def _evidence(res: AuditResult, epsilon: float, trials: int, seed: int) -> str:
+    d, s = res.details, res.settings
+    lines = [
+        f"DP violation: the audit proves epsilon >= {res.epsilon:.4f} > claimed {epsilon:g} "
+        f"at delta = {res.delta:g}, with confidence {res.confidence:g}",
+        f"  (a mechanism meeting its claim fails this check with probability <= "
+        f"{1 - res.confidence:g})",
+        f"  trials = {trials}, seed = {seed}, threshold strategy = {s.get('threshold')!r}, "
+        f"chosen threshold = {d.get('threshold')!r}",
+        f"  members: {d.get('n_members')} (tp = {d.get('tp')}), non-members: "
+        f"{d.get('n_nonmembers')} (fp = {d.get('fp')})",
+        f"  TPR in {_pair(d.get('tpr_bounds'))}, FPR in {_pair(d.get('fpr_bounds'))}; "
+        f"AUROC = {_num(d.get('auroc'))}",
+    ]
+    return "\n".join(lines)
+
+
+def _pair(p: Any) -> str:
+    if not p:
+        return "-"
+    return f"[{_num(p[0])}, {_num(p[1])}]"
+
+
+def _num(x: Any) -> str:
+    return "-" if x is None else f"{float(x):.4g}"
+
+
+def assert_dp(mechanism: Callable[[Any, np.random.Generator], Any],
+              neighbours: Callable[[np.random.Generator], tuple[Any, Any]],
+              score: Callable[[Any], float], *, epsilon: float, delta: float = 0.0,
+              trials: int = DEFAULT_TRIALS, confidence: float = 0.95, seed: int = 0,
+              threshold: str | float = "bonferroni", adjacency: str = "add_remove",
+              workers: int | None = 1) -> AuditResult:
+    """Fail (raise :class:`DPViolation`) if a black-box audit proves the claim
+    (``epsilon``, ``delta``) false; otherwise return the audit's :class:`AuditResult`.
+
+    Args:
+      mechanism: ``mechanism(dataset, rng) -> output``.
+      neighbours: ``neighbours(rng) -> (D0, D1)``; D1 holds the canary.
+      score: ``score(output) -> float``, higher = "D1 was used".
+      epsilon, delta: the claim under test.
+      trials: independent runs (default 10,000; the power grows with it).
+      confidence: probability the bound holds (false-failure rate <= 1 - confidence).
+      seed: the audit's seed (the trials' random streams; deterministic).
+      threshold: threshold strategy of :func:`dpaudit.estimators.multi_run`.
+      adjacency: "add_remove" or "replace_one" (recorded with the audit).
+      workers: 1 (default: in-process, any callables) or more processes (picklable
+        callables), or None for all cores.
+
+    Passing is not a proof of privacy (see the module docstring).
+    """
+    from dpaudit.estimators.multi_run import multi_run
+    from dpaudit.games.blackbox import BlackBoxAudit, run_trials
+
+    eps = check_nonnegative("epsilon", epsilon)
+    delta = check_delta(delta)
+    gamma = check_confidence(confidence)
+    n = check_count("trials", trials, minimum=2)
+    seed = check_count("seed", seed)
+    audit = BlackBoxAudit(mechanism, neighbours, score, adjacency)
+    obs = run_trials(audit, n, seed, workers=workers, progress=False)
+    if obs.n_members == 0 or obs.n_nonmembers == 0:  # pragma: no cover - needs trials ~ 2
+        raise ValueError(f"trials = {n} drew only one side of the coin; use more trials")
+    res = multi_run(obs.member, obs.score, delta=delta, confidence=gamma, threshold=threshold)
+    if res.epsilon > eps:
+        raise DPViolation(_evidence(res, eps, n, seed), res)
+    return res

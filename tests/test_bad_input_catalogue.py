@@ -1,0 +1,364 @@
+"""The bad-input catalogue (issue 15): every public function and CLI command x {NaN, +-inf,
+empty, mismatched lengths, wrong dtype, out of range, huge, malformed file}.
+
+Library: each case must raise ``ValueError`` whose message names the argument.
+CLI: each case must exit 2 with exactly one line on stderr starting with ``error:`` and no
+traceback.  ``test_catalogue_count`` prints the count (``pytest -s``) and requires all of them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+
+import dpaudit as da
+from dpaudit import estimators as E
+from dpaudit import risk as R
+from dpaudit.curves import resolve_family
+from dpaudit.stats import binomial as B
+
+NAN, INF = math.nan, math.inf
+
+# ---------------------------------------------------------------- bad values per kind of argument
+KINDS: dict[str, dict[str, Any]] = {
+    "count": {"nan": NAN, "inf": INF, "-inf": -INF, "string": "10", "complex": 10 + 0j,
+              "bool": True, "negative": -1, "fraction": 2.5},
+    "confidence": {"nan": NAN, "inf": INF, "-inf": -INF, "string": "0.95", "complex": 0.95 + 0j,
+                   "bool": True, "zero": 0.0, "one": 1.0, "above": 1.5, "negative": -0.1},
+    "delta": {"nan": NAN, "inf": INF, "-inf": -INF, "string": "1e-5", "complex": 1e-5 + 0j,
+              "bool": True, "negative": -1e-5, "one": 1.0, "above": 2.0},
+    "probability": {"nan": NAN, "inf": INF, "-inf": -INF, "string": "0.5", "complex": 0.5 + 0j,
+                    "bool": True, "negative": -0.1, "above": 1.5},
+    "positive": {"nan": NAN, "inf": INF, "-inf": -INF, "string": "1", "complex": 1 + 0j,
+                 "bool": True, "zero": 0.0, "negative": -1.0},
+    "nonnegative": {"nan": NAN, "inf": INF, "-inf": -INF, "string": "1", "complex": 1 + 0j,
+                    "bool": True, "negative": -1.0},
+    "choice": {"unknown": "bogus", "number": 3, "none": None},
+    "family": {"unknown": "bogus", "bad_q": ("subsampled_gaussian", 2.0), "number": 3},
+    "float_array": {"empty": [], "nan": [0.1, NAN], "inf": [0.1, INF], "strings": ["0.1", "0.2"],
+                    "complex": [0.1j, 0.2], "2d": [[0.1, 0.2], [0.3, 0.4]]},
+    "binary_array": {"empty": [], "two": [0, 2], "strings": ["1", "0"], "fraction": [0.5, 1],
+                     "nan": [1, NAN]},
+    "matrix": {"empty": np.zeros((0, 2)), "nan": [[1, NAN]], "strings": [["1", "0"]],
+               "three_d": np.zeros((2, 2, 2))},
+}
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    fn: Callable[..., Any]
+    good: dict[str, Any]
+    args: dict[str, str]          # argument -> kind
+    needles: dict[str, str] | None = None  # argument -> word expected in the message
+
+
+def _obs(n: int = 200) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    m = np.arange(n) % 2
+    return m, m * 2.0 + rng.normal(size=n)
+
+
+M, S = _obs()
+X = (np.arange(40).reshape(20, 2) % 3 == 0).astype(int)
+
+TARGETS = [
+    Target("tight", E.tight, dict(n=1000, r=100, u=10),
+           dict(n="count", r="count", u="count", delta="delta", confidence="confidence",
+                family="family", mode="choice")),
+    Target("bits", E.bits, dict(n=1000, errors=300),
+           dict(n="count", errors="count", delta="delta", confidence="confidence",
+                family="family", ci="choice", floor="choice")),
+    Target("steinke", E.steinke, dict(m=1000, guesses=200, correct=180),
+           dict(m="count", guesses="count", correct="count", delta="delta",
+                confidence="confidence", variant="choice")),
+    Target("mahloujifar", E.mahloujifar, dict(m=1000, guesses=200, correct=180),
+           dict(m="count", guesses="count", correct="count", delta="delta",
+                confidence="confidence", family="family")),
+    Target("multi_run", E.multi_run, dict(member=M, score=S, delta=1e-5),
+           dict(member="binary_array", score="float_array", delta="delta",
+                confidence="confidence", direction="choice", estimate="choice")),
+    Target("multi_run_counts", E.multi_run_counts, dict(tp=40, fn=10, fp=5, tn=45),
+           dict(tp="count", fn="count", fp="count", tn="count", delta="delta",
+                confidence="confidence")),
+    Target("audit_one_run", E.audit_one_run,
+           dict(member=M, score=S, methods=("tight",)),
+           dict(member="binary_array", score="float_array", delta="delta",
+                confidence="confidence", family="family", bits_ci="choice")),
+    Target("guesses_from_scores", E.guesses_from_scores,
+           dict(truth=M, score=S, k_pos=10, k_neg=10),
+           dict(truth="binary_array", score="float_array", k_pos="count", k_neg="count")),
+    Target("lifted", E.lifted, dict(x=X, y=1 - X),
+           dict(x="matrix", y="matrix", delta="delta", confidence="confidence",
+                interval="choice", neighbourhood="choice")),
+    Target("tight_p_value", E.tight_p_value, dict(curve=da.GaussianDP(1.0), n=100, r=10, u=1),
+           dict(n="count", r="count", u="count", mode="choice")),
+    Target("GaussianDP", da.GaussianDP, dict(mu=1.0), dict(mu="positive")),
+    Target("LaplaceDP", da.LaplaceDP, dict(eps=1.0), dict(eps="positive")),
+    Target("EpsDeltaDP", da.EpsDeltaDP, dict(eps=1.0, delta=1e-5),
+           dict(eps="nonnegative", delta="delta")),
+    Target("SubsampledGaussianDP", da.SubsampledGaussianDP, dict(mu=1.0, q=0.5),
+           dict(mu="positive", q="probability")),
+    Target("GaussianDP.epsilon", lambda delta: da.GaussianDP(1.0).epsilon(delta),
+           dict(delta=1e-5), dict(delta="delta")),
+    Target("GaussianDP.delta", lambda epsilon: da.GaussianDP(1.0).delta(epsilon),
+           dict(epsilon=1.0), dict(epsilon="nonnegative")),
+    Target("SubsampledGaussianDP.epsilon",
+           lambda delta: da.SubsampledGaussianDP(1.0, 0.5).epsilon(delta),
+           dict(delta=1e-5), dict(delta="delta")),
+    Target("dpsgd_curve", da.dpsgd_curve,
+           dict(noise_multiplier=1.0, sampling_rate=0.01, steps=10),
+           dict(noise_multiplier="positive", sampling_rate="probability", steps="count")),
+    Target("resolve_family", resolve_family, dict(family="gdp", delta=1e-5),
+           dict(family="family", delta="delta")),
+    Target("clopper_pearson", B.clopper_pearson, dict(k=3, n=10),
+           dict(k="count", n="count", confidence="confidence", side="choice")),
+    Target("binomial_interval", B.binomial_interval, dict(k=3, n=10),
+           dict(k="count", n="count", confidence="confidence", method="choice")),
+    Target("risk.thm35_tail", R.thm35_tail, dict(priors=[0.1, 0.2], epsilon=1.0, delta=1e-5),
+           dict(priors="float_array", epsilon="nonnegative", delta="delta"),
+           {"priors": "prior"}),
+    Target("risk.single_target_bound", R.single_target_bound,
+           dict(prior=0.1, epsilon=1.0, delta=1e-5),
+           dict(prior="probability", epsilon="nonnegative", delta="delta", theorem="choice")),
+    Target("risk.epsilon_protect", R.epsilon_protect, dict(prior=0.1, tau=0.05, delta=1e-5),
+           dict(prior="probability", tau="probability", delta="delta")),
+    Target("risk.leaked_bits", R.leaked_bits, dict(epsilon=1.0, alpha=0.05),
+           dict(epsilon="nonnegative", alpha="probability")),
+    Target("risk.gdp_mu", R.gdp_mu, dict(epsilon=1.0, delta=1e-5),
+           dict(epsilon="nonnegative", delta="delta")),
+    Target("risk.rero_bound", R.rero_bound, dict(kappa=0.1, epsilon=1.0, delta=1e-5),
+           dict(kappa="probability", epsilon="nonnegative", delta="delta")),
+]
+
+# kinds that do not apply to an argument (documented exceptions)
+SKIP = {
+    # a 0-d float array is accepted as one entry by design
+    ("risk.thm35_tail", "priors", "2d"),
+    # documented: epsilon = +inf means "no privacy" in the risk bounds (bounds become 1)
+    *{(f"risk.{f}", "epsilon", "inf") for f in ("thm35_tail", "single_target_bound",
+                                                "leaked_bits", "rero_bound")},
+}
+
+
+def library_cases() -> list[tuple[Target, str, str, Any]]:
+    out = []
+    for t in TARGETS:
+        for arg, kind in t.args.items():
+            for case, value in KINDS[kind].items():
+                if (t.name, arg, case) in SKIP:
+                    continue
+                out.append((t, arg, case, value))
+        # mismatched lengths for every pair of arrays
+        arrays = [a for a, k in t.args.items() if k in ("float_array", "binary_array")]
+        if len(arrays) >= 2:
+            out.append((t, arrays[1], "mismatched", "MISMATCH"))
+    return out
+
+
+LIB_CASES = library_cases()
+
+
+def run_library_case(t: Target, arg: str, case: str, value: Any) -> str | None:
+    """None if handled (ValueError naming the argument), else what happened."""
+    kw = dict(t.good)
+    if isinstance(value, str) and value == "MISMATCH":
+        kw[arg] = np.asarray(kw[arg])[:-1]
+    else:
+        kw[arg] = value
+    needle = (t.needles or {}).get(arg, arg)
+    try:
+        t.fn(**kw)
+    except ValueError as e:
+        msg = str(e)
+        if (isinstance(value, str) and value == "MISMATCH") or needle.lower() in msg.lower():
+            return None
+        return f"ValueError without the argument name: {msg[:120]}"
+    except Exception as e:  # noqa: BLE001 - classifying the failure is the point
+        return f"{type(e).__name__}: {str(e)[:120]}"
+    return "accepted silently"
+
+
+@pytest.mark.parametrize("t,arg,case,value", LIB_CASES,
+                         ids=[f"{c[0].name}-{c[1]}-{c[2]}" for c in LIB_CASES])
+def test_library_bad_input(t, arg, case, value):
+    problem = run_library_case(t, arg, case, value)
+    assert problem is None, problem
+
+
+def test_good_inputs_work():
+    # the catalogue's base calls are valid, so every failure above is due to the bad value
+    for t in TARGETS:
+        t.fn(**t.good)
+
+
+# ------------------------------------------------------------------------------------- CLI
+def _files(tmp: Any) -> dict[str, str]:
+    p = {}
+    (tmp / "empty.csv").write_text("")
+    p["empty"] = str(tmp / "empty.csv")
+    (tmp / "nan.csv").write_text("member,score\n1,nan\n0,0.1\n")
+    p["nan"] = str(tmp / "nan.csv")
+    (tmp / "onecol.csv").write_text("member\n1\n0\n")
+    p["onecol"] = str(tmp / "onecol.csv")
+    (tmp / "bin.csv").write_bytes(bytes(range(256)) * 4)
+    p["binary"] = str(tmp / "bin.csv")
+    (tmp / "trunc.npz").write_bytes(b"PK\x03\x04" + b"\x00" * 20)
+    p["truncated_npz"] = str(tmp / "trunc.npz")
+    (tmp / "deep.json").write_text("[" * 50_000 + "]" * 50_000)
+    p["deep_json"] = str(tmp / "deep.json")
+    (tmp / "strings.json").write_text('{"member": [1, 0], "score": ["a", "b"]}')
+    p["strings_json"] = str(tmp / "strings.json")
+    (tmp / "twoclass.csv").write_text("member,score\n2,0.5\n0,0.1\n")
+    p["bad_member"] = str(tmp / "twoclass.csv")
+    p["missing"] = str(tmp / "nope.csv")
+    p["directory"] = str(tmp)
+    p["dev_zero"] = "/dev/zero"
+    (tmp / "x.txt").write_text("0.1\nabc\n")
+    p["bad_priors"] = str(tmp / "x.txt")
+    return p
+
+
+BOUND = {
+    "tight": ["--canaries", "1000", "--guesses", "100", "--wrong", "10"],
+    "bits": ["--canaries", "1000", "--wrong", "300"],
+    "steinke": ["--canaries", "1000", "--guesses", "200", "--correct", "180"],
+    "mahloujifar": ["--canaries", "1000", "--guesses", "200", "--correct", "180"],
+}
+NUMBER_BAD = {"nan": "nan", "inf": "inf", "-inf": "-inf", "text": "abc", "negative": "-1",
+              "huge": "1e400"}
+
+
+def cli_cases() -> list[tuple[str, list[str]]]:
+    cases: list[tuple[str, list[str]]] = []
+    for cmd, base in BOUND.items():
+        for opt in ("--delta", "--confidence", "--claimed-epsilon"):
+            for case, v in NUMBER_BAD.items():
+                cases.append((f"bound {cmd} {opt} {case}", ["bound", cmd, *base, opt, v]))
+        for i in range(0, len(base), 2):
+            for case, v in (("negative", "-5"), ("text", "x"), ("fraction", "2.5"),
+                            ("zero" if i == 0 else "above_total", "0" if i == 0 else "100000")):
+                argv = list(base)
+                argv[i + 1] = v
+                cases.append((f"bound {cmd} {base[i]} {case}", ["bound", cmd, *argv]))
+        if cmd != "steinke":
+            for fam in ("bogus", "subsampled_gaussian:2", "sgm:x", "laplace:3"):
+                cases.append((f"bound {cmd} --family {fam}", ["bound", cmd, *base,
+                                                              "--family", fam]))
+    for kind, base in (("gdp", ["--mu", "1"]), ("laplace", ["--epsilon", "1"]),
+                       ("subsampled_gaussian", ["--mu", "1", "--sampling-rate", "0.5"]),
+                       ("eps_delta", ["--epsilon", "1", "--curve-delta", "1e-6"])):
+        for i in range(0, len(base), 2):
+            for case, v in NUMBER_BAD.items():
+                argv = list(base)
+                argv[i + 1] = v
+                cases.append((f"curve {kind} {base[i]} {case}", ["curve", kind, *argv]))
+        cases.append((f"curve {kind} --delta 1", ["curve", kind, *base, "--delta", "1"]))
+    cases.append(("curve dpsgd missing --steps", ["curve", "dpsgd", "--noise-multiplier", "1",
+                                                 "--sampling-rate", "0.01"]))
+    cases.append(("curve dpsgd --steps 0", ["curve", "dpsgd", "--noise-multiplier", "1",
+                                           "--sampling-rate", "0.01", "--steps", "0"]))
+    cases.append(("curve bogus", ["curve", "bogus", "--mu", "1"]))
+    for name in ("empty", "nan", "onecol", "binary", "truncated_npz", "deep_json",
+                 "strings_json", "bad_member", "missing", "directory", "dev_zero"):
+        for cmd in ("audit", "one-run"):
+            cases.append((f"{cmd} file {name}", [cmd, f"FILE:{name}"]))
+    cases.append(("bound lifted file truncated", ["bound", "lifted", "FILE:truncated_npz"]))
+    cases.append(("bound lifted file csv", ["bound", "lifted", "FILE:nan"]))
+    for opt, v in (("--delta", "nan"), ("--confidence", "2"), ("--threshold", "bogus"),
+                   ("--direction", "up"), ("--claimed-epsilon", "-1")):
+        cases.append((f"audit {opt} {v}", ["audit", "FILE:good", opt, v]))
+    for opt, v in (("--methods", "bogus"), ("--fractions", "2"), ("--fractions", "x"),
+                   ("--bits-ci", "wald"), ("--true-epsilon", "nan"), ("--family", "bogus")):
+        cases.append((f"one-run {opt} {v}", ["one-run", "FILE:good", opt, v]))
+    for opt, v in (("--canaries", "1"), ("--canaries", "-3"), ("--delta", "nan"),
+                   ("--confidence", "0"), ("--mu", "inf"), ("--flawed", "bogus")):
+        cases.append((f"simulate gaussian {opt} {v}", ["simulate", "gaussian", opt, v]))
+    cases.append(("simulate bogus", ["simulate", "bogus"]))
+    cases.append(("simulate svt --flawed alg9", ["simulate", "svt", "--flawed", "alg9"]))
+    risk_base = ["risk", "--epsilon", "1", "--delta", "1e-5", "--prior", "0.1"]
+    for opt in ("--epsilon", "--delta", "--prior", "--confidence", "--tau"):
+        for case, v in NUMBER_BAD.items():
+            argv = [a for a in risk_base]
+            if opt in argv:
+                argv[argv.index(opt) + 1] = v
+            else:
+                argv += [opt, v]
+            cases.append((f"risk {opt} {case}", argv))
+    cases.append(("risk --targets 0", [*risk_base, "--targets", "0"]))
+    cases.append(("risk --prior-file bad", ["risk", "--epsilon", "1", "--prior-file",
+                                            "FILE:bad_priors"]))
+    cases.append(("risk --prior-file /dev/zero", ["risk", "--epsilon", "1", "--prior-file",
+                                                  "/dev/zero"]))
+    ex = "dpaudit.games.examples:gaussian_count_audit"
+    for label, extra in (("module", ["nomodule:x"]), ("object", ["dpaudit.games.examples:nope"]),
+                         ("--trials 0", [ex, "--trials", "0"]),
+                         ("--confidence 2", [ex, "--trials", "10", "--executor", "inline",
+                                             "--confidence", "2"]),
+                         ("--claimed-epsilon nan", [ex, "--trials", "10", "--executor",
+                                                    "inline", "--claimed-epsilon", "nan"]),
+                         ("--executor bogus", [ex, "--trials", "10", "--executor", "bogus"])):
+        cases.append((f"run {label}", ["run", *extra]))
+    cases.append(("store info missing", ["store", "info", "FILE:missing"]))
+    cases.append(("report missing", ["report", "FILE:missing"]))
+    cases.append(("report malformed", ["report", "FILE:deep_json"]))
+    cases.append(("reproduce bogus", ["reproduce", "bogus"]))
+    cases.append(("reproduce --size", ["reproduce", "bits-dpsgd", "--size", "huge"]))
+    return cases
+
+
+CLI_CASES = cli_cases()
+
+
+def run_cli_case(argv: list[str], files: dict[str, str], capsys: Any) -> str | None:
+    from dpaudit.cli import main
+
+    args = [files[a[5:]] if a.startswith("FILE:") else a for a in argv]
+    try:
+        rc = main(args)
+    except BaseException as e:  # noqa: BLE001
+        return f"raised {type(e).__name__}: {str(e)[:100]}"
+    cap = capsys.readouterr()
+    err = cap.err
+    if rc != 2:
+        return f"exit {rc}"
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    if len(lines) != 1 or not lines[0].startswith("error: ") or "Traceback" in err:
+        return f"stderr not one error line: {err[:150]!r}"
+    return None
+
+
+@pytest.fixture
+def cli_files(tmp_path):
+    files = _files(tmp_path)
+    m, s = _obs(400)
+    np.savetxt(tmp_path / "good.csv", np.column_stack([m, s]), delimiter=",",
+               header="member,score", comments="", fmt="%g")
+    files["good"] = str(tmp_path / "good.csv")
+    return files
+
+
+@pytest.mark.parametrize("label,argv", CLI_CASES, ids=[c[0] for c in CLI_CASES])
+def test_cli_bad_input(label, argv, cli_files, capsys):
+    problem = run_cli_case(argv, cli_files, capsys)
+    assert problem is None, problem
+
+
+def test_catalogue_count(cli_files, capsys):
+    """Count of handled cases (printed with ``pytest -s``); the target is all of them."""
+    lib_bad = [(t.name, a, c) for t, a, c, v in LIB_CASES
+               if run_library_case(t, a, c, v) is not None]
+    cli_bad = [label for label, argv in CLI_CASES
+               if run_cli_case(argv, cli_files, capsys) is not None]
+    total = len(LIB_CASES) + len(CLI_CASES)
+    handled = total - len(lib_bad) - len(cli_bad)
+    with capsys.disabled():
+        print(f"\nbad-input catalogue: {handled}/{total} handled "
+              f"(library {len(LIB_CASES) - len(lib_bad)}/{len(LIB_CASES)}, "
+              f"CLI {len(CLI_CASES) - len(cli_bad)}/{len(CLI_CASES)})")
+    assert not lib_bad and not cli_bad, (lib_bad, cli_bad)
