@@ -245,19 +245,29 @@ def ascending_order(score: np.ndarray, rng: np.random.Generator | int) -> np.nda
     """
     gen = tie_break_rng(rng)
     m = score.size
-    prio = gen.random(m)
     order = np.argsort(score, kind="stable")
     ss = score[order]
-    tied = np.zeros(m, dtype=bool)
     eq = ss[1:] == ss[:-1]
-    if eq.any():
-        tied[1:] |= eq
-        tied[:-1] |= eq
-        pos = np.flatnonzero(tied)
-        sub = order[pos]
-        # within a run of equal scores, order by priority (score breaks the runs apart)
-        order[pos] = sub[np.lexsort((prio[sub], ss[pos]))]
+    if not eq.any():
+        del ss, eq
+        # no ties: the priorities are not needed, but the generator advances as if drawn
+        # (in chunks, so no m-sized array is held)
+        for start in range(0, m, _PRIO_CHUNK):
+            gen.random(min(_PRIO_CHUNK, m - start))
+        return order
+    prio = gen.random(m)
+    tied = np.zeros(m, dtype=bool)
+    tied[1:] |= eq
+    tied[:-1] |= eq
+    pos = np.flatnonzero(tied)
+    sub = order[pos]
+    # within a run of equal scores, order by priority (score breaks the runs apart)
+    order[pos] = sub[np.lexsort((prio[sub], ss[pos]))]
     return order
+
+
+#: priorities drawn (and discarded) per chunk when there are no ties.
+_PRIO_CHUNK = 1 << 20
 
 
 def _guesses_from_sorted(t: np.ndarray, s: np.ndarray, k_pos: Any, k_neg: Any,
@@ -270,11 +280,17 @@ def _guesses_from_sorted(t: np.ndarray, s: np.ndarray, k_pos: Any, k_neg: Any,
     if np.any(kp + kn > m):
         raise ValueError(f"k_pos + k_neg must be <= the number of canaries ({m})")
     order = ascending_order(s, rng)  # ascending score, random among ties
-    sorted_truth = t[order].astype(np.int64)
-    # correct "excluded" guesses among the k lowest; correct "included" among the k highest.
-    low_false = np.concatenate([[0], np.cumsum(1 - sorted_truth)])
-    high_true = np.concatenate([[0], np.cumsum(sorted_truth[::-1])])
-    correct = high_true[kp] + low_false[kn]
+    # c[k] = number of 1-bits among the k lowest scores (k = 1..m).  Correct "excluded"
+    # guesses among the k_neg lowest: k_neg - c[k_neg]; correct "included" among the k_pos
+    # highest: c[m] - c[m - k_pos].
+    c = np.cumsum(t[order], dtype=np.int64)
+    del order
+
+    def c_at(k: np.ndarray) -> np.ndarray:
+        return np.where(k > 0, c[np.maximum(k, 1) - 1], 0)
+
+    total = int(c[-1]) if m else 0
+    correct = (total - c_at(m - kp)) + (kn - c_at(kn))
     guesses = kp + kn
     if guesses.ndim == 0:
         return int(guesses), int(correct)
