@@ -167,3 +167,16 @@ def test_fixed_threshold_clopper_pearson_covers():
         hit_t += r["tpr"].low <= tpr <= r["tpr"].high
         hit_f += r["fpr"].low <= fpr <= r["fpr"].high
     assert hit_t / 2000 >= 0.94 and hit_f / 2000 >= 0.94
+
+
+def test_delong_agrees_with_the_report_summary():
+    """Two DeLong implementations exist (report/summaries.py for the audit card, this module
+    for results); until one delegates to the other they must agree."""
+    from dpaudit.report.summaries import auroc_interval as card_interval
+
+    rng = np.random.default_rng(3)
+    member = rng.random(3000) < 0.4
+    s = np.round(rng.normal(size=3000) + 0.7 * member, 1)     # ties
+    a = auroc_interval(member, s, 0.9, "delong")
+    est, lo, hi = card_interval(member, s, 0.9)
+    assert (a.estimate, a.low, a.high) == pytest.approx((est, lo, hi), rel=1e-10)
