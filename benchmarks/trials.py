@@ -18,6 +18,9 @@
    (1, 1e-5)-DP): median number of trials to a violation verdict over 20 seeds, beside the
    number of trials the fixed-n Clopper-Pearson audit needs to find the violation in at least
    half of the seeds, at the same 95% confidence.
+6. The sequential stopping rule on a long null run (1e6 trials of a 0.2-GDP score claimed
+   (1, 1e-5)-DP, never stops): 100 looks with the incremental SequentialMonitor vs one pass of
+   first_crossing, and 10 looks re-running first_crossing on each prefix (engine v1).
 
 Usage: python benchmarks/trials.py [--quick] [--sections 0,1,2,...]
 (--quick: 10x fewer trials, for a smoke run; --sections: run only these; uptime is printed at
@@ -169,10 +172,18 @@ def main() -> None:
         v1, now = insert_rows(n, tmp)
         print(f"    store insert per row: per-row executemany (v1) {us(v1, n)}, one blob per "
               f"run (now) {us(now, n)}  (x{v1 / now:.1f} faster)")
-    if 3 not in SECTIONS:
-        print(f"load: {uptime()}")
-        return
+    if 3 in SECTIONS:
+        gaussian_million(tmp)
+    if 4 in SECTIONS:
+        ray_vs_pool()
+    if 5 in SECTIONS:
+        sequential_vs_fixed()
+    if 6 in SECTIONS:
+        stopping_rule()
+    print(f"load: {uptime()}")
 
+
+def gaussian_million(tmp: Path) -> None:
     m = 1_000_000 // SCALE
     t0 = time.perf_counter()
     run = execute(gaussian_count_audit(1.0), trials=m, seed=2, executor="process", workers=2,
@@ -181,9 +192,8 @@ def main() -> None:
     print(f"[3] Gaussian count, {m:,} trials, 2 workers, with store: {sec:.1f} s "
           f"({m / sec:,.0f} trials/s; target < 60 s for 1e6)  stored {run.n:,}")
 
-    if 4 not in SECTIONS:
-        print(f"load: {uptime()}")
-        return
+
+def ray_vs_pool() -> None:
     try:
         import ray
 
@@ -208,6 +218,8 @@ def main() -> None:
     except ImportError:
         print("[4] Ray not installed: skipped (pip install 'dpaudit[ray]')")
 
+
+def sequential_vs_fixed() -> None:
     rng = np.random.default_rng(12)
     R = 20
     stops = []
@@ -232,7 +244,30 @@ def main() -> None:
           f"{med:.0f} trials to a violation verdict (min {min(stops):.0f}, max "
           f"{max(stops):.0f}); fixed-n Clopper-Pearson needs n = {fixed} for a violation in "
           f">= half of {R} seeds (ratio x{(fixed or np.nan) / med:.1f})")
-    print(f"load: {uptime()}")
+
+
+def stopping_rule() -> None:
+    from dpaudit.estimators.sequential import SequentialMonitor
+
+    n = 1_000_000 // SCALE
+    rng = np.random.default_rng(6)
+    b = rng.random(n) < 0.5
+    s = rng.standard_normal(n) + 0.2 * b
+    t0 = time.perf_counter()
+    assert first_crossing(b, s, 1.0, 1e-5, 0.95) is None
+    one = time.perf_counter() - t0
+    mon = SequentialMonitor(1.0, 1e-5, 0.95)
+    t0 = time.perf_counter()
+    for c in np.linspace(0, n, 101)[1:].astype(int):
+        mon.update(b[:c], s[:c])
+    inc = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for c in np.linspace(0, n, 11)[1:].astype(int):
+        first_crossing(b[:c], s[:c], 1.0, 1e-5, 0.95)
+    rerun = time.perf_counter() - t0
+    print(f"[6] stopping rule, {n:,} null trials: one pass {one:.2f} s; 100 incremental looks "
+          f"{inc:.2f} s (x{inc / one:.2f} of a pass); 10 looks re-running each prefix (v1) "
+          f"{rerun:.2f} s (x{rerun / one:.1f})")
 
 
 def uptime() -> str:

@@ -55,5 +55,50 @@ FLAKY = BlackBoxAudit(FlakyMechanism(0.05), CountNeighbours(10), identity_score)
 FAST = BlackBoxAudit(GaussianCount(1.0), CountNeighbours(10), identity_score)
 FLAWED = BlackBoxAudit(GaussianCount(0.5), CountNeighbours(10), identity_score)
 RR = BlackBoxAudit(RandomizedResponse(1.0), CountNeighbours(3), identity_score)
-SLOWER = BlackBoxAudit(SlowGaussianCount(1.0, 0.01), CountNeighbours(10), identity_score)
 SLOWER_NO_PAUSE = BlackBoxAudit(SlowGaussianCount(1.0, 0.0), CountNeighbours(10), identity_score)
+
+
+@dataclass(frozen=True)
+class DieOnceGaussianCount:
+    """GaussianCount (same draws) whose worker process SIGKILLs itself, once per ``marker``
+    file, at the first trial whose noise exceeds ``z`` (about 1 trial in 740 for z = 3): a
+    worker death mid-run, without a subprocess driver or timing."""
+
+    marker: str
+    sigma: float = 1.0
+    z: float = 3.0
+
+    def __call__(self, dataset: Any, rng: np.random.Generator) -> float:
+        noise = rng.standard_normal()
+        if noise > self.z:
+            import os
+            import signal
+
+            try:
+                os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                pass
+            else:
+                os.kill(os.getpid(), signal.SIGKILL)
+        return float(len(dataset) + self.sigma * noise)
+
+
+@dataclass(frozen=True)
+class FailsMoreWithoutCanary:
+    """Outputs A (1.0), B (0.0) or fails (raises): on D1 (canary in) A .5, B .1, fail .4; on D0
+    A .2, B .2, fail .6.  With failure as an output this is exactly ln(2.5)-DP (ratios 2.5, 2,
+    1.5); conditioned on success it is ln(3)-DP (B: 0.5 / (1/6)) -- the case where auditing
+    only successful trials claims a false violation."""
+
+    def __call__(self, dataset: Any, rng: np.random.Generator) -> float:
+        canary = len(dataset) > 0 and dataset[-1] == "canary"
+        u = rng.random()
+        a, b = (0.5, 0.6) if canary else (0.2, 0.4)
+        if u < a:
+            return 1.0
+        if u < b:
+            return 0.0
+        raise RuntimeError("the mechanism failed")
+
+
+FAILS = BlackBoxAudit(FailsMoreWithoutCanary(), CountNeighbours(3), identity_score)

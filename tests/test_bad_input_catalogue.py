@@ -295,6 +295,18 @@ def cli_cases() -> list[tuple[str, list[str]]]:
                                             "FILE:bad_priors"]))
     cases.append(("risk --prior-file /dev/zero", ["risk", "--epsilon", "1", "--prior-file",
                                                   "/dev/zero"]))
+    ex = "dpaudit.games.examples:gaussian_count_audit"
+    for label, extra in (("module", ["nomodule:x"]), ("object", ["dpaudit.games.examples:nope"]),
+                         ("--trials 0", [ex, "--trials", "0"]),
+                         ("--confidence 2", [ex, "--trials", "10", "--executor", "inline",
+                                             "--confidence", "2"]),
+                         ("--claimed-epsilon nan", [ex, "--trials", "10", "--executor",
+                                                    "inline", "--claimed-epsilon", "nan"]),
+                         ("--executor bogus", [ex, "--trials", "10", "--executor", "bogus"])):
+        cases.append((f"run {label}", ["run", *extra]))
+    cases.append(("store info missing", ["store", "info", "FILE:missing"]))
+    cases.append(("report missing", ["report", "FILE:missing"]))
+    cases.append(("report malformed", ["report", "FILE:deep_json"]))
     cases.append(("reproduce bogus", ["reproduce", "bogus"]))
     cases.append(("reproduce --size", ["reproduce", "bits-dpsgd", "--size", "huge"]))
     return cases

@@ -102,3 +102,6 @@ def test_demo_catches_the_flaw(capsys, tmp_path):
     assert d["dpsgd_flawed"]["verdict"].startswith("violation")
     mr = d["multi_run"]
     assert mr["correct"].startswith("no violation") and mr["flawed"].startswith("violation")
+    tr = d["training"]  # the real (Opacus) training audit, when the torch extra is installed
+    if "skipped" not in tr:
+        assert tr["correct"]["violation"] is False and tr["flawed"]["violation"] is True

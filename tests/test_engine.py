@@ -4,6 +4,7 @@ and the Python API (run_audit, run_trials)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sqlite3
 from dataclasses import dataclass
@@ -139,6 +140,8 @@ def test_failures_retried_then_reported(tmp_path) -> None:
     assert ar.result.epsilon == want.epsilon
     assert ar.result.settings["failed_trials"] == "scored below every success"
     np.testing.assert_array_equal(member[r.ok], ar.observations.member)
+    np.testing.assert_array_equal(ea.FLAKY.secrets(9, np.arange(n)), member)
+    assert ea.FLAKY.secret(9, 5) == member[5]
     # the sequential audit keeps them in the sequence (NaN score: outside every betting set);
     # the Gaussian count is not (1, 0)-DP, so it stops with a violation
     sq = run_audit(ea.FLAKY, trials=n, seed=9, executor="inline", claimed_epsilon=1.0,
@@ -310,3 +313,57 @@ def test_run_chunk_reports_wrong_sized_records() -> None:
                                   [trial_rng(1, t).random() for t in good])
     np.testing.assert_array_equal(res.records[good, 1], good)
     assert np.isnan(res.records[[3, 5]]).all()
+
+
+def test_failures_as_output_prevent_a_false_violation() -> None:
+    """A mechanism that fails more often without the canary (engine_audits.FAILS) is exactly
+    ln(2.5)-DP with failure as an output, ln(3)-DP conditioned on success.  The fixed-n audit
+    of all trials (failures scored at the bottom) stays below the claim; the same estimator on
+    the successful trials only would claim a violation (seeded: 20,000 trials)."""
+    claim = math.log(2.5)
+    ar = run_audit(ea.FAILS, trials=20_000, seed=1, executor="inline", retries=0,
+                   claimed_epsilon=claim)
+    n_fail = len(ar.failures)
+    assert abs(n_fail / 20_000 - 0.5) < 0.02  # (0.4 + 0.6) / 2
+    assert not ar.violation and ar.result.epsilon < claim
+    skipped = multi_run(ar.observations.member, ar.observations.score, delta=0.0,
+                        confidence=0.95, seed=1)
+    assert skipped.epsilon > claim  # what auditing only the successes would have claimed
+    # the sequential audit keeps the failures in the sequence and finds no violation either
+    sq = run_audit(ea.FAILS, trials=5000, seed=1, executor="inline", retries=0,
+                   claimed_epsilon=claim, sequential=True)
+    assert not sq.violation and sq.sequential.n == 5000
+
+
+def test_finished_prefix_scan() -> None:
+    from dpaudit.engine.runner import _prefix
+
+    done = np.ones(200_000, bool)
+    assert _prefix(done, 0) == 200_000 and _prefix(done, 123) == 200_000
+    for hole in (0, 5, 65_535, 65_536, 65_537, 199_999):
+        d = done.copy()
+        d[hole] = False
+        d[hole + 1:] = np.random.default_rng(hole).random(d.size - hole - 1) < 0.5
+        assert _prefix(d, 0) == hole == np.argmin(d)
+
+
+@dataclass(frozen=True)
+class _BufferGame:
+    """Returns the same NumPy buffer every trial (the engine must copy it)."""
+
+    buf: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(2))
+    fields = ("t", "u")
+
+    def run_trial(self, rng: np.random.Generator, t: int) -> np.ndarray:
+        self.buf[0], self.buf[1] = t, rng.random()
+        return self.buf
+
+    def config(self) -> dict[str, str]:
+        return {"kind": "buffer"}
+
+
+def test_run_chunk_copies_reused_buffers() -> None:
+    res = run_chunk(_BufferGame(), 3, 10, 15)
+    np.testing.assert_array_equal(res.records[:, 0], np.arange(10, 15))
+    np.testing.assert_array_equal(res.records[:, 1], [trial_rng(3, t).random() for t in
+                                                      range(10, 15)])

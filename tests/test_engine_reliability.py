@@ -1,7 +1,10 @@
 """Reliability of the trial engine under crashes (subprocess tests, a few seconds each):
-SIGKILL of the driver and of a worker mid-run, then resume; two drivers on one store.  Each
-interrupted run is compared with an uninterrupted one: identical observations, no trial missing
-or duplicated."""
+a second driver on a running store is refused, then SIGKILL of the driver mid-run and resume;
+SIGKILL of a worker mid-run.  Each interrupted run is compared with an uninterrupted one:
+identical observations, no trial missing or duplicated.  One subprocess driver in all (each
+start imports dpaudit, the main cost under load): the refused second driver and the resume run
+in-process through the CLI against the killed subprocess driver's store, and the worker kills
+itself (engine_audits.DieOnceGaussianCount) under an in-process driver."""
 
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from dpaudit.engine import TrialStore, execute, trial_rng
 TESTS = Path(__file__).resolve().parent
 SRC = TESTS.parent / "src"
 N = 1500  # 2 ms per trial on 2 workers: about 1.5 s uninterrupted
+BIG = 100_000  # a budget the killed driver never reaches
 
 
 def _env() -> dict[str, str]:
@@ -60,20 +64,10 @@ def _wait_for(store: Path, at_least: int, proc: subprocess.Popen[bytes],
     raise AssertionError("timed out waiting for trials in the store")
 
 
-def _children(pid: int) -> list[int]:
-    out: list[int] = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            out += [int(x) for x in (task / "children").read_text().split()]
-        except OSError:
-            pass
-    return out
-
-
-@pytest.fixture(scope="module")
-def reference() -> np.ndarray:
-    """The uninterrupted run (in-process, no store) -- and the independent per-trial check."""
-    run = execute(ea.SLOW, trials=N, seed=5, executor="inline")
+def _reference(n: int) -> np.ndarray:
+    """The uninterrupted run, in-process, of the same trials without the pause (the pause
+    draws nothing, so the records are the same) -- and the independent per-trial check."""
+    run = execute(ea.SLOWER_NO_PAUSE, trials=n, seed=5, executor="inline")
     t = 17
     np.testing.assert_array_equal(run.records[t], ea.SLOW.run_trial(trial_rng(5, t), t))
     return run.records
@@ -88,59 +82,54 @@ def _check_store(store: Path, reference: np.ndarray) -> None:
     assert info.failures == 0
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc and SIGKILL")
-def test_sigkill_driver_then_resume(tmp_path, reference) -> None:
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses flock and SIGKILL")
+def test_second_driver_refused_then_sigkill_driver_then_resume(tmp_path, capsys) -> None:
+    from dpaudit.cli import main
+
     store = tmp_path / "kill.sqlite"
-    proc = _driver(store)
-    before = _wait_for(store, 200, proc)
-    os.killpg(proc.pid, signal.SIGKILL)  # the driver and its workers, mid-run
-    proc.wait(timeout=30)
-    after_kill = _stored(store)
-    assert before <= after_kill < N
-    res = _driver(store, "--resume")
-    out, err = res.communicate(timeout=120)
-    assert res.returncode == 0, err.decode()[-2000:]
-    _check_store(store, reference)
-    import json
-
-    doc = json.loads(out)
-    assert doc["engine"]["reused"] == after_kill
-    assert doc["engine"]["computed"] == N - after_kill
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc and SIGKILL")
-def test_kill_worker_mid_run(tmp_path, reference) -> None:
-    store = tmp_path / "worker.sqlite"
-    proc = _driver(store)
-    _wait_for(store, 200, proc)
-    workers = _children(proc.pid)
-    assert workers, "no worker processes found"
-    os.kill(workers[0], signal.SIGKILL)  # a worker dies: the pool is rebuilt, chunks re-run
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err.decode()[-2000:]
-    _check_store(store, reference)
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses flock")
-def test_two_drivers_on_one_store(tmp_path) -> None:
-    n = 100_000  # 10 ms per trial: the first driver is still running when the second starts
-    store = tmp_path / "two.sqlite"
-    first = _driver(store, audit="SLOWER", n=n)
+    args = ["run", "engine_audits:SLOW", "--workers", "2", "--executor", "process",
+            "--store", str(store), "--seed", "5", "--chunk-size", "25", "--json", "--resume"]
+    proc = _driver(store, n=BIG)
     try:
-        _wait_for(store, 50, first)
-        second = _driver(store, "--resume", audit="SLOWER", n=n)
-        _, err2 = second.communicate(timeout=120)
-        assert first.poll() is None  # the first driver was running all along
-        assert second.returncode == 2
-        assert "in use by another driver" in err2.decode()
+        _wait_for(store, 200, proc)
+        # a second driver on the running store is refused (exit 2, one error line)
+        assert main([*args, "--trials", str(BIG)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error:") and "in use by another driver" in err
+        assert proc.poll() is None  # the first driver was running all along
     finally:
-        os.killpg(first.pid, signal.SIGKILL)
-        first.wait(timeout=30)
+        os.killpg(proc.pid, signal.SIGKILL)  # the driver and its workers, mid-run
+        proc.wait(timeout=30)
     with sqlite3.connect(store) as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        stored = [r[0] for r in db.execute("SELECT t FROM trials ORDER BY t")]
+    assert 200 <= len(stored) < BIG and len(set(stored)) == len(stored)
+    # resume to a budget beyond every stored trial: only the missing ones are computed
+    m = max(stored) + 600
+    assert main([*args, "--trials", str(m)]) == 0
+    import json
+
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["engine"]["reused"] == len(stored)
+    assert doc["engine"]["computed"] == m - len(stored)
+    _check_store(store, _reference(m))
     with TrialStore(store, readonly=True) as st:
-        info = st.info()
-        t, data = st.records(info.audit_id)
-    assert info.runs == 1 and t.size >= 50 and np.unique(t).size == t.size
-    want = np.array([ea.SLOWER_NO_PAUSE.run_trial(trial_rng(5, int(i)), int(i)) for i in t])
-    np.testing.assert_array_equal(data, want)
+        assert st.info().runs == 2  # the refused driver never registered a run
+
+
+def test_worker_dies_mid_run(tmp_path) -> None:
+    from dpaudit.engine import ProcessExecutor
+    from dpaudit.games.blackbox import BlackBoxAudit
+    from dpaudit.games.examples import CountNeighbours, identity_score
+
+    marker = tmp_path / "died"
+    audit = BlackBoxAudit(ea.DieOnceGaussianCount(str(marker)), CountNeighbours(10),
+                          identity_score)
+    store = tmp_path / "worker.sqlite"
+    with ProcessExecutor(2) as ex:
+        run = execute(audit, trials=N, seed=5, executor=ex, store=store, chunk_size=25)
+        assert ex.pool_restarts == 1  # the pool was rebuilt once, its chunks re-run
+    assert marker.exists() and run.computed == N and not run.failures
+    ref = _reference(N)
+    np.testing.assert_array_equal(run.records, ref)
+    _check_store(store, ref)

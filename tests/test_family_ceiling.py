@@ -100,3 +100,17 @@ def test_cli_says_at_the_ceiling(capsys):
 def test_laplace_ceiling_is_sixty():
     assert LaplaceDP(60.0).epsilon(0.0) == 60.0
     assert da.resolve_family("laplace").ceiling_epsilon(0.0) == 60.0
+
+
+@pytest.mark.parametrize("estimator", ["tight", "bits", "mahloujifar"])
+def test_gdp_family_at_delta_zero_is_an_error_not_infinity(estimator):
+    # used to report epsilon >= inf: a false violation for a pure-DP mechanism
+    with pytest.raises(ValueError, match="no finite epsilon at this delta"):
+        if estimator == "tight":
+            tight(n=1000, r=100, u=10, delta=0.0)
+        elif estimator == "bits":
+            bits(n=1000, errors=300, delta=0.0)
+        else:
+            mahloujifar(m=1000, guesses=100, correct=90, delta=0.0)
+    # pure-DP families give a finite bound at delta = 0
+    assert 0 < bits(n=1000, errors=300, delta=0.0, family="laplace").epsilon < 1

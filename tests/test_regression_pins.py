@@ -175,3 +175,19 @@ def test_tie_break_order_equals_lexsort(levels):
     got = ascending_order(s, g2)
     np.testing.assert_array_equal(got, want)
     assert g1.random() == g2.random()
+
+
+@pytest.mark.parametrize("dtype", [bool, np.int8, np.uint8, np.int64, float])
+def test_lifted_fast_path_dtypes_agree(dtype):
+    """Integer and boolean matrices take the no-float-copy path; every dtype gives the pinned
+    value, and bad entries still raise the validation message."""
+    rng = np.random.default_rng(2)
+    x = (rng.random((400, 8)) < 0.7).astype(dtype)
+    y = (rng.random((400, 8)) < 0.3).astype(dtype)
+    want = dict((k, v) for k, v in PINS["lifted"])["wilson"]
+    assert E.lifted(x, y, delta=1e-5).epsilon == pytest.approx(want, rel=STRICT)
+    if dtype is not bool:
+        bad = x.copy()
+        bad[3, 2] = 2 if dtype is not np.int8 else -1
+        with pytest.raises(ValueError, match="x must contain only 0/1 values"):
+            E.lifted(bad, y)

@@ -7,6 +7,7 @@ import hashlib
 import json
 import math
 import re
+from html import unescape as html_unescape
 
 import numpy as np
 import pytest
@@ -130,8 +131,9 @@ def test_model_follows_the_json_verdict():
     assert [r.basis for r in m.methods] == [True, False]
     # an explicit verdict_method moves the basis
     p2 = {**payload, "verdict_method": "multi_run_gdp"}
-    m2 = build_report(p2)
+    m2 = build_report({**p2, "verdict_guarantee": "P[false violation] <= 0.05"})
     assert m2.bound == payload["results"][1]["epsilon"]
+    assert m2.notes == ("Verdict guarantee: P[false violation] <= 0.05",)
     assert m2.scores is None
 
 
@@ -252,6 +254,11 @@ def scores_file(tmp_path):
     return p
 
 
+def _kv(key: str, value: str) -> str:
+    """A row of a settings / facts table."""
+    return f'<td class="u">{key}</td><td class="u">{value}</td>'
+
+
 def _verdict_in(page: str) -> str:
     import html
 
@@ -271,7 +278,7 @@ def test_cli_audit_report_matches_json(capsys, tmp_path, scores_file):
     assert f"<b class=\"bound\">{d['results'][0]['epsilon']:.4f}</b>" in page
     sha = hashlib.sha256(scores_file.read_bytes()).hexdigest()
     assert sha in page and "dpaudit audit" in page
-    assert "<td>threshold</td><td>split</td>" in page and "<td>seed</td><td>3</td>" in page
+    assert _kv("threshold", "split") in page and _kv("seed", "3") in page
 
     # the same card from the saved JSON (+ scores) via `dpaudit report`
     saved = tmp_path / "result.json"
@@ -299,6 +306,8 @@ def test_cli_one_run_and_simulate_reports(capsys, tmp_path, scores_file):
 def test_cli_report_bad_input_one_line(capsys, tmp_path, scores_file):
     rc, _, err = _run(capsys, "audit", str(scores_file), "--report", "x.html", "--format", "pdf")
     assert rc == 2 and "--format must be one of" in err and err.count("\n") == 1
+    rc, _, err = _run(capsys, "audit", str(scores_file), "--format", "png")
+    assert rc == 2 and "--format applies to the --report file" in err
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     rc, _, err = _run(capsys, "report", str(bad))
@@ -306,6 +315,14 @@ def test_cli_report_bad_input_one_line(capsys, tmp_path, scores_file):
     bad.write_text('{"hello": 1}')
     rc, _, err = _run(capsys, "report", str(bad))
     assert rc == 2 and "RESULT must be the --json output" in err
+    rc, _, err = _run(capsys, "report", str(tmp_path / "missing.json"))
+    assert rc == 2 and "RESULT file not found" in err and err.count("\n") == 1
+    payload, _ = _payload()
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(payload))
+    for prior in ("0", "1.5", "nan"):
+        rc, _, err = _run(capsys, "report", str(good), "--risk-prior", prior)
+        assert rc == 2 and "risk prior" in err and err.count("\n") == 1, (prior, err)
 
 
 def test_cli_run_engine_report(capsys, tmp_path):
@@ -317,4 +334,56 @@ def test_cli_run_engine_report(capsys, tmp_path):
     d = json.loads(out)
     page = card.read_text()
     assert _verdict_in(page) == d["verdict"] and 'id="c0-roc"' in page
-    assert "<td>trials</td><td>600</td>" in page and "dpaudit run" in page
+    assert _kv("trials", "600") in page and "dpaudit run" in page
+
+
+def test_cli_report_several_audits_one_card_each(capsys, tmp_path):
+    p1, _ = _payload(seed=1)
+    p2, _ = _payload(seed=2, claimed=5.0)
+    saved = tmp_path / "two.json"
+    saved.write_text(json.dumps({"first <audit>": p1, "second": p2}))
+    rc, out, _ = _run(capsys, "report", str(saved), "--out", str(tmp_path / "two.html"))
+    assert rc == 0
+    page = (tmp_path / "two.html").read_text()
+    verdicts = [html_unescape(v) for v in re.findall(r'data-testid="verdict">(.*?)</div>', page)]
+    assert verdicts == [p1["verdict"], p2["verdict"]]
+    assert "first &lt;audit&gt;" in page and "dpaudit report: 2 audits" in page
+    # provenance names the saved file by hash, and the card's settings are the audit's
+    assert hashlib.sha256(saved.read_bytes()).hexdigest() in page
+    rc, _, err = _run(capsys, "report", str(saved), "--scores", str(saved))
+    assert rc == 2 and "--scores applies to a single audit" in err
+
+
+def test_cli_report_records_run_time_and_every_setting(capsys, tmp_path, scores_file):
+    card = tmp_path / "c.html"
+    rc, _, _ = _run(capsys, "audit", str(scores_file), "--claimed-epsilon", "0.5",
+                    "--confidence", "0.9", "--report", str(card))
+    assert rc == 0
+    page = card.read_text()
+    m = re.search(r"<td class=\"u\">run time</td><td class=\"u\">([0-9.]+) s</td>", page)
+    assert m and 0 < float(m.group(1)) < 600
+    for key, value in (("confidence", "0.9000"), ("claimed_epsilon", "0.5000"),
+                       ("threshold", "bonferroni"), ("direction", "both")):
+        assert _kv(key, value) in page, key
+
+
+def test_cli_lifted_report_shows_the_test_box(capsys, tmp_path):
+    rng = np.random.default_rng(4)
+    x = (rng.random((400, 8)) < 0.7).astype(int)
+    y = (rng.random((400, 8)) < 0.3).astype(int)
+    xy = tmp_path / "xy.npz"
+    np.savez(xy, x=x, y=y)
+    card = tmp_path / "lifted.html"
+    rc, out, _ = _run(capsys, "bound", "lifted", str(xy), "--claimed-epsilon", "0.5", "--json",
+                      "--report", str(card))
+    assert rc == 0
+    d = json.loads(out)
+    page = card.read_text()
+    assert _verdict_in(page) == d["verdict"]
+    figs = json.loads(_scripts(page)[1])
+    box = next(t for t in figs["c0-region"]["data"] if t["name"].endswith("(box)"))
+    det = d["results"][0]["details"]
+    # the lifted bound's test: FPR <= fpr_upper, FNR <= 1 - tpr_lower
+    assert max(box["x"]) == pytest.approx(det["fpr_upper"], rel=1e-5)
+    assert max(box["y"]) == pytest.approx(1 - det["tpr_lower"], rel=1e-5)
+    assert "c0-roc" not in figs and "Per-canary scores were not provided" in page

@@ -76,7 +76,8 @@ def test_report_renders_and_matches_json(chromium, tmp_path, capsys):
     d = json.loads(_cli(capsys, "one-run", str(scores), "--claimed-epsilon", "2", "--json",
                         "--methods", "bits,steinke", "--report", str(card)))
     shot = tmp_path / "one_run_card.png"
-    c = inspect_report(card, screenshot=shot, executable=chromium)
+    c = inspect_report(card, screenshot=shot, executable=chromium,
+                       print_screenshot=tmp_path / "one_run_card_print.png")
     assert c.plots_state == "ready"
     # every plot container holds a drawn plotly SVG with traces: bounds, region, ROC, log ROC,
     # guesses, risk
@@ -88,6 +89,10 @@ def test_report_renders_and_matches_json(chromium, tmp_path, capsys):
     # the file is the only thing the page ever loads: no network
     assert c.requests == (card.resolve().as_uri(),)
     assert shot.stat().st_size > 50_000
+    # every plot fits its box and no two blocks of a card overlap, on screen and printed
+    # (print media, A4 width)
+    assert c.overflows == c.overlaps == 0                 # on screen ...
+    assert c.print_overflows == 0 and c.print_overlaps == 0   # ... and printed
 
 
 def test_hostile_strings_run_no_script_and_show_as_text(chromium, tmp_path):
@@ -127,12 +132,14 @@ def test_demo_card_screenshot(chromium, tmp_path, capsys):
     card = tmp_path / "demo.html"
     d = json.loads(_cli(capsys, "demo", "--json", "--report", str(card)))
     shot = tmp_path / "demo_card.png"
-    c = inspect_report(card, screenshot=shot, clip_selector="#c1", clip_height=1900,
-                       executable=chromium)
+    c = inspect_report(card, screenshot=shot, clip_selector="#c1", clip_height=1620,
+                       executable=chromium, print_screenshot=tmp_path / "demo_print.png")
     # four cards; the verdicts are the JSON's, in order
     assert c.verdicts == (d["dpsgd_correct"]["verdict"], d["dpsgd_flawed"]["verdict"],
                           d["multi_run"]["correct"], d["multi_run"]["flawed"])
     assert c.plots_drawn == c.plot_divs == 22 and c.console_errors == ()
+    assert c.overflows == c.overlaps == 0                 # on screen ...
+    assert c.print_overflows == 0 and c.print_overlaps == 0   # ... and printed
     assert c.requests == (card.resolve().as_uri(),)
     docs = os.environ.get("DPAUDIT_DOCS_IMG")
     if docs:

@@ -14,7 +14,7 @@ import pytest
 from scipy import optimize, stats
 
 from dpaudit import risk
-from dpaudit.risk.bounds import _alpha_all_brute, _alpha_all_hull
+from dpaudit.risk.bounds import _alpha_all_brute, _alpha_all_tangent
 from dpaudit.stats import poisson_binomial_tail
 
 DELTA = 1e-5
@@ -238,17 +238,21 @@ def test_figure1_curves(eps: float) -> None:
             pytest.approx(c34, abs=6e-6)
 
 
-def test_hull_alpha_equals_brute_force() -> None:
+def test_tangent_alpha_equals_brute_force() -> None:
     rng = np.random.default_rng(5)
     for n, a, b in [(50, 1, 1), (400, 0.3, 3), (3500, 2, 2)]:
         t = poisson_binomial_tail(risk.beta(rng.beta(a, b, n), 1.3))
-        np.testing.assert_allclose(_alpha_all_hull(t), _alpha_all_brute(t), rtol=1e-12,
+        np.testing.assert_allclose(_alpha_all_tangent(t), _alpha_all_brute(t), rtol=1e-12,
                                    atol=1e-15)
     # abstentions (p = 0) and certain successes (p = 1) create flat runs of T at 0 and 1
     for p in (np.r_[np.full(300, 0.5), np.zeros(3000)], np.r_[np.ones(50), np.full(3000, 0.3)]):
         t = poisson_binomial_tail(risk.beta(p, 1.0))
-        np.testing.assert_allclose(_alpha_all_hull(t), _alpha_all_brute(t), rtol=1e-12,
+        np.testing.assert_allclose(_alpha_all_tangent(t), _alpha_all_brute(t), rtol=1e-12,
                                    atol=1e-15)
+    # chunked evaluation over v gives the same values
+    t = poisson_binomial_tail(risk.beta(rng.beta(2, 5, 2500), 1.0))
+    np.testing.assert_allclose(_alpha_all_tangent(t, chunk=97), _alpha_all_brute(t), rtol=1e-12,
+                               atol=1e-15)
     t = poisson_binomial_tail(risk.beta(np.full(60, 0.3), 1.0))
     for v in (1, 10, 25, 59, 60):
         assert risk.alpha_term(t, v) == pytest.approx(_alpha_brute(t, v, 60), rel=1e-12)

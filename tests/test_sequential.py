@@ -67,6 +67,36 @@ def test_e_process_matches_direct_evaluation() -> None:
     assert first_crossing(b, s, 0.5, 1e-3, 0.95) == (hit[0] + 1 if hit.size else None)
 
 
+def test_monitor_increments_equal_one_pass_bit_for_bit() -> None:
+    """The engine's incremental stopping rule (SequentialMonitor) fed in random increments
+    gives exactly first_crossing on the whole prefix, and the walker's e-process after many
+    increments equals the one-pass e-process bit for bit (left-to-right running sums)."""
+    from dpaudit.estimators.sequential import SequentialMonitor, _run, _Walker
+
+    rng = np.random.default_rng(8)
+    opts = SequentialOptions()
+    for mu, n in ((2.0, 3000), (0.2, 4000)):
+        b, s = _gauss(n, mu, rng)
+        s[rng.random(n) < 0.05] = math.nan  # failed trials
+        cuts = np.sort(rng.choice(np.arange(1, n), size=40, replace=False))
+        mon = SequentialMonitor(1.0, 1e-5, 0.95, opts)
+        got = [mon.update(b[:c], s[:c]) for c in (*cuts.tolist(), n)]
+        want = first_crossing(b, s, 1.0, 1e-5, 0.95, opts)
+        assert got[-1] == want
+        assert all(g is None or g == want for g in got)  # never a different stop
+        grid = np.linspace(0.0, 4.0, 9)
+        w = _Walker(grid, 2, 1e-5, 0.05, opts)
+        for c in (*cuts.tolist(), n):
+            w.advance(b[:c], s[:c])
+        run_max, final, first, _ = _run(b, s, grid, 2, 1e-5, 0.05, opts)
+        np.testing.assert_array_equal(w.final, final)
+        np.testing.assert_array_equal(w.run_max, run_max)
+        assert w.first == first
+    assert want is None and got[0] is None  # 0.2-GDP is (0.73, 1e-5)-DP: no stop
+    with pytest.raises(ValueError, match="extend"):
+        mon.update(b[:10], s[:10])
+
+
 def test_failed_trials_pay_the_off_set_factor() -> None:
     """Failed trials stay in the sequence with the third line of Eq. 2 on both sides (NaN
     score in the direct evaluation: outside every set), and the plan ignores them."""

@@ -24,8 +24,8 @@ import numpy as np
 
 from dpaudit.observations import LiftedObservations, MembershipObservations
 
-__all__ = ["load_scores", "load_lifted", "check_readable_file", "read_text", "max_file_bytes",
-           "DEFAULT_MAX_FILE_BYTES"]
+__all__ = ["load_scores", "load_lifted", "check_readable_file", "read_text", "read_json",
+           "max_file_bytes", "DEFAULT_MAX_FILE_BYTES"]
 
 
 def __getattr__(name: str) -> object:
@@ -89,6 +89,19 @@ def read_text(path: str | Path, what: str = "file") -> str:
     except UnicodeDecodeError as e:
         raise ValueError(f"{p}: not UTF-8 text (binary file?); byte {e.start} is "
                          f"{data[e.start]:#04x}") from None
+
+
+def read_json(path: str | Path, what: str = "JSON file") -> object:
+    """A (checked, UTF-8) JSON file parsed; invalid or too deeply nested JSON is a ValueError."""
+    p = Path(path)
+    text = read_text(p, what)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{what} {p.name} is not valid JSON ({e.msg}, line {e.lineno})") \
+            from None
+    except RecursionError:
+        raise ValueError(f"{what} {p.name}: JSON nested too deeply") from None
 
 
 def _from_columns(cols: dict[str, object], source: str) -> MembershipObservations:
@@ -156,14 +169,7 @@ def _load_npz(path: Path) -> MembershipObservations:
 
 
 def _load_json(path: Path) -> MembershipObservations:
-    text = read_text(path, "scores file")
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: invalid JSON ({e.msg} at line {e.lineno})") from None
-    except RecursionError:
-        raise ValueError(f"{path}: JSON nested too deeply (expected an object with 'member' "
-                         f"and 'score' arrays)") from None
+    obj = read_json(path, "scores file")
     if isinstance(obj, list):  # list of {"member": .., "score": ..} records
         try:
             cols = {"member": [r["member"] for r in obj], "score": [r["score"] for r in obj]}

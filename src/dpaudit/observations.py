@@ -52,6 +52,21 @@ class MembershipObservations:
                              f"{self.n_members} members and {self.n_nonmembers} non-members")
 
 
+def _binary_matrix(name: str, a: np.ndarray) -> np.ndarray:
+    """A 0/1 (trials, K) matrix as bool.  Boolean and integer inputs take a fast path that
+    compares in their own dtype (no float64 copy of the matrix); anything else, and any
+    failure, goes through :func:`check_binary_array` (same messages)."""
+    if a.ndim == 2 and a.size and (a.dtype == bool or np.issubdtype(a.dtype, np.integer)):
+        if a.dtype == bool:
+            return a
+        if a.dtype.itemsize == 1:  # 0/1 bytes: one comparison, then a view as bool
+            if not (a.view(np.uint8) > 1).any():
+                return a.view(np.uint8).view(bool) if a.flags.c_contiguous else a != 0
+        elif not ((a != 0) & (a != 1)).any():
+            return a != 0
+    return check_binary_array(name, a, ndim=2)
+
+
 @dataclass(frozen=True, eq=False)
 class LiftedObservations:
     """x, y: (trials, K) 0/1 matrices of test outcomes (seed 002, Algorithm 1)."""
@@ -71,8 +86,8 @@ class LiftedObservations:
             xa = xa.reshape(-1, 1)
         if ya.ndim == 1:
             ya = ya.reshape(-1, 1)
-        xb = check_binary_array("x", xa, ndim=2)
-        yb = check_binary_array("y", ya, ndim=2)
+        xb = _binary_matrix("x", xa)
+        yb = _binary_matrix("y", ya)
         if xb.shape[1] != yb.shape[1]:
             raise ValueError(f"x and y must have the same number of canaries per trial (K); "
                              f"got {xb.shape[1]} and {yb.shape[1]}")

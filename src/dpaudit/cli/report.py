@@ -8,7 +8,6 @@ outputs (as ``dpaudit demo --json`` prints) gives one card per audit.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 import typer
 
 from dpaudit.cli.common import app
+from dpaudit.io import read_json
 from dpaudit.report.cli import REPORT_PARAMS, current_context, format_option
 from dpaudit.report.model import build_report
 from dpaudit.report.provenance import hash_file, make_provenance
@@ -23,15 +23,8 @@ from dpaudit.report.write import write_report
 
 
 def _read_json(path: Path) -> Any:
-    if not path.is_file():
-        raise ValueError(f"RESULT file not found: {path}")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise ValueError(f"RESULT {path.name} is not valid JSON ({e.msg}, line {e.lineno})") \
-            from None
-    except UnicodeDecodeError:
-        raise ValueError(f"RESULT {path.name} is not UTF-8 text") from None
+    # size limit, regular files only, BOM, nesting depth: dpaudit.io.read_json
+    return read_json(path, "RESULT")
 
 
 def _audits(obj: Any) -> list[tuple[str | None, Mapping[str, Any]]]:

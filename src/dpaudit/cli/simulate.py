@@ -20,6 +20,7 @@ aliases of ``--sampling-rate``, ``--epsilon`` and ``--compute-true-epsilon``.
 
 from __future__ import annotations
 
+from contextlib import nullcontext as _nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +146,7 @@ def simulate_cmd(
     if threat == "last_iterate":
         used.discard("score")  # the last-iterate threat model scores by the sum
     reject_unused(ctx, used, f"simulate {mechanism}" + (f" --flawed {flawed}" if flawed else ""))
+    seed = check_count("--seed", seed)
     q = sampling_rate if sampling_rate is not None else DEFAULT_SAMPLING_RATE.get(mechanism, 0.5)
     if mechanism == "svt":
         _simulate_svt(flawed, canaries, seed, eps, confidence, as_json, report, report_format)
@@ -156,8 +158,10 @@ def simulate_cmd(
     n = _check_canaries(canaries if canaries is not None else 10_000)
     if not as_json:
         console.print(f"Simulating {mech.describe()}: one run, {n} canaries, seed {seed}")
-    rep = one_run_audit(mech, n, seed, delta=delta, confidence=confidence,
-                        true_epsilon=true_eps, simultaneous=simultaneous)
+    with console.status(f"auditing {n:,} canaries with every one-run method ...") \
+            if not as_json and console.is_terminal else _nullcontext():
+        rep = one_run_audit(mech, n, seed, delta=delta, confidence=confidence,
+                            true_epsilon=true_eps, simultaneous=simultaneous)
     basis = rep.verdict_result
     # the verdict states its confidence and false-alarm probability (estimators.verdict)
     v = verdict_from_results(rep.results, rep.claimed_epsilon,

@@ -26,6 +26,7 @@ range is a :class:`Family` with another ``hi``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -56,8 +57,18 @@ class Family:
         return self.build(theta)
 
     def epsilon(self, theta: float, delta: float) -> float:
-        """epsilon at ``delta`` of the family member theta (Algorithm 2 of seed 001)."""
-        return self.curve(theta).epsilon(delta)
+        """epsilon at ``delta`` of the family member theta (Algorithm 2 of seed 001).
+
+        A family whose members state no finite epsilon at ``delta`` (GDP or the subsampled
+        Gaussian at delta = 0) cannot turn a rejection into an epsilon bound: +inf would claim
+        that no epsilon-DP guarantee holds, which the data do not show (a pure-DP Laplace
+        mechanism would "violate" every claim).  That is a ValueError, not a number."""
+        eps = self.curve(theta).epsilon(delta)
+        if math.isinf(eps) and theta > 0:
+            raise ValueError(f"delta = {delta:g}: the {self.name} family states no finite "
+                             f"epsilon at this delta ({self.param_name} = {theta:g} -> inf); "
+                             "use delta > 0, or family 'laplace' or 'eps_delta' for pure DP")
+        return eps
 
     def ceiling_epsilon(self, delta: float) -> float:
         """epsilon of the top member theta_hi: the bound reported when a search hits the

@@ -17,8 +17,10 @@ sequential e-process keeps them in the sequence, outside every betting set
 every successful trial's score (failure at the bottom of the score order -- a fixed
 post-processing, as the multi-run bound depends on the scores only through their order), so no
 threshold set {score >= t} with t above the failures contains them.  Auditing only the
-successful trials would test M conditioned on success, whose secret is no longer a fair coin
-when failures depend on it (an over-claim is then possible).
+successful trials would test M conditioned on success, which leaks more when failures depend
+on the secret: a mechanism exactly ln(2.5)-DP with failure as an output is ln(3)-DP conditioned
+on success, and the fixed-n audit of its successes alone claims a violation of ln 2.5
+(tests/test_engine.py, ``test_failures_as_output_prevent_a_false_violation``).
 """
 
 from __future__ import annotations
@@ -35,9 +37,9 @@ from dpaudit.engine.game import TrialFailure
 from dpaudit.engine.runner import TrialRun, execute
 from dpaudit.estimators.multi_run import multi_run
 from dpaudit.estimators.sequential import (
+    SequentialMonitor,
     SequentialOptions,
     SequentialResult,
-    first_crossing,
     sequential_audit,
 )
 from dpaudit.observations import MembershipObservations
@@ -80,11 +82,11 @@ def _observations(run: TrialRun) -> MembershipObservations:
                                               run.column("score")[ok])
 
 
-def _with_failures_at_bottom(run: TrialRun, secret: Any
+def _with_failures_at_bottom(run: TrialRun, secrets: Any
                              ) -> tuple[np.ndarray, np.ndarray]:
     """(member, score) of every trial, failed trials scored just below the lowest successful
     score (see module); a failed trial records NaN, so its secret bit is recomputed from its
-    stream by the game's ``secret(seed, t)``."""
+    stream by the game's ``secrets(seed, trials)``."""
     ok = run.ok
     member = run.column("member") > 0.5
     score = run.column("score").copy()
@@ -96,8 +98,7 @@ def _with_failures_at_bottom(run: TrialRun, secret: Any
     if not math.isfinite(bottom):
         raise ValueError("scores reach the float range; rescale the score function")
     score[~ok] = bottom
-    seed = int(run.config["seed"])
-    member[~ok] = [secret(seed, int(t)) for t in np.flatnonzero(~ok)]
+    member[~ok] = secrets(int(run.config["seed"]), np.flatnonzero(~ok))
     return member, score
 
 
@@ -137,10 +138,12 @@ def run_audit(audit: Any, *, trials: int, seed: int, executor: str | Executor = 
             raise ValueError("sequential audits need claimed_epsilon (--claimed-epsilon)")
         claim = claimed_epsilon
 
+        monitor = SequentialMonitor(claim, delta, confidence, opts)
+
         def stop_rule(rec: np.ndarray, ok: np.ndarray) -> int | None:
-            # failed trials stay in the sequence (NaN score: outside every betting set)
-            return first_crossing(rec[:, 0] > 0.5, rec[:, 1], claim, delta, confidence,
-                                  opts)
+            # incremental (each look costs the new trials); failed trials stay in the
+            # sequence (NaN score: outside every betting set)
+            return monitor.update(rec[:, 0] > 0.5, rec[:, 1])
 
     run = execute(audit, trials=trials, seed=seed, executor=executor, workers=workers,
                   store=store, resume=resume, chunk_size=chunk_size, retries=retries,
@@ -160,13 +163,13 @@ def run_audit(audit: Any, *, trials: int, seed: int, executor: str | Executor = 
                              params=base.params, p_value=base.p_value, settings=settings,
                              details=base.details)
     else:
-        secret = getattr(audit, "secret", None)
-        if secret is not None:
-            member, score = _with_failures_at_bottom(run, secret)
+        secrets = getattr(audit, "secrets", None)
+        if secrets is not None:
+            member, score = _with_failures_at_bottom(run, secrets)
             failures = "scored below every success"
         else:  # a membership game that cannot give a failed trial's secret
             member, score = obs.member, obs.score
-            failures = "skipped (the game has no secret(seed, t))"
+            failures = "skipped (the game has no secrets(seed, trials))"
         MembershipObservations.from_arrays(member, score).require_both_classes()
         r = multi_run(member, score, delta=delta, confidence=confidence,
                       threshold=threshold, seed=seed)

@@ -5,7 +5,8 @@ A game is any picklable object with
 * ``fields``: the names of the numbers one trial records (e.g. ``("member", "score")``);
 * ``run_trial(rng, t) -> sequence of len(fields) floats``: one trial, drawing every random
   number (its secret included) from ``rng``, the generator of trial t (a pure function of the
-  audit seed and t, :mod:`dpaudit.engine.seeding`);
+  audit seed and t, :mod:`dpaudit.engine.seeding`); a tuple, list or NumPy array (arrays are
+  copied, so a game may return a buffer it reuses; a reused list is not supported);
 * ``config() -> dict``: a JSON-able description of everything that determines the trials (the
   mechanism, the neighbouring datasets, the score, ...); the trial store refuses to mix trials
   of different configurations.
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+from numpy import ndarray
 
 from dpaudit.engine.seeding import TrialStreams
 
@@ -89,11 +91,13 @@ def run_chunk(game: Any, seed: int, start: int, stop: int, retries: int = 2) -> 
     nan_row = (math.nan,) * k
     for t in range(start, stop):
         try:
-            append(run(at(t), t))
+            row = run(at(t), t)
+            # an array may be a buffer the game reuses: keep a copy until the chunk ends
+            append(row.copy() if type(row) is ndarray else row)
         except Exception as exc:  # noqa: BLE001 - retried, then reported with the index
             row, failure = _retry(run, at, t, retries, exc)
             if failure is None:
-                append(row)
+                append(row.copy() if type(row) is ndarray else row)
             else:
                 append(nan_row)
                 failed[t] = failure

@@ -163,9 +163,7 @@ def execute(game: Any, *, trials: int, seed: int, executor: str | Executor = "pr
             raise
     missing = np.flatnonzero(~done)
     ex: Executor | None = None
-    prefix = 0
-    while prefix < n and done[prefix]:
-        prefix += 1
+    prefix = _prefix(done, 0)
     stopped: int | None = None
     if stop_rule is not None and prefix > 0:
         stopped = stop_rule(records[:prefix], ok[:prefix])
@@ -207,8 +205,7 @@ def execute(game: Any, *, trials: int, seed: int, executor: str | Executor = "pr
                     elapsed = now - t0
                     bar.update(task, completed=ndone,
                                rate=f"{computed / elapsed:,.0f}" if elapsed > 0 else "-")
-                    while prefix < n and done[prefix]:
-                        prefix += 1
+                    prefix = _prefix(done, prefix)
                     if stop_rule is not None and prefix > looked and (
                             now - last_look >= look_seconds or prefix >= 1.1 * looked + 16
                             or prefix == n):
@@ -241,6 +238,20 @@ def execute(game: Any, *, trials: int, seed: int, executor: str | Executor = "pr
                     executor=executor if isinstance(executor, str) else executor.name,
                     workers=ex.workers if ex is not None else (workers or 0),
                     store=str(store) if store is not None else None)
+
+
+def _prefix(done: np.ndarray, start: int) -> int:
+    """Length of the finished prefix, given that trials < start are done (window scans, no
+    per-trial Python loop)."""
+    n = done.size
+    p = start
+    while p < n:
+        w = done[p:p + 65_536]
+        if w.all():
+            p += w.size
+            continue
+        return p + int(np.argmin(w))
+    return p
 
 
 def _flush(st: TrialStore, aid: str, pending: list[ChunkResult]) -> None:

@@ -11,10 +11,29 @@ wealth is a non-negative supermartingale under the null, so by Ville's inequalit
 and the audit may look after every trial and stop the moment K_t >= 1/alpha, at the stated
 confidence 1 - alpha, whatever the stopping rule.  Kutta, Dunsche, Wei and Zikas, "Sequential
 Auditing for f-Differential Privacy" (arXiv 2602.06518) make the same point for f-DP auditors:
-the sample size is chosen by the data, not in advance.  (Their witnesses are an MMD function
-and trade-off-curve estimates; we only had the papers' abstracts and introductions, so the
-construction below is derived here, from the DP definition itself, and equation labels refer to
-this module.)
+the sample size is chosen by the data, not in advance.  What we could read of the two papers
+(searched again for this revision: their abstracts and introductions, arXiv HTML v1, and
+third-party summaries; not their method sections) places our construction as follows.  González
+et al. bound the hockey-stick divergence of the two output laws through a kernel-MMD witness and
+choose the betting fraction online (Online Newton Step); Kutta et al. test an f-DP trade-off curve
+with likelihood-ratio classifiers and data-driven sample sizes.  Here the witness is the
+indicator of a threshold set, so the null is the hockey-stick inequality (1) itself, one set at a
+time -- the simplest member of the same family, with no kernel -- and the fraction is a plug-in
+Kelly stake refitted on a fixed schedule.  We cannot cite equation numbers of either paper;
+equation labels refer to this module, and the construction is derived here from the DP
+definition (seed 004, Definition 1) and Ville's inequality.
+
+Validity, checked line by line (the null is *every* pair of output laws satisfying (1) and its
+mirror, not a fitted model):
+  * Eq. 3 uses only (1), the fairness of b_t and its independence from the past; it holds for
+    any laws P0, P1 of the score (a post-processing of M's output), including a fresh pair of
+    neighbouring datasets drawn per trial (the mixture of pairs satisfies (1) too).
+  * (tau, lambda) of block [b_j, b_{j+1}) are computed from trials < b_j only (:func:`_plan`
+    receives ``bit[:a], score[:a]``), so they are predictable; capping lambda per grid point uses
+    eps and the plan only.
+  * F_t > 0 because lambda <= max_bet / (p + delta') < 1 / (p + delta').
+  * The two sides are combined by the average (4), not the maximum: the maximum of two test
+    supermartingales is not one, and would need the threshold 2 / alpha.
 
 The game.  Trial t draws a secret bit b_t ~ Bernoulli(1/2), runs M on D_{b_t}, and records a
 score s_t (seed 000 Algorithm 1; :class:`dpaudit.games.blackbox.BlackBoxAudit`).  For a set
@@ -96,7 +115,7 @@ from dpaudit.validation import (
 )
 
 __all__ = ["SequentialOptions", "SequentialResult", "sequential_audit", "first_crossing",
-           "block_starts"]
+           "block_starts", "SequentialMonitor"]
 
 _ROWS = 1 << 15  # rows per vectorised slab (memory: rows x grid)
 
@@ -162,8 +181,7 @@ def block_starts(n: int, opts: SequentialOptions) -> np.ndarray:
     """Trial indices where the plan is refitted: b_0 = burn_in, then geometric (see module)."""
     out = [0, opts.burn_in]
     while out[-1] < n:
-        b = out[-1]
-        out.append(max(b + 16, math.ceil(opts.growth * b)))
+        out.append(_next_start(out[-1], opts))
     return np.asarray(out, dtype=np.int64)
 
 
@@ -226,48 +244,107 @@ def _log_factors(bit: np.ndarray, score: np.ndarray, tau: float, lam: float, sid
                     off[None, :])
 
 
+def _next_start(b: int, opts: SequentialOptions) -> int:
+    """The block start after ``b`` (see :func:`block_starts`)."""
+    return opts.burn_in if b == 0 else max(b + 16, math.ceil(opts.growth * b))
+
+
+def _accumulate(start: np.ndarray, lf: np.ndarray) -> np.ndarray:
+    """Running sums start + lf[0], (start + lf[0]) + lf[1], ... (rows x grid), strictly left to
+    right (``np.add.accumulate``), so the bits do not depend on where the rows are split --
+    one pass or many increments give the same e-process, the same stopping trial."""
+    return np.cumsum(np.concatenate((start[None, :], lf)), axis=0)[1:]
+
+
+class _Walker:
+    """The e-process of Eq. 4 on a grid of eps, advanced over a growing prefix of trials."""
+
+    def __init__(self, eps_grid: np.ndarray, claim_col: int, delta: float, alpha: float,
+                 opts: SequentialOptions) -> None:
+        self.grid, self.col, self.delta, self.opts = eps_grid, claim_col, delta, opts
+        G = eps_grid.size
+        self.log_hi = np.zeros(G)
+        self.log_lo = np.zeros(G)
+        self.run_max = np.full(G, -np.inf)
+        self.thr = math.log(1.0 / alpha)
+        self.first: int | None = None
+        self.at_first = math.nan
+        claim = float(eps_grid[claim_col])
+        self.p_c = math.exp(claim - np.logaddexp(0.0, claim))
+        self.dp_c = delta / (2.0 * (1.0 + math.exp(min(claim, 700.0))))
+        self.pos = 0  # trials processed
+        self.block = (0, opts.burn_in)  # [a, b): burn-in, no bet
+        self.plan: tuple[float, float, float, float] | None = (math.inf, 0.0, -math.inf, 0.0)
+
+    def advance(self, bit: np.ndarray, score: np.ndarray) -> None:
+        """Process trials pos..len(score)-1; ``bit``/``score`` extend the arrays of earlier
+        calls (a growing prefix).  The plan of block [a, b) is fitted on trials < a only."""
+        m = score.size
+        opts = self.opts
+        while self.pos < m:
+            a, b = self.block
+            if self.pos == b:
+                self.block = a, b = b, _next_start(b, opts)
+                self.plan = None
+            if self.plan is None:
+                self.plan = _plan(bit[:a], score[:a], self.p_c, self.dp_c, opts)
+            th, lh, tl, ll = self.plan
+            r = self.pos
+            e = min(b, m, r + _ROWS)
+            self.pos = e
+            if lh == 0 and ll == 0:
+                continue
+            ch = _accumulate(self.log_hi, _log_factors(bit[r:e], score[r:e], th, lh, "hi",
+                                                       self.grid, self.delta, opts.max_bet))
+            cl = _accumulate(self.log_lo, _log_factors(bit[r:e], score[r:e], tl, ll, "lo",
+                                                       self.grid, self.delta, opts.max_bet))
+            lk = np.logaddexp(ch, cl) - math.log(2.0)  # Eq. 4
+            self.run_max = np.maximum(self.run_max, lk.max(axis=0))
+            if self.first is None:
+                hit = np.flatnonzero(lk[:, self.col] >= self.thr)
+                if hit.size:
+                    self.first = r + int(hit[0]) + 1
+                    self.at_first = float(lk[hit[0], self.col])
+            self.log_hi, self.log_lo = ch[-1], cl[-1]
+
+    @property
+    def final(self) -> np.ndarray:
+        return np.logaddexp(self.log_hi, self.log_lo) - math.log(2.0)
+
+
 def _run(bit: np.ndarray, score: np.ndarray, eps_grid: np.ndarray, claim_col: int,
          delta: float, alpha: float, opts: SequentialOptions
          ) -> tuple[np.ndarray, np.ndarray, int | None, float]:
     """Walk the e-process over all trials.  Returns (max log K per grid point, final log K per
     grid point, first crossing (number of trials) of the claim column, log K there)."""
-    n = score.size
-    G = eps_grid.size
-    log_hi = np.zeros(G)
-    log_lo = np.zeros(G)
-    run_max = np.full(G, -np.inf)
-    thr = math.log(1.0 / alpha)
-    first: int | None = None
-    at_first = math.nan
-    claim = float(eps_grid[claim_col])
-    p_c = math.exp(claim - np.logaddexp(0.0, claim))
-    dp_c = delta / (2.0 * (1.0 + math.exp(min(claim, 700.0))))
-    starts = block_starts(n, opts)
-    for j in range(starts.size - 1):
-        a, b = int(starts[j]), int(min(starts[j + 1], n))
-        if a >= n:
-            break
-        if a == 0:  # burn-in: no bet
-            continue
-        th, lh, tl, ll = _plan(bit[:a], score[:a], p_c, dp_c, opts)
-        if lh == 0 and ll == 0:
-            continue
-        for r in range(a, b, _ROWS):
-            e = min(b, r + _ROWS)
-            ch = np.cumsum(_log_factors(bit[r:e], score[r:e], th, lh, "hi", eps_grid, delta,
-                                        opts.max_bet), axis=0) + log_hi
-            cl = np.cumsum(_log_factors(bit[r:e], score[r:e], tl, ll, "lo", eps_grid, delta,
-                                        opts.max_bet), axis=0) + log_lo
-            lk = np.logaddexp(ch, cl) - math.log(2.0)  # Eq. 4
-            run_max = np.maximum(run_max, lk.max(axis=0))
-            if first is None:
-                hit = np.flatnonzero(lk[:, claim_col] >= thr)
-                if hit.size:
-                    first = r + int(hit[0]) + 1
-                    at_first = float(lk[hit[0], claim_col])
-            log_hi, log_lo = ch[-1], cl[-1]
-    final = np.logaddexp(log_hi, log_lo) - math.log(2.0)
-    return run_max, final, first, at_first
+    w = _Walker(eps_grid, claim_col, delta, alpha, opts)
+    w.advance(bit, score)
+    return w.run_max, w.final, w.first, w.at_first
+
+
+class SequentialMonitor:
+    """The engine's stopping rule, incremental: ``update(member, score)`` on a growing prefix
+    of trials (in index order; NaN score = failed trial) processes only the trials added since
+    the last call and returns the number of trials at the first crossing of 1/alpha at the
+    claim, or None.  Any sequence of calls gives the same answer as :func:`first_crossing` on
+    the final prefix (the running sums are split-invariant), so the stopping trial does not
+    depend on when the engine looks -- and a look costs the new trials, not the whole prefix."""
+
+    def __init__(self, claimed_epsilon: float, delta: float = 0.0, confidence: float = 0.95,
+                 options: SequentialOptions | None = None) -> None:
+        eps = np.array([check_nonnegative("claimed_epsilon", claimed_epsilon)])
+        self._w = _Walker(eps, 0, check_delta(delta), 1 - check_confidence(confidence),
+                          options or SequentialOptions())
+
+    def update(self, member: Any, score: Any) -> int | None:
+        w = self._w
+        if w.first is None:
+            s = np.asarray(score, dtype=float)
+            if s.size < w.pos:
+                raise ValueError(f"score must extend the {w.pos} trials already seen; got "
+                                 f"{s.size}")
+            w.advance(np.asarray(member, dtype=bool), s)
+        return w.first
 
 
 def _with_failures(member: Any, score: Any, failed: Any
@@ -305,10 +382,8 @@ def first_crossing(member: Any, score: Any, claimed_epsilon: float, delta: float
     else:
         obs, s = _with_failures(member, score, failed)
         bit = obs.member
-    eps = np.array([float(claimed_epsilon)])
-    _, _, first, _ = _run(bit, s, eps, 0, check_delta(delta), 1 - check_confidence(confidence),
-                          opts)
-    return first
+    mon = SequentialMonitor(claimed_epsilon, delta, confidence, opts)
+    return mon.update(bit, s)
 
 
 def sequential_audit(member: Any, score: Any, claimed_epsilon: float, delta: float = 0.0,

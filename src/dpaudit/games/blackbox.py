@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from dpaudit.engine.game import describe_callable
-from dpaudit.engine.seeding import trial_rng
+from dpaudit.engine.seeding import TrialStreams, trial_rng
 from dpaudit.observations import MembershipObservations
 from dpaudit.validation import check_choice, check_count
 
@@ -79,6 +79,13 @@ class BlackBoxAudit:
     def secret(self, seed: int, t: int) -> bool:
         """The secret bit of trial t (its stream's first draw), also when the trial failed."""
         return bool(trial_rng(seed, t).random() < 0.5)
+
+    def secrets(self, seed: int, trials: Any) -> np.ndarray:
+        """:meth:`secret` of several trials (one reused generator: about 1 us each)."""
+        at = TrialStreams(seed).at
+        t = np.asarray(trials, dtype=np.int64)
+        return np.fromiter((at(i).random() < 0.5 for i in t.tolist()), dtype=bool,
+                           count=t.size)
 
     def trial(self, seed: int, t: int) -> tuple[bool, float]:
         """Trial t of an audit with ``seed``: (secret bit, score)."""

@@ -45,12 +45,17 @@ class BrowserCheck:
     body_text: str
     injected: Any = None
     screenshots: tuple[Path, ...] = field(default_factory=tuple)
+    print_overflows: int | None = None
+    print_overlaps: int | None = None
+    overflows: int = 0
+    overlaps: int = 0
 
 
 def inspect_report(path: str | Path, *, screenshot: str | Path | None = None,
                    full_page: bool = True, clip_selector: str | None = None,
                    clip_height: int | None = None, viewport: tuple[int, int] = (1280, 900),
-                   executable: str | None = None, timeout_ms: int = 60_000) -> BrowserCheck:
+                   executable: str | None = None, timeout_ms: int = 60_000,
+                   print_screenshot: str | Path | None = None) -> BrowserCheck:
     """Load ``path`` from disk, wait until every plot is drawn, and collect: plot SVG count,
     verdict texts, console errors and page errors, dialogs (alert/confirm: an injected script),
     every network request, ``window.__dpaudit_xss`` (set by test payloads if they ever ran),
@@ -92,6 +97,8 @@ def inspect_report(path: str | Path, *, screenshot: str | Path | None = None,
             divs = page.locator(".plot").count()
             verdicts = tuple(page.locator("[data-testid=verdict]").all_inner_texts())
             text = page.locator("body").inner_text()
+            screen_overflows = page.evaluate(_OVERFLOWS_JS)
+            screen_overlaps = page.evaluate(_OVERLAPS_JS)
             injected = page.evaluate("window.__dpaudit_xss === undefined ? null : "
                                      "String(window.__dpaudit_xss)")
             if screenshot is not None:
@@ -109,10 +116,53 @@ def inspect_report(path: str | Path, *, screenshot: str | Path | None = None,
                 else:
                     page.screenshot(path=str(out), full_page=full_page)
                 shots.append(out)
+            overflows = overlaps = None
+            if print_screenshot is not None:
+                # print media on an A4-wide page: plots must fit their column and no two
+                # blocks of the card may overlap (what a printed card would show)
+                page.set_viewport_size({"width": 760, "height": 1075})
+                page.emulate_media(media="print")
+                page.evaluate("window.dispatchEvent(new Event('beforeprint'))")
+                page.wait_for_timeout(800)
+                overflows = page.evaluate(_OVERFLOWS_JS)
+                overlaps = page.evaluate(_OVERLAPS_JS)
+                out = Path(print_screenshot)
+                out.parent.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(out), full_page=True)
+                shots.append(out)
         finally:
             browser.close()
     return BrowserCheck(plots_state=str(state), plots_drawn=svgs, plot_divs=divs,
                         verdicts=verdicts, console_errors=tuple(errors),
                         dialogs=tuple(dialogs), requests=tuple(requests),
                         load_seconds=min(load, wall), body_text=text, injected=injected,
-                        screenshots=tuple(shots))
+                        screenshots=tuple(shots), print_overflows=overflows,
+                        print_overlaps=overlaps, overflows=screen_overflows,
+                        overlaps=screen_overlaps)
+
+
+#: plots whose drawing is wider than their container (clipped or spilling when printed).
+_OVERFLOWS_JS = """[...document.querySelectorAll('.plot')].filter(function (d) {
+  var s = d.querySelector('svg.main-svg'), a = s && s.getBoundingClientRect(),
+      b = d.getBoundingClientRect();
+  return s && (a.width > b.width + 1 || a.height > b.height + 1);
+}).length"""
+
+#: pairs of consecutive blocks (plots, tables, headings, paragraphs) of a card that overlap.
+_OVERLAPS_JS = """(function () {
+  var n = 0;
+  document.querySelectorAll('.card').forEach(function (card) {
+    var els = [...card.querySelectorAll('.plot svg.main-svg:first-of-type, table, h3, p, '
+                                        + '.verdict, .headline')];
+    var r = els.map(function (e) { return e.getBoundingClientRect(); });
+    for (var i = 0; i < r.length; i++) {
+      for (var j = i + 1; j < r.length; j++) {
+        if (els[i].contains(els[j]) || els[j].contains(els[i])) { continue; }
+        var ox = Math.min(r[i].right, r[j].right) - Math.max(r[i].left, r[j].left);
+        var oy = Math.min(r[i].bottom, r[j].bottom) - Math.max(r[i].top, r[j].top);
+        if (ox > 2 && oy > 2) { n += 1; }
+      }
+    }
+  });
+  return n;
+})()"""

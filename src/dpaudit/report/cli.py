@@ -72,6 +72,18 @@ def current_context() -> Any:
     return None
 
 
+def _typed(name: str) -> bool:
+    """Whether option ``name`` was typed on the command line of the running command."""
+    ctx = current_context()
+    if ctx is None:
+        return False
+    try:
+        source = ctx.get_parameter_source(name)
+    except (AttributeError, KeyError):
+        return False
+    return getattr(source, "name", "") == "COMMANDLINE"
+
+
 def _context() -> tuple[str | None, dict[str, Any]]:
     ctx = current_context()
     if ctx is None:
@@ -90,6 +102,8 @@ def maybe_write_report(path: str | Path | None, fmt: str, payload: Any, *,
     announced on stderr, so ``--json`` output on stdout stays machine-readable.
     """
     if path is None:
+        if _typed("report_format"):
+            raise ValueError("--format applies to the --report file; give --report PATH")
         return None
     command, params = _context()
     st = {**params, **(settings or {})}

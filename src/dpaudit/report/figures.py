@@ -51,7 +51,8 @@ def _layout(title: str, xtitle: str, ytitle: str, **kw: Any) -> dict[str, Any]:
         "font": _FONT, "height": 360, "margin": {"l": 60, "r": 20, "t": 40, "b": 50},
         "xaxis": {"title": {"text": xtitle}, "zeroline": False},
         "yaxis": {"title": {"text": ytitle}, "zeroline": False},
-        "legend": {"orientation": "h", "y": -0.22, "x": 0.0, "font": {"size": 11}},
+        "legend": {"orientation": "h", "yref": "container", "y": 0.0, "yanchor": "bottom",
+                   "x": 0.0, "font": {"size": 11}},
         "hovermode": "closest", "paper_bgcolor": "white", "plot_bgcolor": "#fafafa",
     }
     lay.update(kw)
@@ -158,7 +159,6 @@ def region_figure(m: ReportModel) -> dict[str, Any]:
                   "FPR (type I error, alpha)", "FNR (type II error, beta)", height=470)
     lay["xaxis"]["range"] = [0, 1]
     lay["yaxis"]["range"] = [0, 1]
-    lay["legend"]["y"] = -0.2
     return {"data": data, "layout": lay}
 
 
@@ -248,6 +248,26 @@ def risk_figure(m: ReportModel) -> dict[str, Any]:
     return {"data": data, "layout": lay}
 
 
+def _reserve_legend(fig: dict[str, Any]) -> dict[str, Any]:
+    """Room under the x-axis title for the legend (anchored to the bottom of the figure):
+    entries packed greedily into rows of the narrowest column a card has (360 px: half of a
+    1180 px page on screen), about 6.3 px per character at 11 px plus 45 px for the symbol,
+    19 px per row, so the legend never overlaps the axis title or the plot."""
+    names = [str(t["name"]) for t in fig["data"] if t.get("showlegend", True) and t.get("name")]
+    lay = fig["layout"]
+    if not names or not lay.get("showlegend", True):
+        return fig
+    rows, used = 1, 0.0
+    for name in names:
+        w = 45 + 6.3 * len(html.unescape(name))
+        if used and used + w > 360:
+            rows, used = rows + 1, 0.0
+        used += w
+    lay["margin"]["b"] = 62 + 19 * rows
+    lay["height"] = lay["height"] + 19 * rows
+    return fig
+
+
 def figures(m: ReportModel) -> dict[str, dict[str, Any]]:
     """All figures of a card by key (keys are fixed identifiers, never user text)."""
     out = {"bounds": bounds_figure(m), "region": region_figure(m), "risk": risk_figure(m)}
@@ -255,4 +275,4 @@ def figures(m: ReportModel) -> dict[str, dict[str, Any]]:
         out["roc"], out["roc_log"] = roc_figures(m)
     if m.guesses:
         out["guesses"] = guesses_figure(m)
-    return out
+    return {k: _reserve_legend(f) for k, f in out.items()}

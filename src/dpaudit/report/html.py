@@ -58,16 +58,21 @@ _BOOT = """(function () {
   }
   var ids = Object.keys(data), done = 0;
   ids.forEach(function (id) {
-    var fig = data[id];
+    var fig = data[id], div = document.getElementById(id);
+    div.style.height = (fig.layout.height || 360) + 'px';
     Plotly.newPlot(id, fig.data, fig.layout, config).then(function () {
       done += 1;
       if (done === ids.length) { document.body.setAttribute('data-plots', 'ready'); }
     });
   });
   if (ids.length === 0) { document.body.setAttribute('data-plots', 'ready'); }
-  window.addEventListener('beforeprint', function () {
-    ids.forEach(function (id) { Plotly.Plots.resize(id); });
-  });
+  function fit() { ids.forEach(function (id) { Plotly.Plots.resize(id); }); }
+  window.addEventListener('beforeprint', fit);
+  window.addEventListener('afterprint', fit);
+  if (window.matchMedia) {
+    var mq = window.matchMedia('print');
+    if (mq.addEventListener) { mq.addEventListener('change', fit); }
+  }
 })();"""
 
 _CSS = """
@@ -94,23 +99,26 @@ p.note { color: var(--muted); font-size: 13px; margin: 4px 0 8px; }
 .plot { min-height: 220px; width: 100%; break-inside: avoid; }
 table { border-collapse: collapse; font-size: 13px; margin: 6px 0 10px; }
 th, td { border-bottom: 1px solid #e6e6e6; padding: 4px 10px; text-align: left;
-         vertical-align: top; overflow-wrap: anywhere; }
+         vertical-align: top; }
+td.u { overflow-wrap: anywhere; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.num, th { white-space: nowrap; overflow-wrap: normal; }
 tr.basis td { font-weight: 700; }
-table.kv td:first-child { color: var(--muted); white-space: nowrap; }
+table.kv td:first-child { color: var(--muted); max-width: 40%; }
 code { font-size: 12px; overflow-wrap: anywhere; }
 .summary td.v-violation { color: var(--bad); font-weight: 700; }
 .summary td.v-ok { color: var(--ok); font-weight: 700; }
 @media (max-width: 860px) { .grid2 { grid-template-columns: 1fr; } }
+@page { size: A4; margin: 12mm; }
 @media print {
   body { background: white; }
   main { max-width: none; padding: 0; }
   .card { box-shadow: none; border: 1px solid #ccc; break-before: page; }
   .card:first-of-type { break-before: auto; }
   .modebar-container { display: none !important; }
-  .grid2 { grid-template-columns: 1fr 1fr; }
+  .grid2 { display: block; }
   h3, .plot, table { break-inside: avoid; }
+  h3 { break-after: avoid; }
   .verdict { font-size: 22px; }
 }
 """
@@ -131,7 +139,8 @@ def _pct(x: float) -> str:
 
 
 def _kv(rows: Sequence[tuple[str, str]]) -> str:
-    body = "".join(f"<tr><td>{_E(k)}</td><td>{v}</td></tr>" for k, v in rows)
+    body = "".join(f"<tr><td class=\"u\">{_E(k)}</td><td class=\"u\">{v}</td></tr>"
+                   for k, v in rows)
     return f'<table class="kv">{body}</table>'
 
 
@@ -167,10 +176,10 @@ def _card(m: ReportModel, idx: int, figs: dict[str, Any]) -> str:
         head.append(f"<span>true &epsilon; {_f(m.true_epsilon)}</span>")
 
     rows = "".join(
-        f'<tr class="{"basis" if r.basis else ""}"><td>{_E(r.method)}'
+        f'<tr class="{"basis" if r.basis else ""}"><td class="u">{_E(r.method)}'
         f'{" (verdict)" if r.basis else ""}</td><td class="num">{_f(r.epsilon)}</td>'
         f'<td class="num">{r.delta:g}</td><td class="num">{100 * r.confidence:g}%</td>'
-        f"<td>{_E(r.fit)}</td><td class=\"num\">{_f(r.p_value)}</td>"
+        f"<td class=\"u\">{_E(r.fit)}</td><td class=\"num\">{_f(r.p_value)}</td>"
         + (f'<td class="num">{_pct(r.epsilon / m.true_epsilon)}</td>'
            if m.true_epsilon else "") + "</tr>" for r in m.methods)
     ratio_h = '<th class="num">of true &epsilon;</th>' if m.true_epsilon else ""
@@ -237,7 +246,7 @@ def _card(m: ReportModel, idx: int, figs: dict[str, Any]) -> str:
             f"</sup>p / (e<sup>&epsilon;</sup>p + 1 &minus; p) (Thm 3.5 at n = 1).</p>")
 
     pv = m.provenance
-    inputs = "".join(f"<tr><td>{_E(i.name)}</td><td class=\"num\">{i.size:,} B</td>"
+    inputs = "".join(f"<tr><td class=\"u\">{_E(i.name)}</td><td class=\"num\">{i.size:,} B</td>"
                      f"<td><code>{_E(i.sha256)}</code></td></tr>" for i in pv.inputs)
     inputs_t = (f"<table><thead><tr><th>input</th><th class=\"num\">size</th><th>sha256</th>"
                 f"</tr></thead><tbody>{inputs}</tbody></table>" if pv.inputs
@@ -268,9 +277,10 @@ confidence.</p></div>
 <div><h3>Privacy region (f-DP view)</h3>
 {plot('region')}
 <p class="note">A mechanism that is (&epsilon;, &delta;)-DP keeps every test's (FPR, FNR) above
-its trade-off curve. Observed points (with pointwise confidence boxes) below the claimed
-curve are evidence against the claim; the dashed red curve is the (&epsilon;, &delta;)
-trade-off at the measured lower bound.</p></div>
+its trade-off curve. The orange points are the tests "score &ge; t" at 15 thresholds chosen
+without the labels, with pointwise confidence boxes: descriptive (15 boxes are not a
+simultaneous test); the verdict rests on the bound above. The dashed red curve is the
+(&epsilon;, &delta;) trade-off at the measured lower bound.</p></div>
 </div>
 {scores}
 <div class="{'grid2' if guesses else ''}">

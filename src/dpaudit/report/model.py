@@ -208,7 +208,7 @@ def _test_box(r: Mapping[str, Any]) -> TestBox | None:
 
 def _scalar_facts(payload: Mapping[str, Any]) -> dict[str, Any]:
     skip = {"results", "verdict", "violation", "claimed_epsilon", "verdict_method",
-            "true_epsilon"}
+            "true_epsilon", "verdict_guarantee"}
     return {str(k): v for k, v in payload.items()
             if k not in skip and (v is None or isinstance(v, (str, int, float, bool)))}
 
@@ -284,6 +284,9 @@ def build_report(payload: Mapping[str, Any], *, observations: MembershipObservat
     prov = provenance or make_provenance(command=command, inputs=inputs, settings=settings,
                                          run_seconds=run_seconds)
     facts = _scalar_facts(payload)
+    # the guarantee of the verdict rule (dpaudit.estimators.verdict), shown under the verdict
+    g = payload.get("verdict_guarantee")
+    guarantee = (f"Verdict guarantee: {g}",) if isinstance(g, str) and g else ()
     if title is None:
         mech = payload.get("mechanism")
         title = f"Audit of {mech}" if mech else f"Audit ({basis['method']})"
@@ -294,5 +297,6 @@ def build_report(payload: Mapping[str, Any], *, observations: MembershipObservat
                        methods=methods, guesses=guesses, scores=scores, test_boxes=boxes,
                        risk=risk_translation(claimed, bound, delta, prior=risk_prior,
                                              true_epsilon=true_eps),
-                       provenance=prov, facts=facts, notes=tuple(str(n) for n in notes),
+                       provenance=prov, facts=facts,
+                       notes=tuple(str(n) for n in (*guarantee, *notes)),
                        certified_mu=certified_mu)

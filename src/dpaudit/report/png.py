@@ -1,8 +1,8 @@
 """Static fallback of the audit card: one PNG (matplotlib, Agg) with the same content.
 
-The text of the card (verdict, headline, provenance) is drawn with ``usetex=False`` and
-``text.parse_math=False``, so ``$`` in user strings is shown literally (matplotlib would
-otherwise parse it as mathtext).
+Every text that can hold a user string (title, verdict, headline, method names on the axis and
+in legends, provenance) is drawn with ``parse_math=False``, so ``$`` is shown literally
+(matplotlib would otherwise parse it as mathtext); tick labels keep mathtext (10^k).
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from dpaudit.report.model import ReportModel
 __all__ = ["render_png", "CARD_HEIGHT_IN"]
 
 #: height of one card in inches (15 in wide); the PNG is cards x this tall.
-CARD_HEIGHT_IN = 11.5
+CARD_HEIGHT_IN = 10.0
 
 
 def _t(text: Any) -> str:
-    """User text for matplotlib (shown literally: mathtext is disabled while drawing)."""
+    """User text for matplotlib (drawn with parse_math=False: shown literally)."""
     return str(text)
 
 
@@ -35,13 +35,15 @@ def _f(x: float | None) -> str:
 
 
 def _card(sf: Any, m: ReportModel) -> None:
-    gs = sf.add_gridspec(4, 3, height_ratios=[0.55, 1.0, 1.0, 0.55], hspace=0.55, wspace=0.3)
+    gs = sf.add_gridspec(4, 3, height_ratios=[0.5, 1.0, 1.0, 0.45], hspace=0.5, wspace=0.3,
+                         left=0.09, right=0.98, top=0.97, bottom=0.02)
+    lit = {"parse_math": False}
     top = sf.add_subplot(gs[0, :])
     top.axis("off")
     color = "#b3261e" if m.violation else "#1b7f3b" if m.violation is False else "#44546a"
-    top.text(0.0, 0.95, _t(m.title), fontsize=12, color="#5f6368", va="top", wrap=True)
+    top.text(0.0, 0.95, _t(m.title), fontsize=12, color="#5f6368", va="top", wrap=True, **lit)
     top.text(0.0, 0.62, _t(m.verdict), fontsize=16, fontweight="bold", color=color, va="top",
-             wrap=True)
+             wrap=True, **lit)
     head = []
     if m.claimed_epsilon is not None:
         head.append(f"claimed eps {_f(m.claimed_epsilon)}")
@@ -49,7 +51,7 @@ def _card(sf: Any, m: ReportModel) -> None:
     head.append(f"delta = {m.delta:g}, confidence {100 * m.confidence:g}%")
     if m.true_epsilon is not None:
         head.append(f"true eps {_f(m.true_epsilon)}")
-    top.text(0.0, 0.12, "   |   ".join(head), fontsize=11, va="bottom")
+    top.text(0.0, 0.12, "   |   ".join(head), fontsize=11, va="bottom", **lit)
 
     ax = sf.add_subplot(gs[1, 0])
     names = [_t(r.method) for r in m.methods]
@@ -58,6 +60,8 @@ def _card(sf: Any, m: ReportModel) -> None:
     xs = [r.epsilon if math.isfinite(r.epsilon) else cap for r in m.methods]
     ax.barh(range(len(xs)), xs, color=["#d62728" if r.basis else "#f4a6a6" for r in m.methods])
     ax.set_yticks(range(len(xs)), names, fontsize=8)
+    for t in ax.get_yticklabels():
+        t.set_parse_math(False)
     ax.invert_yaxis()
     if m.claimed_epsilon is not None and math.isfinite(m.claimed_epsilon):
         ax.axvline(m.claimed_epsilon, color="#1f77b4", ls="--", label="claimed")
@@ -133,9 +137,15 @@ def _card(sf: Any, m: ReportModel) -> None:
         ax.set_xscale("log")
         ax.set_xlabel("number of guesses r", fontsize=9)
         ax.set_title("Bound vs number of guesses", fontsize=10)
-        ax.legend(fontsize=7)
+        for t in ax.legend(fontsize=7).get_texts():
+            t.set_parse_math(False)
     else:
         ax.axis("off")
+        lines = [f"Attacker risk (seed 003, one target, delta = {rk.delta:g}):", ""]
+        lines += [f"{r.label} eps {_f(r.epsilon)}:  reconstruction <= {100 * r.reconstruction:.2f}%"
+                  f" (prior {100 * rk.prior:g}%),  membership <= {100 * r.membership:.2f}%"
+                  for r in rk.rows]
+        ax.text(0, 0.9, "\n".join(lines), fontsize=8.5, va="top", wrap=True, **lit)
 
     bot = sf.add_subplot(gs[3, :])
     bot.axis("off")
@@ -146,7 +156,7 @@ def _card(sf: Any, m: ReportModel) -> None:
              f"{'-' if pv.run_seconds is None else f'{pv.run_seconds:.2f} s'} | seed {pv.seed}",
              f"command: {pv.command}", f"inputs: {ins}", f"settings: {st}"]
     bot.text(0, 1, _t("\n".join(lines)), fontsize=7.5, va="top", family="monospace",
-             wrap=True)
+             wrap=True, **lit)
 
 
 def _rect(a0: float, a1: float, b0: float, b1: float, color: str) -> Any:
@@ -167,7 +177,7 @@ def render_png(models: Sequence[ReportModel] | ReportModel, path: str | Path, *,
     ms = [models] if isinstance(models, ReportModel) else list(models)
     if not ms:
         raise ValueError("render_png needs at least one report model")
-    with plt.rc_context({"text.usetex": False, "text.parse_math": False}):
+    with plt.rc_context({"text.usetex": False}):
         fig = plt.figure(figsize=(15, CARD_HEIGHT_IN * len(ms)), layout=None)
         subs = fig.subfigures(len(ms), 1) if len(ms) > 1 else [fig]
         for sf, m in zip(np.atleast_1d(subs), ms, strict=True):

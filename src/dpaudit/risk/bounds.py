@@ -80,8 +80,8 @@ __all__ = [
 #: names of the bounds accepted by ``theorem=`` arguments.
 THEOREMS = ("thm3.2", "cor3.4", "thm3.5")
 
-#: above this n the full Thm 3.5 curve uses the O(n log n) hull sweep instead of the blocked
-#: O(n^2) vectorised maximisation (both exact; cross-checked in the tests).
+#: above this n the full Thm 3.5 curve uses the O(n log n) vectorised tangent search instead of
+#: the blocked O(n^2) vectorised maximisation (cross-checked in the tests).
 _BRUTE_MAX_N = 3000
 
 
@@ -214,40 +214,47 @@ def _alpha_all_brute(tail: np.ndarray) -> np.ndarray:
     return alpha
 
 
-def _alpha_all_hull(tail: np.ndarray) -> np.ndarray:
-    """alpha(v) for v = 0..n+1 by a sweep over v with the upper convex hull of the points
-    (u, T(u)), u < v: the maximal secant slope (T(u) - T(v)) / (v - u) from the query point
-    (v, T(v)), which lies to the right of every hull point, is attained at the tangent vertex of
-    that hull, found by binary search on the hull's decreasing edge slopes.  O(n log n)."""
+def _alpha_all_tangent(tail: np.ndarray, chunk: int = 1 << 20) -> np.ndarray:
+    """alpha(v) for v = 0..n+1, vectorised over v (O(n log n), no Python loop over v).
+
+    alpha(v) is the largest slope (T(u) - T(v)) / (v - u) from the query point (v, T(v)) to a
+    point u < v.  The Poisson-binomial pmf is log-concave, hence unimodal with mode M, so T is
+    concave on [0, M] and convex after it; T = 1 up to some u0.  On the convex part the slope
+    grows as u moves left (the mean of a decreasing pmf over [u, v)), so the maximiser lies in
+    [u0, min(v - 1, M)], where T is concave and the slope is unimodal in u: it is found by a
+    bisection on s(u) < s(u + 1), all v at once (chunks of ``chunk`` values of v).  The two
+    ends u0 and v - 1 are also compared, which guards against round-off plateaus in T."""
     n = tail.size - 2
     alpha = np.zeros(n + 2)
-    t = tail.tolist()
-    hx: list[int] = []
-    hy: list[float] = []
-    for v in range(1, n + 1):
-        # add the point u = v - 1 to the upper hull (x strictly increasing)
-        x, y = v - 1, t[v - 1]
-        while len(hx) >= 2:
-            x1, y1, x2, y2 = hx[-2], hy[-2], hx[-1], hy[-1]
-            # pop the last point if it lies on or below the segment from (x1, y1) to (x, y)
-            if (y2 - y1) * (x - x1) <= (y - y1) * (x2 - x1):
-                hx.pop()
-                hy.pop()
-            else:
-                break
-        hx.append(x)
-        hy.append(y)
-        # tangent from (v, T(v)): the maximiser of s(k) = (hy[k] - tv) / (v - hx[k]) is unimodal
-        # along the hull; binary search on s(k) <= s(k+1).
-        tv = t[v]
-        lo, hi = 0, len(hx) - 1
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if (hy[mid] - tv) * (v - hx[mid + 1]) <= (hy[mid + 1] - tv) * (v - hx[mid]):
-                lo = mid + 1
-            else:
-                hi = mid
-        alpha[v] = (hy[lo] - tv) / (v - hx[lo])
+    if n < 1:
+        return alpha
+    pmf = tail[:-1] - tail[1:]  # pmf(k) = T(k) - T(k + 1), k = 0..n
+    mode = int(np.argmax(pmf))
+    flat = np.flatnonzero(tail[: n + 1] >= 1.0)
+    u0 = int(flat[-1]) if flat.size else 0
+
+    def slope(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        return (tail[u] - tail[v]) / (v - u)
+
+    for start in range(1, n + 1, chunk):
+        v = np.arange(start, min(start + chunk, n + 1), dtype=np.int64)
+        hi = np.minimum(v - 1, mode)
+        lo = np.minimum(np.full(v.shape, u0, dtype=np.int64), v - 1)
+        hi = np.maximum(hi, lo)
+        idx = np.flatnonzero(lo < hi)  # the v still searching
+        while idx.size:
+            a, b, vv = lo[idx], hi[idx], v[idx]
+            mid = (a + b) // 2
+            tv = tail[vv]
+            # s(mid) < s(mid + 1), cross-multiplied (both denominators are > 0)
+            up = (tail[mid] - tv) * (vv - mid - 1) < (tail[mid + 1] - tv) * (vv - mid)
+            lo[idx] = np.where(up, mid + 1, a)
+            hi[idx] = np.where(up, b, mid)
+            idx = idx[lo[idx] < hi[idx]]
+        best = np.maximum(slope(lo, v), slope(v - 1, v))
+        best = np.maximum(best, slope(np.minimum(np.full(v.shape, u0, dtype=np.int64), v - 1),
+                                      v))
+        alpha[v] = best
     return alpha
 
 
@@ -262,7 +269,7 @@ def alpha_term(tail: Any, v: Any = None) -> np.ndarray:
     t = np.asarray(tail, dtype=float)
     n = t.size - 2
     if v is None:
-        return _alpha_all_brute(t) if n <= _BRUTE_MAX_N else _alpha_all_hull(t)
+        return _alpha_all_brute(t) if n <= _BRUTE_MAX_N else _alpha_all_tangent(t)
     vv = np.asarray(v)
     flat = np.atleast_1d(vv).astype(np.int64)
     inside = (flat >= 1) & (flat <= n)

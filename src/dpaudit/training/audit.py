@@ -1,0 +1,154 @@
+"""Audit a DP-SGD training run in one run: scores -> ``audit_one_run`` -> verdict.
+
+* :func:`audit_training` -- the part shared by every entry point: per-canary truth bits and
+  scores from ONE training run, the claimed privacy from (sigma, q, T), every one-run method
+  side by side (``dpaudit.audit_one_run``: tight (seed 001), bits (seed 000), Steinke et al.,
+  Mahloujifar et al.) and the verdict.  Use it with a user's own loop and
+  :class:`~dpaudit.training.canaries.GradientCanaries`.
+* :func:`train_audit` -- train on digits with canaries (:mod:`.trainer`) and audit.
+* :func:`train_audit_dict` -- the ``dpaudit train-audit --json`` document (one function, so
+  that a report can be built from the same dict).
+* :func:`simulator_reference` -- the project's DP-SGD simulator at the same
+  (sigma, q, T, canaries, threat, score), the yardstick of the white-box tightness target.
+
+Null family: "gdp" (spec/000 §6.4's suggested default, the CLT view of DP-SGD, the same as
+``dpaudit simulate dpsgd``), so real and simulated audits are compared like for like.  The
+claimed epsilon, against which the verdict is taken, is that of ``dpsgd_curve(sigma, q, T)``
+(dp_accounting PLD); Opacus's accountant's epsilon is reported next to it.
+Decoder threshold of the "bits" method: 0 for the centred white-box scores (as in the
+simulator); the median split for last-iterate and black-box scores, whose scale depends on
+the optimizer and the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dpaudit.estimators.one_run import ONE_RUN_METHODS, audit_one_run
+from dpaudit.results import AuditResult
+from dpaudit.training.accounting import claimed_epsilon as _claimed
+from dpaudit.training.accounting import opacus_epsilon as _opacus
+from dpaudit.training.trainer import TrainingConfig, TrainingRun, train_with_canaries
+from dpaudit.validation import check_choice, check_confidence, check_delta
+
+__all__ = ["TrainAudit", "audit_training", "train_audit", "train_audit_dict",
+           "simulator_reference", "FAMILY"]
+
+FAMILY = "gdp"
+
+
+@dataclass(frozen=True, eq=False)
+class TrainAudit:
+    """Results of a one-run training audit (the first result is the verdict's basis)."""
+
+    results: list[AuditResult]
+    claimed_epsilon: float
+    opacus_epsilon: float
+    delta: float
+    confidence: float
+    threat: str
+    run: TrainingRun | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def verdict_result(self) -> AuditResult:
+        return self.results[0]
+
+    @property
+    def violation(self) -> bool:
+        return bool(self.verdict_result.epsilon > self.claimed_epsilon)
+
+
+def audit_training(member: Any, score: Any, *, noise_multiplier: float, sampling_rate: float,
+                   steps: int, threat: str = "white_box", delta: float = 1e-5,
+                   confidence: float = 0.95, methods: Sequence[str] = ONE_RUN_METHODS,
+                   seed: int = 0) -> TrainAudit:
+    """One-run audit of a DP-SGD training run from its canaries' bits and scores.
+
+    ``threat`` ("white_box", "last_iterate", "black_box") only selects the "bits" decoder
+    threshold (0 for the centred white-box scores, the median otherwise).  The claimed
+    epsilon is ``dpsgd_curve(noise_multiplier, sampling_rate, steps).epsilon(delta)``.
+    """
+    check_choice("threat", threat, ("white_box", "last_iterate", "black_box"))
+    delta = check_delta(delta)
+    confidence = check_confidence(confidence)
+    claimed = _claimed(noise_multiplier, sampling_rate, steps, delta)
+    opacus = _opacus(noise_multiplier, sampling_rate, steps, delta)
+    results = audit_one_run(np.asarray(member), np.asarray(score), delta=delta,
+                            confidence=confidence, methods=tuple(methods), family=FAMILY,
+                            bits_threshold=0.0 if threat == "white_box" else None, seed=seed)
+    return TrainAudit(results, claimed, opacus, delta, confidence, threat,
+                      settings={"family": FAMILY, "noise_multiplier": noise_multiplier,
+                                "sampling_rate": sampling_rate, "steps": steps})
+
+
+def train_audit(config: TrainingConfig, *, delta: float = 1e-5, confidence: float = 0.95,
+                on_step: Callable[[int], None] | None = None) -> TrainAudit:
+    """Train on digits with canaries (one run, :func:`train_with_canaries`) and audit it."""
+    delta = check_delta(delta)
+    confidence = check_confidence(confidence)
+    run = train_with_canaries(config, on_step=on_step)
+    a = audit_training(run.member, run.score, noise_multiplier=config.noise_multiplier,
+                       sampling_rate=config.sampling_rate, steps=run.steps,
+                       threat=config.threat, delta=delta, confidence=confidence,
+                       seed=config.seed)
+    return TrainAudit(a.results, a.claimed_epsilon, a.opacus_epsilon, delta, confidence,
+                      config.threat, run, {**a.settings, **config.to_dict()})
+
+
+def train_audit_dict(audit: TrainAudit) -> dict[str, Any]:
+    """The ``train-audit --json`` document: the keys of ``dpaudit simulate --json``
+    (results, claimed_epsilon, violation, verdict, verdict_method) plus ``training``."""
+    from dpaudit.cli.common import verdict
+
+    basis = audit.verdict_result
+    out: dict[str, Any] = {
+        "results": [r.to_dict() for r in audit.results],
+        "claimed_epsilon": audit.claimed_epsilon,
+        "violation": audit.violation,
+        "verdict": verdict(basis.epsilon, audit.claimed_epsilon),
+        "verdict_method": basis.method,
+        "family": audit.settings.get("family", FAMILY),
+        "delta": audit.delta,
+        "confidence": audit.confidence,
+    }
+    run = audit.run
+    if run is not None:
+        c = run.config
+        out.update({"model": c.model, "canary": c.canary, "threat": c.threat,
+                    "canaries": c.canaries, "flaw": c.flawed, "seed": c.seed})
+        out["training"] = {"steps": run.steps, "sampling_rate": c.sampling_rate,
+                           "noise_multiplier": c.noise_multiplier,
+                           "max_grad_norm": c.max_grad_norm,
+                           "test_accuracy": run.test_accuracy,
+                           "opacus_epsilon": audit.opacus_epsilon,
+                           "seconds": run.seconds,
+                           "expected_batch_size": run.expected_batch_size}
+    else:
+        out["training"] = {"steps": audit.settings.get("steps"),
+                           "sampling_rate": audit.settings.get("sampling_rate"),
+                           "noise_multiplier": audit.settings.get("noise_multiplier"),
+                           "opacus_epsilon": audit.opacus_epsilon}
+    return out
+
+
+def simulator_reference(config: TrainingConfig, *, delta: float = 1e-5,
+                        confidence: float = 0.95, seed: int = 0) -> list[AuditResult]:
+    """The DP-SGD simulator's one-run audit at the same (sigma, q, T, canaries, threat,
+    score) as ``config`` (white box or last iterate; no background gradients)."""
+    from dpaudit.games.audit import one_run_audit
+    from dpaudit.mechanisms.dpsgd import DPSGDSimulator
+
+    if config.threat == "black_box":
+        raise ValueError("the DP-SGD simulator models gradient canaries (white_box or "
+                         "last_iterate), not black_box input canaries")
+    mech = DPSGDSimulator(noise_multiplier=config.noise_multiplier,
+                          sampling_rate=config.sampling_rate, steps=config.steps,
+                          threat=config.threat,
+                          score_kind=config.score if config.threat == "white_box" else "sum")
+    return one_run_audit(mech, config.canaries, seed, delta=delta,
+                         confidence=confidence).results

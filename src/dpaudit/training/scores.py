@@ -1,0 +1,45 @@
+"""Canary scores of one training run (higher = more likely that the canary was included).
+
+* white box, per released step (seed 000 §6.4 / seed 001 App. A, spec/000 §6.4): with
+  y_t = b S_t + sigma Z_t the canary-coordinate observation in units of C, the optimal
+  likelihood-ratio score of a step is log(1 - q + q exp((y_t - 1/2) / sigma^2))
+  (:func:`lr_step_scores`; summed over steps by
+  :meth:`~dpaudit.training.canaries.GradientCanaries.white_box_scores`, which also offers the
+  sum score sum_t y_t - qT/2);
+* last iterate: theta_0 - theta_T on the canary coordinate
+  (:meth:`~dpaudit.training.canaries.GradientCanaries.last_iterate_scores`);
+* black box: the canary's loss under the initial model minus under the final model
+  (:func:`loss_drop_scores`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+if TYPE_CHECKING:
+    from dpaudit.training.canaries import InputCanaries
+
+__all__ = ["lr_step_scores", "loss_drop_scores"]
+
+
+def lr_step_scores(y: np.ndarray, sampling_rate: float, noise_multiplier: float) -> np.ndarray:
+    """log(1 - q + q exp((y - 1/2) / sigma^2)) elementwise, in log space (logaddexp)."""
+    q = sampling_rate
+    log1mq = math.log1p(-q) if q < 1 else -math.inf
+    return np.logaddexp(log1mq, math.log(q) + (np.asarray(y) - 0.5) / noise_multiplier ** 2)
+
+
+def loss_drop_scores(model_before: nn.Module, model_after: nn.Module,
+                     canaries: InputCanaries) -> np.ndarray:
+    """Black-box score: per-canary cross-entropy under the initial model minus under the final
+    model (higher = the model learnt the canary's label = more likely a member)."""
+    with torch.no_grad():
+        before = F.cross_entropy(model_before(canaries.x), canaries.y, reduction="none")
+        after = F.cross_entropy(model_after(canaries.x), canaries.y, reduction="none")
+    return (before - after).double().numpy()

@@ -1,0 +1,230 @@
+"""One audited DP-SGD training run with Opacus: plant canaries, train, collect scores.
+
+The loop is plain Opacus: a ``GradSampleModule`` computes per-sample gradients, a
+``DPOptimizer`` (or a flawed subclass, :mod:`.flaws`) clips, noises and scales them, and a
+``DPDataLoader`` draws Poisson batches at exactly rate q.  (``PrivacyEngine.make_private``
+wires the same three objects but rounds q to 1 / len(data_loader); here the pieces are built
+directly so that q is the requested one.)  Canaries enter through
+:class:`~dpaudit.training.canaries.GradientCanaries` (white box / last iterate) or as extra
+training examples (:class:`~dpaudit.training.canaries.InputCanaries`, black box).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+from dpaudit.training.canaries import (
+    INPUT_CANARY_KINDS,
+    GradientCanaries,
+    choose_coordinates,
+    draw_bits,
+    make_input_canaries,
+)
+from dpaudit.training.data import Dataset, load_digits_data
+from dpaudit.training.flaws import FLAWS, optimizer_class
+from dpaudit.training.models import (
+    MODELS,
+    accuracy,
+    count_coordinates,
+    make_model,
+    trainable_parameters,
+)
+from dpaudit.training.scores import loss_drop_scores
+from dpaudit.validation import (
+    check_choice,
+    check_count,
+    check_positive,
+    check_probability,
+)
+
+__all__ = ["TrainingConfig", "TrainingRun", "train_with_canaries", "CANARY_TYPES", "THREATS",
+           "SCORE_KINDS"]
+
+CANARY_TYPES = ("gradient", "input")
+THREATS = ("white_box", "last_iterate", "black_box")
+SCORE_KINDS = ("lr", "sum")
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """Settings of one audited training run (digits; see :func:`train_with_canaries`).
+
+    ``threat`` "white_box" / "last_iterate" need ``canary="gradient"``; "black_box" needs
+    ``canary="input"`` (``input_kind`` flip / random_label / ood).  ``score`` is the white-box
+    score ("lr" or "sum").  ``canary_scale``: gradient-canary norm in units of the clip norm.
+    """
+
+    model: str = "mlp"
+    canary: str = "gradient"
+    threat: str = "white_box"
+    canaries: int = 1000
+    noise_multiplier: float = 1.0
+    sampling_rate: float = 0.05
+    steps: int = 300
+    max_grad_norm: float = 1.0
+    learning_rate: float = 2.0
+    flawed: str | None = None
+    seed: int = 0
+    hidden: int = 256
+    score: str = "lr"
+    input_kind: str = "flip"
+    canary_scale: float = 1000.0
+    threads: int = 1
+
+    def __post_init__(self) -> None:
+        check_choice("model", self.model, MODELS)
+        check_choice("canary", self.canary, CANARY_TYPES)
+        check_choice("threat", self.threat, THREATS)
+        check_count("canaries", self.canaries, minimum=2)
+        check_positive("noise_multiplier", self.noise_multiplier)
+        check_probability("sampling_rate", self.sampling_rate, open_low=True)
+        check_count("steps", self.steps, minimum=1)
+        check_positive("max_grad_norm", self.max_grad_norm)
+        check_positive("learning_rate", self.learning_rate)
+        if self.flawed is not None:
+            check_choice("flawed", self.flawed, FLAWS)
+        check_count("seed", self.seed)
+        check_count("hidden", self.hidden, minimum=1)
+        check_choice("score", self.score, SCORE_KINDS)
+        check_choice("input_kind", self.input_kind, INPUT_CANARY_KINDS)
+        check_count("threads", self.threads, minimum=1)
+        if not self.canary_scale >= 1.0:
+            raise ValueError(f"canary_scale must be >= 1; got {self.canary_scale!r}")
+        if self.canary == "gradient" and self.threat == "black_box":
+            raise ValueError("threat 'black_box' needs canary 'input' (gradient canaries are "
+                             "audited white_box or last_iterate)")
+        if self.canary == "input" and self.threat != "black_box":
+            raise ValueError(f"canary 'input' is audited with threat 'black_box'; got "
+                             f"{self.threat!r}")
+        if self.flawed == "non_private_group" and self.model != "mlp":
+            raise ValueError("flawed 'non_private_group' is defined for model 'mlp' (its "
+                             "hidden layer bypasses the DP optimizer)")
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, eq=False)
+class TrainingRun:
+    """What one run produced: the canaries' truth bits and scores, and the training facts."""
+
+    member: np.ndarray
+    score: np.ndarray
+    steps: int
+    expected_batch_size: int
+    test_accuracy: float
+    seconds: float
+    config: TrainingConfig
+
+
+def _seeds(seed: int) -> np.random.SeedSequence:
+    return np.random.SeedSequence([seed, 0x7A1])
+
+
+def train_with_canaries(config: TrainingConfig, data: Dataset | None = None, *,
+                        on_step: Callable[[int], None] | None = None) -> TrainingRun:
+    """Train ``config.model`` on digits with DP-SGD (Opacus) and canaries; return the scores.
+
+    Randomness: the model init, canary placement / bits / sampling, Opacus's noise generator
+    and Poisson sampler are all derived from ``config.seed``.
+    """
+    from opacus import GradSampleModule
+    from opacus.data_loader import DPDataLoader
+
+    cfg = config
+    start = time.perf_counter()
+    prev_threads = torch.get_num_threads()
+    torch.set_num_threads(cfg.threads)
+    try:
+        ss = _seeds(cfg.seed).spawn(4)
+        rng_place, rng_bits, rng_input = (np.random.default_rng(s) for s in ss[:3])
+        torch_seeds = ss[3].generate_state(3)
+        data = data if data is not None else load_digits_data(cfg.seed,
+                                                              image=cfg.model == "cnn")
+        model = make_model(cfg.model, seed=int(torch_seeds[0]), hidden=cfg.hidden,
+                           num_classes=data.num_classes)
+        if count_coordinates(model) == 0:
+            raise ValueError("model has no trainable parameters")
+        x, y = data.x_train, data.y_train
+        planter: GradientCanaries | None = None
+        inputs = None
+        if cfg.canary == "gradient":
+            coords = choose_coordinates(model, x, y, cfg.canaries,
+                                        max_grad_norm=cfg.max_grad_norm, rng=rng_place)
+            bits = draw_bits(cfg.canaries, rng_bits)
+        else:
+            inputs = make_input_canaries(x, y, cfg.canaries, kind=cfg.input_kind, rng=rng_input,
+                                         num_classes=data.num_classes)
+            xin, yin = inputs.included()
+            x, y = torch.cat([x, xin]), torch.cat([y, yin])
+            bits = inputs.bits
+        initial = copy.deepcopy(model)
+        gsm = GradSampleModule(model, loss_reduction="mean")
+        params = trainable_parameters(model)
+        if cfg.flawed == "non_private_group":
+            head = set(map(id, model[-1].parameters()))
+            dp_params = [p for p in params if id(p) in head]
+            plain = torch.optim.SGD([p for p in params if id(p) not in head],
+                                    lr=cfg.learning_rate)
+        else:
+            dp_params, plain = params, None
+        expected_b = max(1, int(x.shape[0] * cfg.sampling_rate))
+        noise_gen = torch.Generator().manual_seed(int(torch_seeds[1]))
+        opt = optimizer_class(cfg.flawed)(
+            torch.optim.SGD(dp_params, lr=cfg.learning_rate),
+            noise_multiplier=cfg.noise_multiplier, max_grad_norm=cfg.max_grad_norm,
+            expected_batch_size=expected_b, loss_reduction="mean", generator=noise_gen)
+        if cfg.canary == "gradient":
+            planter = GradientCanaries(params, coords, bits, sampling_rate=cfg.sampling_rate,
+                                       max_grad_norm=cfg.max_grad_norm, scale=cfg.canary_scale,
+                                       seed=int(torch_seeds[2]))
+            planter.attach(opt)
+        loader = DPDataLoader(torch.utils.data.TensorDataset(x, y),
+                              sample_rate=cfg.sampling_rate,
+                              generator=torch.Generator().manual_seed(int(torch_seeds[2])))
+        gsm.train()
+        step = 0
+        # Opacus's per-sample-gradient hooks fire on the first layer, whose inputs need no
+        # gradient; torch warns about that once per run (harmless).
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Full backward hook is firing",
+                                    category=UserWarning)
+            while step < cfg.steps:
+                for xb, yb in loader:
+                    loss = F.cross_entropy(gsm(xb), yb) if xb.shape[0] else None
+                    if loss is not None:
+                        loss.backward()
+                    else:  # empty Poisson batch: zero per-sample gradients, Opacus still noises
+                        for p in dp_params:
+                            p.grad_sample = torch.zeros((0, *p.shape))
+                    opt.step()
+                    if plain is not None:
+                        plain.step()
+                    gsm.zero_grad(set_to_none=True)
+                    opt.zero_grad(set_to_none=True)
+                    step += 1
+                    if on_step is not None:
+                        on_step(step)
+                    if step >= cfg.steps:
+                        break
+        model.eval()
+        acc = accuracy(model, data.x_test, data.y_test)
+        if planter is not None:
+            score = (planter.white_box_scores(cfg.score) if cfg.threat == "white_box"
+                     else planter.last_iterate_scores())
+        else:
+            initial.eval()
+            score = loss_drop_scores(initial, model, inputs)
+    finally:
+        torch.set_num_threads(prev_threads)
+    return TrainingRun(member=np.asarray(bits, dtype=bool), score=np.asarray(score, float),
+                       steps=step, expected_batch_size=expected_b, test_accuracy=acc,
+                       seconds=time.perf_counter() - start, config=cfg)
