@@ -159,7 +159,10 @@ def per_example_audit(layout: ShadowLayout, delta: float = 0.0, confidence: floa
     "score >= t" gives TPR/FPR bounds by Clopper-Pearson and an epsilon lower bound by seed 004
     Eqs. 13-16 (:func:`dpaudit.estimators.multi_run.epsilon_from_rates`).  The thresholds are
     fixed before looking at the labels: ``thresholds`` given by the caller, or ``max_thresholds``
-    quantiles of the pooled scores (label-blind, as the "bonferroni" strategy of multi_run).
+    quantiles of the pooled scores (label-blind, with the caveat of multi_run's "bonferroni"
+    strategy: they depend on the scores, not on the labels).  Each score must come from its
+    own run only (e.g. the raw statistic, not leave-one-out LiRA scores, which use the other
+    runs' labels), so that the runs are independent trials.
 
     Failure probability: example j's bound spends (1 - confidence)/T per threshold (T
     thresholds); the reported maximum spends (1 - confidence)/(T E), so by the union bound it

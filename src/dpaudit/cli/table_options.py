@@ -11,9 +11,11 @@ import typer
 from dpaudit.observations import MembershipObservations
 
 __all__ = ["member_col_option", "score_col_option", "group_col_option", "aggregate_option",
-           "load_table", "metric_intervals", "BOOTSTRAP_MAX_N"]
+           "load_table", "metric_intervals", "BCA_MAX_N", "BOOTSTRAP_MAX_N"]
 
-#: largest input for which the TPR-at-FPR bootstrap runs in the CLI (2000 resamples of n).
+#: the CLI's TPR-at-FPR interval: BCa up to BCA_MAX_N observations (its jackknife is
+#: quadratic), the percentile bootstrap up to BOOTSTRAP_MAX_N, none above (2000 resamples).
+BCA_MAX_N = 5_000
 BOOTSTRAP_MAX_N = 50_000
 
 
@@ -55,14 +57,17 @@ def load_table(path: Path, member_col: str = "member", score_col: str = "score",
 
 def metric_intervals(member: Any, score: Any, confidence: float) -> dict[str, Any]:
     """Attack-metric intervals for the CLI's ``extra`` block: AUROC with DeLong's interval and
-    TPR at FPR 0.01 with the BCa bootstrap (skipped, with the reason, above BOOTSTRAP_MAX_N
-    observations), both two-sided at ``confidence`` (:mod:`dpaudit.stats.attack_metrics`)."""
+    TPR at FPR 0.01 with the bootstrap (BCa up to BCA_MAX_N observations, percentile up to
+    BOOTSTRAP_MAX_N, skipped with the reason above), two-sided at ``confidence``
+    (:mod:`dpaudit.stats.attack_metrics`)."""
     from dpaudit.stats.attack_metrics import auroc_interval, tpr_at_fpr_interval
 
     a = auroc_interval(member, score, confidence, "delong")
     out: dict[str, Any] = {"auroc_ci": [a.low, a.high], "auroc_ci_method": "delong"}
     if len(score) <= BOOTSTRAP_MAX_N:
-        t = tpr_at_fpr_interval(member, score, 0.01, confidence, n_resamples=2000, seed=0)
+        how = "bca" if len(score) <= BCA_MAX_N else "percentile"
+        t = tpr_at_fpr_interval(member, score, 0.01, confidence, n_resamples=2000, seed=0,
+                                method=how)
         d = t.to_dict()
         out["tpr_at_fpr_0.01_ci"] = [d["low"], d["high"]]
         out["tpr_at_fpr_0.01_ci_method"] = t.method + ", 2000 resamples, seed 0"

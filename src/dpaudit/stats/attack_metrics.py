@@ -57,6 +57,8 @@ __all__ = ["auroc", "auroc_interval", "tpr_at_fpr", "tpr_at_fpr_interval",
            "rates_at_threshold", "attack_metrics", "MetricInterval", "AUROC_METHODS"]
 
 AUROC_METHODS = ("delong", "hanley_mcneil", "bca")
+#: resamples evaluated at once (bounds the memory of a vectorised statistic to batch x n).
+BOOTSTRAP_BATCH = 200
 #: suffix of the method when the bootstrap distribution is degenerate (bounds are NaN).
 DEGENERATE = " (degenerate bootstrap distribution: no interval)"
 
@@ -116,14 +118,14 @@ def _hanley_mcneil_se(a: float, m: int, n: int) -> float:
 
 
 def _bootstrap(stat: Any, x: np.ndarray, y: np.ndarray, confidence: float, n_resamples: int,
-               seed: Any, vectorized: bool) -> tuple[float, float]:
+               seed: Any, vectorized: bool, method: str = "BCa") -> tuple[float, float]:
     """BCa interval (NaN when the bootstrap distribution is degenerate; callers fall back)."""
     with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
         warnings.simplefilter("ignore", getattr(stats, "DegenerateDataWarning", RuntimeWarning))
         warnings.simplefilter("ignore", RuntimeWarning)  # 0/0 in the acceleration when degenerate
         res = stats.bootstrap((x, y), stat, n_resamples=n_resamples, confidence_level=confidence,
-                              method="BCa", vectorized=vectorized, paired=False,
-                              random_state=np.random.default_rng(seed))
+                              method=method, vectorized=vectorized, paired=False,
+                              batch=BOOTSTRAP_BATCH, random_state=np.random.default_rng(seed))
     lo, hi = res.confidence_interval
     return float(lo), float(hi)
 
@@ -170,11 +172,18 @@ def tpr_at_fpr(member: Any, score: Any, fpr: float) -> float:
 
 
 def tpr_at_fpr_interval(member: Any, score: Any, fpr: float, confidence: float = 0.95, *,
-                        n_resamples: int = 2000, seed: Any = 0) -> MetricInterval:
-    """TPR at an FPR target with the threshold chosen on the data: BCa bootstrap interval."""
+                        n_resamples: int = 2000, seed: Any = 0,
+                        method: str = "bca") -> MetricInterval:
+    """TPR at an FPR target with the threshold chosen on the data: bootstrap interval.
+
+    ``method="bca"`` (default) or ``"percentile"``.  BCa's acceleration needs a jackknife of
+    n leave-one-out statistics, O(n^2 log n) here (about 1 s at n = 5,000, 20 s at 20,000);
+    the percentile interval costs O(B n log n) and is first-order accurate only.
+    """
     obs = _obs(member, score)
     f = check_probability("fpr", fpr)
     gamma = check_confidence(confidence)
+    how = check_choice("method", method, ("bca", "percentile"))
     x, y = obs.score[obs.member], obs.score[~obs.member]
     est = float(_tpr_xy(x, y, f))
 
@@ -182,10 +191,10 @@ def tpr_at_fpr_interval(member: Any, score: Any, fpr: float, confidence: float =
         return _tpr_xy(a, b, f, axis=axis)
 
     lo, hi = _bootstrap(stat, x, y, gamma, check_count("n_resamples", n_resamples, minimum=100),
-                        seed, True)
+                        seed, True, "BCa" if how == "bca" else "percentile")
     if not (math.isfinite(lo) and math.isfinite(hi)):  # degenerate (constant) statistic
-        return MetricInterval(est, math.nan, math.nan, gamma, "bca" + DEGENERATE)
-    return MetricInterval(est, max(0.0, lo), min(1.0, hi), gamma, "bca")
+        return MetricInterval(est, math.nan, math.nan, gamma, how + DEGENERATE)
+    return MetricInterval(est, max(0.0, lo), min(1.0, hi), gamma, how)
 
 
 def rates_at_threshold(member: Any, score: Any, threshold: float,
