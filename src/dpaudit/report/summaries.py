@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from dpaudit.observations import MembershipObservations
+from dpaudit.stats.attack_metrics import delong_from_counts
 from dpaudit.stats.binomial import clopper_pearson
 from dpaudit.validation import check_confidence, check_count
 
@@ -103,16 +103,7 @@ def roc_points(member: Any, score: Any, *, log_points: int = 240, linear_points:
 
 
 def _auroc(g: ScoreGroups, confidence: float) -> tuple[float, float, float]:
-    n1, n0 = g.n1, g.n0
-    # per tie group: a member's V10 = (#non-members below + #tied / 2) / n0, a non-member's
-    # V01 = (#members above + #tied / 2) / n1 (the rank formulas, without ranking)
-    v10 = (np.cumsum(g.c0) - g.c0 + 0.5 * g.c0) / n0
-    v01 = (n1 - np.cumsum(g.c1) + 0.5 * g.c1) / n1
-    auc = float(np.dot(g.c1, v10) / n1)
-    s10 = float(np.dot(g.c1, (v10 - auc) ** 2) / (n1 - 1)) if n1 > 1 else 0.0
-    s01 = float(np.dot(g.c0, (v01 - auc) ** 2) / (n0 - 1)) if n0 > 1 else 0.0
-    half = float(stats.norm.isf((1 - confidence) / 2) * np.sqrt(max(s10 / n1 + s01 / n0, 0.0)))
-    return auc, max(0.0, auc - half), min(1.0, auc + half)
+    return delong_from_counts(g.c1, g.c0, confidence)
 
 
 def auroc_interval(member: Any, score: Any, confidence: float = 0.95

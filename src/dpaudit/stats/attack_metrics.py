@@ -53,7 +53,7 @@ from dpaudit.validation import (
     check_probability,
 )
 
-__all__ = ["auroc", "auroc_interval", "tpr_at_fpr", "tpr_at_fpr_interval",
+__all__ = ["auroc", "auroc_interval", "delong_from_counts", "tpr_at_fpr", "tpr_at_fpr_interval",
            "rates_at_threshold", "attack_metrics", "MetricInterval", "AUROC_METHODS"]
 
 AUROC_METHODS = ("delong", "hanley_mcneil", "bca")
@@ -101,14 +101,29 @@ def auroc(member: Any, score: Any) -> float:
     return float(_auc_xy(obs.score[obs.member], obs.score[~obs.member]))
 
 
-def _delong_se(x: np.ndarray, y: np.ndarray, a: float) -> float:
-    m, n = x.size, y.size
-    r_all = stats.rankdata(np.concatenate([x, y]))
-    v10 = (r_all[:m] - stats.rankdata(x)) / n          # P[X_i > Y] + P[X_i = Y]/2
-    v01 = 1.0 - (r_all[m:] - stats.rankdata(y)) / m    # P[X > Y_j] + P[X = Y_j]/2
-    s10 = v10.var(ddof=1) if m > 1 else 0.0
-    s01 = v01.var(ddof=1) if n > 1 else 0.0
-    return math.sqrt(max(s10 / m + s01 / n, 0.0))
+def delong_from_counts(c1: np.ndarray, c0: np.ndarray, confidence: float
+                       ) -> tuple[float, float, float]:
+    """(AUROC, lower, upper) from per-distinct-score counts, ascending score order.
+
+    ``c1[k]``/``c0[k]``: members/non-members with the k-th smallest distinct score.  The
+    structural components of DeLong et al. (1988, Eq. 4) are constant on a tie group:
+    a member's V10 = (#non-members below + #tied / 2) / n0, a non-member's
+    V01 = (#members above + #tied / 2) / n1; AUROC = mean V10 and
+    Var = s2(V10) / n1 + s2(V01) / n0, so one sort and cumulative counts suffice (no ranks).
+    The interval is the two-sided normal one, clipped to [0, 1].  The one DeLong
+    implementation: the audit card's summaries call it too.
+    """
+    c1 = np.asarray(c1, dtype=float)
+    c0 = np.asarray(c0, dtype=float)
+    n1, n0 = float(c1.sum()), float(c0.sum())
+    v10 = (np.cumsum(c0) - 0.5 * c0) / n0
+    v01 = (n1 - np.cumsum(c1) + 0.5 * c1) / n1
+    auc = float(np.dot(c1, v10) / n1)
+    s10 = float(np.dot(c1, (v10 - auc) ** 2) / (n1 - 1)) if n1 > 1 else 0.0
+    s01 = float(np.dot(c0, (v01 - auc) ** 2) / (n0 - 1)) if n0 > 1 else 0.0
+    half = float(stats.norm.isf((1 - confidence) / 2) * math.sqrt(max(s10 / n1 + s01 / n0,
+                                                                      0.0)))
+    return auc, max(0.0, auc - half), min(1.0, auc + half)
 
 
 def _hanley_mcneil_se(a: float, m: int, n: int) -> float:
@@ -141,8 +156,13 @@ def auroc_interval(member: Any, score: Any, confidence: float = 0.95, method: st
     if method == "bca":
         lo, hi = _bootstrap(_auc_xy, x, y, gamma,
                             check_count("n_resamples", n_resamples, minimum=100), seed, True)
+    elif method == "delong":
+        values, inv = np.unique(obs.score, return_inverse=True)
+        c1 = np.bincount(inv[obs.member], minlength=values.size)
+        c0 = np.bincount(inv[~obs.member], minlength=values.size)
+        _, lo, hi = delong_from_counts(c1, c0, gamma)
     else:
-        se = _delong_se(x, y, a) if method == "delong" else _hanley_mcneil_se(a, x.size, y.size)
+        se = _hanley_mcneil_se(a, x.size, y.size)
         z = float(stats.norm.isf((1 - gamma) / 2))
         lo, hi = a - z * se, a + z * se
     if not (math.isfinite(lo) and math.isfinite(hi)):  # degenerate bootstrap (e.g. A = 1)
