@@ -82,6 +82,16 @@ def _mp_context() -> Any:
     return multiprocessing.get_context()
 
 
+def _next_chunk(queue: list[tuple[int, int, int]], source: Iterator[tuple[int, int]]
+                ) -> tuple[int, int, int] | None:
+    """The next (start, stop, attempt) to submit: resubmissions first (``queue``), then a fresh
+    chunk of ``source`` (attempt 0); None when both are empty."""
+    if queue:
+        return queue.pop(0)
+    nxt = next(source, None)
+    return None if nxt is None else (nxt[0], nxt[1], 0)
+
+
 class ProcessExecutor(Executor):
     """A local process pool (``concurrent.futures.ProcessPoolExecutor``), default all cores."""
 
@@ -110,19 +120,12 @@ class ProcessExecutor(Executor):
         inflight: dict[Future[ChunkResult], tuple[int, int, int]] = {}
         queue: list[tuple[int, int, int]] = []  # resubmissions first
         source = iter(chunks)
-        exhausted = False
         while True:
             while len(inflight) < self.max_inflight:
-                if queue:
-                    s, e, att = queue.pop(0)
-                elif not exhausted:
-                    nxt = next(source, None)
-                    if nxt is None:
-                        exhausted = True
-                        continue
-                    s, e, att = nxt[0], nxt[1], 0
-                else:
+                item = _next_chunk(queue, source)
+                if item is None:
                     break
+                s, e, att = item
                 try:
                     fut = pool.submit(run_chunk, game, seed, s, e, retries)
                 except BrokenProcessPool:
@@ -213,19 +216,12 @@ class RayExecutor(Executor):
         inflight: dict[Any, tuple[int, int, int]] = {}
         queue: list[tuple[int, int, int]] = []
         source = iter(chunks)
-        exhausted = False
         while True:
             while len(inflight) < self.max_inflight:
-                if queue:
-                    s, e, att = queue.pop(0)
-                elif not exhausted:
-                    nxt = next(source, None)
-                    if nxt is None:
-                        exhausted = True
-                        continue
-                    s, e, att = nxt[0], nxt[1], 0
-                else:
+                item = _next_chunk(queue, source)
+                if item is None:
                     break
+                s, e, att = item
                 inflight[self._task.remote(game_ref, seed, s, e, retries)] = (s, e, att)
             self._pending = list(inflight)
             if not inflight:
