@@ -253,6 +253,18 @@ def test_tangent_alpha_equals_brute_force() -> None:
     t = poisson_binomial_tail(risk.beta(rng.beta(2, 5, 2500), 1.0))
     np.testing.assert_allclose(_alpha_all_tangent(t, chunk=97), _alpha_all_brute(t), rtol=1e-12,
                                atol=1e-15)
+    # where T(v) = 0 the sampled search (every stride-th v solved on the full range, the others
+    # between their neighbours' answers) gives exactly the full search's values (stride = 1)
+    # (the windowed FFT above 65,536 targets returns exact zeros; here the upper tail is cut)
+    for p in (np.r_[np.full(300, 0.5), np.zeros(3000)], rng.uniform(0.01, 0.3, 20_000)):
+        t = poisson_binomial_tail(risk.beta(p, 1.0))
+        t[t < 1e-15] = 0.0
+        assert (t == 0).sum() > 1000  # the sampled path is exercised
+        full = _alpha_all_tangent(t, stride=1)
+        for stride in (2, 7, 256):
+            np.testing.assert_array_equal(_alpha_all_tangent(t, chunk=997, stride=stride), full)
+        if p.size < 5000:
+            np.testing.assert_allclose(full, _alpha_all_brute(t), rtol=1e-12, atol=1e-15)
     t = poisson_binomial_tail(risk.beta(np.full(60, 0.3), 1.0))
     for v in (1, 10, 25, 59, 60):
         assert risk.alpha_term(t, v) == pytest.approx(_alpha_brute(t, v, 60), rel=1e-12)

@@ -214,7 +214,33 @@ def _alpha_all_brute(tail: np.ndarray) -> np.ndarray:
     return alpha
 
 
-def _alpha_all_tangent(tail: np.ndarray, chunk: int = 1 << 20) -> np.ndarray:
+def _bisect_peak(tail: np.ndarray, v: np.ndarray, lo: np.ndarray, hi: np.ndarray
+                 ) -> np.ndarray:
+    """For each query v, the first u in [lo, hi] with s(u) >= s(u + 1), where
+    s(u) = (T(u) - T(v)) / (v - u) (unimodal there): bisection on s(u) < s(u + 1), all v at
+    once, on compacted arrays; ``lo`` is overwritten with the answer and returned."""
+    act = np.flatnonzero(lo < hi)  # the v still searching
+    a, b, vv = lo[act], hi[act], v[act]
+    tv = tail[vv]
+    while a.size:
+        live = a < b
+        if not live.all():
+            keep = np.flatnonzero(live)
+            lo[act] = a
+            act, a, b, vv, tv = act[keep], a[keep], b[keep], vv[keep], tv[keep]
+            if not a.size:
+                break
+        mid = (a + b) >> 1
+        d = vv - mid
+        # s(mid) < s(mid + 1), cross-multiplied (both denominators are > 0)
+        up = (tail[mid] - tv) * (d - 1) < (tail[mid + 1] - tv) * d
+        np.copyto(a, mid + 1, where=up)
+        np.copyto(b, mid, where=~up)
+    return lo
+
+
+def _alpha_all_tangent(tail: np.ndarray, chunk: int = 1 << 20, stride: int = 256
+                       ) -> np.ndarray:
     """alpha(v) for v = 0..n+1, vectorised over v (O(n log n), no Python loop over v).
 
     alpha(v) is the largest slope (T(u) - T(v)) / (v - u) from the query point (v, T(v)) to a
@@ -223,7 +249,14 @@ def _alpha_all_tangent(tail: np.ndarray, chunk: int = 1 << 20) -> np.ndarray:
     grows as u moves left (the mean of a decreasing pmf over [u, v)), so the maximiser lies in
     [u0, min(v - 1, M)], where T is concave and the slope is unimodal in u: it is found by a
     bisection on s(u) < s(u + 1), all v at once (chunks of ``chunk`` values of v).  The two
-    ends u0 and v - 1 are also compared, which guards against round-off plateaus in T."""
+    ends u0 and v - 1 are also compared, which guards against round-off plateaus in T.
+
+    Where T(v) = 0 (v >= v_z > M: the upper tail underflowed, most of the range for large n)
+    the maximiser u*(v) of T(u) / (v - u) is non-increasing in v: at an interior maximum
+    -T'(u) / T(u) = 1 / (v - u), whose left side increases with u on the concave part, so a
+    larger v needs a smaller u.  There the bisection runs on every ``stride``-th v over the full
+    range, and every other v searches only between the answers of its two neighbouring
+    samples (a few steps instead of log2 M; same answers, tests/test_risk_bounds.py)."""
     n = tail.size - 2
     alpha = np.zeros(n + 2)
     if n < 1:
@@ -232,29 +265,32 @@ def _alpha_all_tangent(tail: np.ndarray, chunk: int = 1 << 20) -> np.ndarray:
     mode = int(np.argmax(pmf))
     flat = np.flatnonzero(tail[: n + 1] >= 1.0)
     u0 = int(flat[-1]) if flat.size else 0
+    zero = np.flatnonzero(tail[: n + 1] <= 0.0)
+    vz = max(int(zero[0]) if zero.size else n + 1, mode + 2)
 
     def slope(u: np.ndarray, v: np.ndarray) -> np.ndarray:
         return (tail[u] - tail[v]) / (v - u)
 
-    for start in range(1, n + 1, chunk):
-        v = np.arange(start, min(start + chunk, n + 1), dtype=np.int64)
+    def finish(v: np.ndarray, lo: np.ndarray) -> None:
+        best = np.maximum(slope(lo, v), slope(v - 1, v))
+        alpha[v] = np.maximum(best, slope(np.minimum(u0, v - 1), v))
+
+    for start in range(1, min(vz, n + 1), chunk):
+        v = np.arange(start, min(start + chunk, vz, n + 1), dtype=np.int64)
         hi = np.minimum(v - 1, mode)
         lo = np.minimum(np.full(v.shape, u0, dtype=np.int64), v - 1)
-        hi = np.maximum(hi, lo)
-        idx = np.flatnonzero(lo < hi)  # the v still searching
-        while idx.size:
-            a, b, vv = lo[idx], hi[idx], v[idx]
-            mid = (a + b) // 2
-            tv = tail[vv]
-            # s(mid) < s(mid + 1), cross-multiplied (both denominators are > 0)
-            up = (tail[mid] - tv) * (vv - mid - 1) < (tail[mid + 1] - tv) * (vv - mid)
-            lo[idx] = np.where(up, mid + 1, a)
-            hi[idx] = np.where(up, b, mid)
-            idx = idx[lo[idx] < hi[idx]]
-        best = np.maximum(slope(lo, v), slope(v - 1, v))
-        best = np.maximum(best, slope(np.minimum(np.full(v.shape, u0, dtype=np.int64), v - 1),
-                                      v))
-        alpha[v] = best
+        finish(v, _bisect_peak(tail, v, lo, np.maximum(hi, lo)))
+    if vz <= n:
+        vs = np.unique(np.concatenate([np.arange(vz, n + 1, stride), [n]])).astype(np.int64)
+        us = _bisect_peak(tail, vs, np.full(vs.shape, min(u0, mode), dtype=np.int64),
+                          np.full(vs.shape, mode, dtype=np.int64))
+        finish(vs, us.copy())
+        for start in range(vz, n + 1, chunk):
+            v = np.arange(start, min(start + chunk, n + 1), dtype=np.int64)
+            j = np.searchsorted(vs, v)  # vs[j - 1] < v <= vs[j]
+            lo = us[j]  # fancy indexing: a copy
+            hi = np.maximum(us[np.maximum(j - 1, 0)], lo)
+            finish(v, _bisect_peak(tail, v, lo, hi))
     return alpha
 
 
