@@ -133,8 +133,12 @@ def _search(margin: Any, fam: Any, n: int, r: int, u: int, mode: str, log_alpha:
     if (mode == "exact" and r == n) or u >= r:
         return largest_rejected_root(margin, fam.lo, fam.hi, tol=tol)
 
+    seen: dict[float, float] = {}
+
     def coarse(t: float) -> float:
-        return _log_p_value(fam.curve(t), n, r, u, mode, _COARSE_POINTS, 257) - log_alpha
+        if t not in seen:
+            seen[t] = _log_p_value(fam.curve(t), n, r, u, mode, _COARSE_POINTS, 257) - log_alpha
+        return seen[t]
 
     guess = largest_rejected_root(coarse, fam.lo, fam.hi, tol=max(tol, 1e-5))
     if not (guess.nothing_rejected or guess.hit_ceiling):
@@ -146,8 +150,20 @@ def _search(margin: Any, fam: Any, n: int, r: int, u: int, mode: str, log_alpha:
             t1 = t0 - m0 / slope
             half = 0.4 * tol * max(1.0, abs(t1))
             a, b = max(fam.lo, t1 - half), min(fam.hi, t1 + half)
-            if a < b and margin(a) <= 0 < margin(b):
-                return SearchResult(theta=a, nothing_rejected=False, hit_ceiling=False)
+            if a < b:
+                ma, mb = margin(a), margin(b)
+                if ma <= 0 < mb:
+                    return SearchResult(theta=a, nothing_rejected=False, hit_ceiling=False)
+                # the surrogate's slope missed (large r: steep, curved margin): one secant
+                # step on the exact margin through theta_0 and the nearer end, then the same
+                # +-0.4 tol bracket.
+                tn, mn = (a, ma) if mb <= 0 else (b, mb)
+                if math.isfinite(mn) and mn != m0 and tn != t0:
+                    t2 = tn - mn * (tn - t0) / (mn - m0)
+                    half = 0.4 * tol * max(1.0, abs(t2))
+                    a2, b2 = max(fam.lo, t2 - half), min(fam.hi, t2 + half)
+                    if a2 < b2 and margin(a2) <= 0 < margin(b2):
+                        return SearchResult(theta=a2, nothing_rejected=False, hit_ceiling=False)
         a = max(fam.lo, t0 * (1 - _BRACKET))
         b = min(fam.hi, t0 * (1 + _BRACKET))
         if a < b and margin(a) <= 0 < margin(b):
