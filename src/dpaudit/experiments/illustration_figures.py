@@ -1,0 +1,109 @@
+"""Runners for three illustration figures of issue 11 item 4.
+
+* ``bits-figure4`` -- seed 000 Fig. 4 (spec/000 §3.8, Table G): how the "Advanced CI"
+  (Algorithm 3) settles.  For each hypothesised error floor p_min^e the radius
+  v(p) = p - F^{-1}(1 - gamma; n, p)/n (:func:`dpaudit.estimators.bits.aci_radius`) gives the
+  upper limit e_bar + v(p); the lower bounds eps_L(p) and eps_L(e_bar + v(p)) come from the GDP
+  family (:func:`dpaudit.estimators.bits.epsilon_from_error_rate`, delta = 1e-5).  There is a
+  contradiction where eps_L(e_bar + v) < eps_L(p), i.e. left of the fixed point p = e_bar + v(p);
+  the Hoeffding bound (Eq. 24) is drawn for comparison.  Panel (a) is Table G's setting
+  (n = 1000, e_bar = 0.3); panel (b) uses n = 100 ("advantage mainly for small n").
+* ``tight-figure2`` -- seed 001 Fig. 2 (Def. 9, spec/001 §2.4): the base distribution pair of a
+  trade-off function f on [0, 1]: P = U[0, 1]; Q has CDF f(1 - x) on [0, 1), density
+  q(x) = -f'(1 - x) and an atom 1 - f(0) at x = 1; T(P, Q) = f.  Drawn for G_1, f_{1, 0.1}
+  and T_Lap(1) (the paper does not state its parameters).  The CDF is ``curve.tradeoff``; the
+  density is its numerical derivative (no second implementation of any curve).
+* ``lidp-figure4`` -- seed 002 Fig. 4 middle/right: the correlation diagnostics
+  |mu2 - mu1^2| and |mu4 - mu2^2| of the LiDP test statistics
+  (:func:`dpaudit.stats.xbern.correlation_diagnostics`) against the number of canaries K and the
+  dimension d, with log-log slopes fitted by least squares with their standard errors.  Paper:
+  slopes vs K = -0.93 and -1.05; vs d = -1.06 and -1.00 (ignoring the outlier at d = 10^6).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpaudit.experiments.plotting import resolve_size, write_csv
+from dpaudit.experiments.registry import experiment
+
+__all__ = ["run_bits_figure4"]
+
+
+def _plt():  # noqa: ANN202
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+# ---------------------------------------------------------------------------------------------
+# seed 000 Fig. 4
+# ---------------------------------------------------------------------------------------------
+
+#: (panel, n, e_bar): (a) = spec/000 Table G; (b) small n
+FIG4_PANELS = (("a", 1000, 0.3), ("b", 100, 0.3))
+
+
+@experiment("bits-figure4", "Advanced-CI illustration: eps_L(p) vs eps_L(e_bar + v(p)) over the "
+            "hypothesised error floor p, fixed point and Hoeffding", "seed 000 Fig. 4")
+def run_bits_figure4(out_dir: Path, *, full: bool = False, seed: int = 0,
+                     size: str | None = None, confidence: float = 0.95,
+                     delta: float = 1e-5) -> list[Path]:
+    from dpaudit.estimators.bits import (
+        aci_literal,
+        aci_radius,
+        epsilon_from_error_rate,
+        error_rate_upper,
+    )
+
+    size = resolve_size(full, size)
+    n_p = {"tiny": 15, "small": 61, "full": 241}[size]
+    rows: list[dict[str, Any]] = []
+    summary: list[dict[str, Any]] = []
+    for panel, n, ebar in FIG4_PANELS:
+        k = int(round(ebar * n))
+        # Table G's points plus a grid around the fixed point
+        ps = np.unique(np.round(np.concatenate([np.linspace(ebar - 0.05, ebar + 0.12, n_p),
+                                                [0.28, 0.30, 0.32, 0.324, 0.3245, 0.33, 0.36]]),
+                                10))
+        v = np.asarray(aci_radius(ps, n, confidence))
+        for p, vv in zip(ps, v, strict=True):
+            e_p = epsilon_from_error_rate(float(p), "gdp", delta)[0]
+            e_ev = epsilon_from_error_rate(float(min(ebar + vv, 1.0)), "gdp", delta)[0]
+            rows.append({"panel": panel, "n": n, "errors": k, "e_bar": ebar, "p_min": float(p),
+                         "v": float(vv), "e_bar_plus_v": float(ebar + vv),
+                         "eps_L_p": e_p, "eps_L_e_bar_plus_v": e_ev,
+                         "contradiction": bool(e_ev < e_p), "seed": seed})
+        for ci in ("aci", "clopper_pearson", "hoeffding"):
+            p_up = (aci_literal(k, n, confidence) if ci == "aci"
+                    else error_rate_upper(n, k, confidence, ci))
+            summary.append({"panel": panel, "n": n, "errors": k, "ci": ci, "p_up": p_up,
+                            "epsilon": epsilon_from_error_rate(p_up, "gdp", delta)[0],
+                            "confidence": confidence, "delta": delta})
+    out_dir = Path(out_dir)
+    paths = [write_csv(out_dir / "bits_figure4.csv", rows),
+             write_csv(out_dir / "bits_figure4_bounds.csv", summary)]
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(FIG4_PANELS), figsize=(5.2 * len(FIG4_PANELS), 3.8))
+    for ax, (panel, n, ebar) in zip(axes, FIG4_PANELS, strict=True):
+        rr = [r for r in rows if r["panel"] == panel]
+        x = [r["p_min"] for r in rr]
+        ax.plot(x, [r["eps_L_p"] for r in rr], label="eps_L(p_min^e)")
+        ax.plot(x, [r["eps_L_e_bar_plus_v"] for r in rr], label="eps_L(e_bar + v(p_min^e))")
+        sm = {s["ci"]: s for s in summary if s["panel"] == panel}
+        ax.axhline(sm["hoeffding"]["epsilon"], color="gray", ls="--", label="Hoeffding")
+        ax.axvline(sm["aci"]["p_up"], color="black", label="fixed point (Alg. 3)")
+        ax.set(xlabel="hypothesised p_min^e", ylabel="epsilon lower bound (GDP, delta=1e-5)",
+               title=f"seed 000 Fig. 4({panel}): n={n}, e_bar={ebar}")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    png = out_dir / "bits_figure4.png"
+    fig.savefig(png, dpi=120)
+    plt.close(fig)
+    return [*paths, png]
