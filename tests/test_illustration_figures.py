@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import csv
+import math
 
+import numpy as np
 import pytest
 
-from dpaudit.experiments.illustration_figures import run_bits_figure4
+from dpaudit.experiments.illustration_figures import run_bits_figure4, run_tight_figure2
 
 #: spec/000 Table G (GDP, n = 1000, e_bar = 0.3, gamma = 0.95, delta = 1e-5):
 #: (p_min^e, v, eps_L(p), eps_L(e_bar + v), contradiction)
@@ -54,3 +56,55 @@ def test_bits_figure4_reproduces_table_g_and_beats_hoeffding(tmp_path) -> None:
     gain = {p: float(bounds[p, "aci"]["epsilon"]) / float(bounds[p, "hoeffding"]["epsilon"])
             for p in ("a", "b")}
     assert gain["b"] > gain["a"]
+
+
+def _spec_densities():
+    """spec/001 §2.4 closed forms of q(x) and Q's atom (independent of dpaudit.curves)."""
+    from scipy import special
+
+    e = 1.0
+    a_star = (1 - 0.1) / (1 + math.exp(e))
+
+    def gdp(x):
+        return np.exp(special.ndtri(x) - 0.5)
+
+    def epsdelta(x):
+        return np.where(x < 0.1, 0.0, np.where(x < 1 - a_star, math.exp(-e), math.exp(e)))
+
+    def lap(x):
+        return np.where(x < 0.5, math.exp(-e),
+                        np.where(x <= 1 - math.exp(-e) / 2, math.exp(-e) / (4 * (1 - x) ** 2),
+                                 math.exp(e)))
+
+    kinks = {"G_1": [], "f_{1,0.1}": [0.1, 1 - a_star], "T_Lap(1)": [0.5, 1 - math.exp(-e) / 2]}
+    return {"G_1": (gdp, 0.0), "f_{1,0.1}": (epsdelta, 0.1), "T_Lap(1)": (lap, 0.0)}, kinks
+
+
+def test_tight_figure2_base_pairs_match_closed_forms(tmp_path) -> None:
+    from scipy import integrate
+
+    paths = run_tight_figure2(tmp_path, size="tiny")
+    assert paths[-1].stat().st_size > 0
+    rows = _rows(paths[0])
+    dens, kinks = _spec_densities()
+    for name, (q, atom) in dens.items():
+        rr = [r for r in rows if r["curve"] == name]
+        # 1 - x is stored separately: x itself is rounded to 6 digits in the CSV
+        x = 1.0 - np.array([float(r["one_minus_x"]) for r in rr])
+        qd = np.array([float(r["q_density"]) for r in rr])
+        cdf = np.array([float(r["q_cdf"]) for r in rr])
+        assert all(float(r["q_atom_at_1"]) == pytest.approx(atom, abs=1e-12) for r in rr)
+        away = np.all(np.abs(x[:, None] - np.array(kinks[name] or [9.0])) > 1e-5, axis=1)
+        away &= x < 1 - 1e-5
+        np.testing.assert_allclose(qd[away], q(x[away]), rtol=1e-4, atol=1e-9)
+        # Q's CDF is the integral of the closed-form density (T(P, Q) = f by construction)
+        for xi in np.linspace(0.05, 0.95, 7):
+            i = int(np.argmin(np.abs(x - xi)))
+            want = integrate.quad(lambda t, q=q: float(q(t)), 0, x[i], points=kinks[name] or None,
+                                  limit=200)[0]
+            assert cdf[i] == pytest.approx(want, abs=1e-6), (name, x[i])
+        # total mass: continuous part + atom = 1; L = log q is increasing (MAP decoder, Eq. 16)
+        cont = integrate.quad(lambda t, q=q: float(q(t)), 0, 1, points=kinks[name] or None,
+                              limit=200)[0]
+        assert cont + atom == pytest.approx(1.0, abs=1e-6)
+        assert np.all(np.diff(qd[away]) >= -1e-6 * qd[away][1:])

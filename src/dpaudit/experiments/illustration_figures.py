@@ -30,7 +30,7 @@ import numpy as np
 from dpaudit.experiments.plotting import resolve_size, write_csv
 from dpaudit.experiments.registry import experiment
 
-__all__ = ["run_bits_figure4"]
+__all__ = ["run_bits_figure4", "run_tight_figure2", "FIG2_CURVES", "base_pair_table"]
 
 
 def _plt():  # noqa: ANN202
@@ -107,3 +107,71 @@ def run_bits_figure4(out_dir: Path, *, full: bool = False, seed: int = 0,
     fig.savefig(png, dpi=120)
     plt.close(fig)
     return [*paths, png]
+
+
+# ---------------------------------------------------------------------------------------------
+# seed 001 Fig. 2
+# ---------------------------------------------------------------------------------------------
+
+def FIG2_CURVES() -> dict[str, Any]:  # noqa: N802 - a table of curves
+    """The pairs drawn (the paper's parameters are not stated; spec/001 §4 "values lost")."""
+    from dpaudit.curves import EpsDeltaDP, GaussianDP, LaplaceDP
+
+    return {"G_1": GaussianDP(1.0), "f_{1,0.1}": EpsDeltaDP(1.0, 0.1),
+            "T_Lap(1)": LaplaceDP(1.0)}
+
+
+def base_pair_table(curve: Any, x: np.ndarray, h: float = 1e-7) -> dict[str, np.ndarray]:
+    """Base pair of ``curve`` on [0, 1] (seed 001 Def. 9).
+
+    Q's CDF F_Q(x) = f(1 - x); its density q(x) = -f'(1 - x) by a central difference of
+    ``curve.tradeoff`` (step min(h, 1e-3 min(x, 1 - x)), accurate where q grows near x = 1);
+    the privacy loss L(x) = log q(x) (P = U[0, 1] has density 1); Q's atom 1 - f(0) at x = 1.
+    """
+    x = np.asarray(x, dtype=float)
+    step = np.maximum(np.minimum(h, 1e-3 * np.minimum(x, 1.0 - x)), 1e-12)
+    lo = np.clip(1.0 - x - step, 0.0, 1.0)
+    hi = np.clip(1.0 - x + step, 0.0, 1.0)
+    q = (curve.tradeoff(lo) - curve.tradeoff(hi)) / (hi - lo)
+    with np.errstate(divide="ignore"):
+        loss = np.log(q)
+    atom = 1.0 - float(curve.tradeoff(0.0))
+    return {"q_cdf": curve.tradeoff(1.0 - x), "q_density": q, "privacy_loss": loss,
+            "q_atom_at_1": np.full(x.shape, atom)}
+
+
+@experiment("tight-figure2", "base distribution pairs (P = U[0,1], Q with CDF f(1-x) and an atom "
+            "1 - f(0) at 1) of GDP, (eps, delta) and Laplace trade-off functions",
+            "seed 001 Fig. 2")
+def run_tight_figure2(out_dir: Path, *, full: bool = False, seed: int = 0,
+                      size: str | None = None) -> list[Path]:
+    size = resolve_size(full, size)
+    n_x = {"tiny": 201, "small": 1001, "full": 4001}[size]
+    x = np.unique(np.concatenate([np.linspace(0.0, 1.0, n_x)[1:-1],
+                                  1.0 - np.logspace(-6, -1, n_x // 10)]))
+    rows: list[dict[str, Any]] = []
+    tables = {}
+    for name, curve in FIG2_CURVES().items():
+        t = base_pair_table(curve, x)
+        tables[name] = t
+        for i, xi in enumerate(x):
+            rows.append({"curve": name, "x": float(xi), "one_minus_x": float(1.0 - xi),
+                         "p_density": 1.0,
+                         **{k: float(v[i]) for k, v in t.items()}, "seed": seed})
+    out_dir = Path(out_dir)
+    csv_path = write_csv(out_dir / "tight_figure2.csv", rows)
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(tables), figsize=(4.4 * len(tables), 3.6))
+    for ax, (name, t) in zip(axes, tables.items(), strict=True):
+        ax.plot(x, np.ones_like(x), label="P = U[0,1]", color="tab:blue")
+        ax.plot(x, t["q_density"], label="Q density -f'(1-x)", color="tab:red")
+        atom = float(t["q_atom_at_1"][0])
+        if atom > 0:
+            ax.vlines(1.0, 0, atom * 10, color="tab:red", lw=3, label=f"Q atom {atom:g} (x10)")
+        ax.set(yscale="log", xlabel="x", ylabel="density", title=f"seed 001 Fig. 2: {name}")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    png = out_dir / "tight_figure2.png"
+    fig.savefig(png, dpi=120)
+    plt.close(fig)
+    return [csv_path, png]
