@@ -305,8 +305,8 @@ def run_lidp_figure4(out_dir: Path, *, full: bool = False, seed: int = 0,
             ax.plot(ks, np.exp(np.log(m).mean() + f["slope"] * (lk - lk.mean())), ls=":",
                     color=col)
         ax.set(xscale="log", yscale="log", xlabel="canaries K", ylabel="mean |diagnostic|",
-               title=f"seed 002 Fig. 4 middle ({mode} threshold): eps=2, d=1e6, n={n}, "
-                     f"{reps} runs")
+               title=f"seed 002 Fig. 4 middle, {mode} threshold\n"
+                     f"eps=2, d=1e6, n={n}, {reps} runs per K")
         ax.legend(fontsize=6)
     fig.tight_layout()
     png = out_dir / "lidp_figure4.png"
