@@ -80,6 +80,7 @@ __all__ = [
     "error_floor",
     "hoeffding_radius",
     "aci_literal",
+    "aci_radius",
     "error_rate_upper",
     "epsilon_from_error_rate",
     "gdp_mu_from_error",
@@ -200,6 +201,18 @@ def hoeffding_radius(n: int, confidence: float) -> float:
     return math.sqrt(math.log(1.0 / (1.0 - gamma)) / (2.0 * n))
 
 
+def aci_radius(p: Any, n: int, confidence: float) -> np.ndarray | float:
+    """v(p, n, gamma) = p - F^{-1}(1 - gamma; n, p)/n of Algorithm 3 (spec/000 §3.8, Fig. 4).
+
+    F^{-1} is the Binomial(n, p) quantile (``binom.ppf``); vectorised over ``p``.
+    """
+    n = check_count("n", n, minimum=1)
+    gamma = check_confidence(confidence)
+    pp = np.asarray(p, dtype=float)
+    out = pp - stats.binom.ppf(1 - gamma, n, pp) / n
+    return out if np.ndim(out) else float(out)
+
+
 def aci_literal(errors: int, n: int, confidence: float, *, max_iter: int = 200) -> float:
     """Algorithm 3 ("Advanced CI") exactly as printed in the paper (spec/000 §3.8).
 
@@ -216,7 +229,7 @@ def aci_literal(errors: int, n: int, confidence: float, *, max_iter: int = 200) 
     ebar = k / n
     p_l, p_r = 0.001, 0.5
     p = 0.5 * (p_l + p_r)
-    v = p - float(stats.binom.ppf(1 - gamma, n, p)) / n
+    v = aci_radius(p, n, gamma)
     it = 0
     while abs(p - (ebar + v)) > 1e-4:
         if it >= max_iter:
@@ -226,7 +239,7 @@ def aci_literal(errors: int, n: int, confidence: float, *, max_iter: int = 200) 
         else:
             p_l = p
         p = 0.5 * (p_l + p_r)
-        v = p - float(stats.binom.ppf(1 - gamma, n, p)) / n
+        v = aci_radius(p, n, gamma)
         it += 1
     return p
 
