@@ -1,7 +1,7 @@
 """Benchmark: one-run audits of REAL DP-SGD training (PyTorch + Opacus) on digits.
 
     PYTHONPATH=src .venv/bin/python benchmarks/training.py [--out benchmarks/out/training.jsonl]
-        [--quick] [--only sweep|validity|flaws]
+        [--quick] [--repeats R] [--only sweep|validity|flaws] [--epsilons 1 2 ...]
 
 Every audited run is appended to a JSONL file as soon as it finishes, and a re-run skips the
 runs already there (resume after an interruption).  Parts:
@@ -85,7 +85,8 @@ def _sim(cfg: TrainingConfig, seed: int) -> dict[str, Any]:
     return {"eps": {r.method: r.epsilon for r in res}, "seconds": time.perf_counter() - t0}
 
 
-def run(out: Path, repeats: int, parts: tuple[str, ...]) -> None:
+def run(out: Path, repeats: int, parts: tuple[str, ...],
+        epsilons: tuple[float, ...] = EPSILONS) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     done = _load(out)
 
@@ -107,7 +108,7 @@ def run(out: Path, repeats: int, parts: tuple[str, ...]) -> None:
                 once(f"flaw/{fl}/{s}", lambda f=fl, s_=s: _real(TrainingConfig(flawed=f,
                                                                                  seed=s_)))
     if "sweep" in parts:
-        for eps in EPSILONS:
+        for eps in epsilons:
             sig = once(f"sigma/{eps:g}", lambda e=eps: {"sigma": sigma_for_epsilon(e)})["sigma"]
             for s in range(repeats):
                 cfg = TrainingConfig(noise_multiplier=sig, sampling_rate=Q, steps=T,
@@ -189,9 +190,11 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="one seed per sweep point")
     ap.add_argument("--repeats", type=int, default=3, help="seeds per sweep point")
     ap.add_argument("--only", choices=("sweep", "validity", "flaws"), default=None)
+    ap.add_argument("--epsilons", type=float, nargs="+", default=list(EPSILONS),
+                    choices=EPSILONS, help="theoretical epsilons of the sweep")
     a = ap.parse_args()
     parts = (a.only,) if a.only else ("sweep", "validity", "flaws")
-    run(Path(a.out), 1 if a.quick else a.repeats, parts)
+    run(Path(a.out), 1 if a.quick else a.repeats, parts, tuple(a.epsilons))
 
 
 if __name__ == "__main__":
