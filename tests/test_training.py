@@ -165,6 +165,19 @@ def test_black_box_input_canaries_no_violation() -> None:
     assert audit.run is not None and audit.run.test_accuracy > 0.7
 
 
+@pytest.mark.parametrize(("epsilon", "sigma"), [(1.0, 5.997), (16.0, 0.834)])
+def test_sigma_for_epsilon_solves_the_benchmark_settings(epsilon: float, sigma: float) -> None:
+    """The benchmark's sigmas (q = 0.05, T = 1000, delta = 1e-5): the solved sigma's claim,
+    recomputed on dpsgd_curve's default (finer) grid, is the target to 1%.  (The search must
+    start from noise small enough to be refused by dpsgd_curve -- GDP mu > 100 -- and step
+    past it.)"""
+    from dpaudit.training import sigma_for_epsilon
+
+    got = sigma_for_epsilon(epsilon, 0.05, 1000, 1e-5)
+    assert got == pytest.approx(sigma, abs=0.01)
+    assert dpsgd_curve(got, 0.05, 1000).epsilon(1e-5) == pytest.approx(epsilon, rel=0.01)
+
+
 @pytest.mark.parametrize(("sigma", "q", "steps"), [(1.0, 0.05, 300), (2.0, 0.01, 1000)])
 def test_opacus_accountant_agrees_with_dpsgd_curve(sigma: float, q: float, steps: int) -> None:
     """Opacus's PRV accountant and dp_accounting's PLD compose the same subsampled Gaussian:

@@ -56,4 +56,15 @@ def sigma_for_epsilon(epsilon: float, sampling_rate: float, steps: int, delta: f
     def eps_of(sigma: float) -> float:
         return dpsgd_curve(sigma, q, t, value_discretization_interval=1e-3).epsilon(delta)
 
-    return round(solve_monotone(eps_of, epsilon, 0.2, 10.0, xtol=xtol, rtol=1e-4), 4)
+    # dpsgd_curve refuses compositions beyond GDP mu = MAX_COMPOSED_MU (epsilon in the
+    # thousands): raise the lower end of the bracket until it is accepted.
+    lo, hi = 0.2, 10.0
+    while True:
+        try:
+            eps_of(lo)
+            break
+        except ValueError:
+            lo *= 1.25
+            if lo >= hi:
+                raise
+    return round(solve_monotone(eps_of, epsilon, lo, hi, xtol=xtol, rtol=1e-4), 4)
