@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 
 import numpy as np
@@ -105,3 +106,6 @@ def test_demo_catches_the_flaw(capsys, tmp_path):
     tr = d["training"]  # the real (Opacus) training audit, when the torch extra is installed
     if "skipped" not in tr:
         assert tr["correct"]["violation"] is False and tr["flawed"]["violation"] is True
+        # the card holds the training audit's verdicts too (it is written after the training)
+        page = html.unescape(card.read_text())
+        assert tr["correct"]["verdict"] in page and tr["flawed"]["verdict"] in page

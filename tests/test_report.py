@@ -402,3 +402,42 @@ def test_cli_train_audit_report(capsys, tmp_path):
     page = card.read_text()
     assert _verdict_in(page) == d["verdict"]
     assert f"<b class=\"bound\">{d['results'][0]['epsilon']:.4f}</b>" in page
+    # the card has the score plots: ROC and the observed privacy-region points
+    figs = json.loads(_scripts(page)[1])
+    assert {"c0-roc", "c0-roc_log", "c0-region"} <= set(figs)
+    pts = next(t for t in figs["c0-region"]["data"]
+               if t["name"] == "observed (FPR, FNR) of score thresholds")
+    assert len(pts["x"]) >= 5
+    n = re.search(r"([\d,]+) members, ([\d,]+) non-members", page)
+    assert int(n.group(1).replace(",", "")) + int(n.group(2).replace(",", "")) == 100
+
+
+def test_train_audit_hands_back_the_observations_it_audited():
+    """The training audit's observations are exactly the ones its bounds rest on (re-auditing
+    them reproduces every epsilon), the JSON document is unchanged by them, and the card's
+    AUROC is the pairwise (Mann-Whitney) AUROC of those observations."""
+    pytest.importorskip("opacus")
+    pytest.importorskip("sklearn")
+    import torch
+
+    from dpaudit.cli.train_audit import run_train_audit_observed
+    from dpaudit.training import audit_training
+
+    torch.set_num_threads(1)
+    kw = dict(canaries=120, steps=30, hidden=32, seed=4)
+    doc, obs = run_train_audit_observed(**kw)
+    assert obs.n == 120 and obs.n_members + obs.n_nonmembers == 120
+    assert "observations" not in doc and set(doc) >= {"results", "verdict", "training"}
+    json.dumps(doc)                                      # still plain JSON
+    t = doc["training"]
+    again = audit_training(obs.member, obs.score, noise_multiplier=t["noise_multiplier"],
+                           sampling_rate=t["sampling_rate"], steps=t["steps"],
+                           threat=doc["threat"], seed=kw["seed"])
+    assert [r.epsilon for r in again.results] == pytest.approx(
+        [r["epsilon"] for r in doc["results"]], rel=1e-12)
+    card = build_report(doc, observations=obs)
+    pos, neg = obs.score[obs.member], obs.score[~obs.member]
+    psi = (pos[:, None] > neg[None, :]) + 0.5 * (pos[:, None] == neg[None, :])
+    assert card.scores is not None
+    assert card.scores.auroc[0] == pytest.approx(psi.mean(), abs=1e-12)
+    assert card.scores.roc.n_members == pos.size and card.scores.region.fpr.size >= 5

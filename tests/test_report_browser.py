@@ -134,10 +134,14 @@ def test_demo_card_screenshot(chromium, tmp_path, capsys):
     shot = tmp_path / "demo_card.png"
     c = inspect_report(card, screenshot=shot, clip_selector="#c1", clip_height=1620,
                        executable=chromium, print_screenshot=tmp_path / "demo_print.png")
-    # four cards; the verdicts are the JSON's, in order
+    # four cards (six with the real training audit); the verdicts are the JSON's, in order
+    tr = d["training"]
+    trained = () if "skipped" in tr else (tr["correct"]["verdict"], tr["flawed"]["verdict"])
     assert c.verdicts == (d["dpsgd_correct"]["verdict"], d["dpsgd_flawed"]["verdict"],
-                          d["multi_run"]["correct"], d["multi_run"]["flawed"])
-    assert c.plots_drawn == c.plot_divs == 22 and c.console_errors == ()
+                          d["multi_run"]["correct"], d["multi_run"]["flawed"], *trained)
+    # 6 plots per one-run card (bounds, guesses, ROC, ROC log, region, risk), 5 per multi-run
+    # card (no guesses)
+    assert c.plots_drawn == c.plot_divs == 22 + 6 * len(trained) and c.console_errors == ()
     assert c.overflows == c.overlaps == 0                 # on screen ...
     assert c.print_overflows == 0 and c.print_overlaps == 0   # ... and printed
     assert c.requests == (card.resolve().as_uri(),)

@@ -93,13 +93,13 @@ def demo_cmd(
                   f"{delta:g})-DP, {res.method.split('(')[-1].rstrip(')')}: 100,000 trials",
             settings={"claimed_epsilon": claimed_mr, "delta": delta, "trials": 100_000,
                       "noise_scale_bug": bug, "seed": sd}, command="dpaudit demo"))
-    path = write_report(report, cards, page_title="dpaudit demo: four audits")
     if as_json:
         out["multi_run"] = {"claimed_epsilon": claimed_mr, "mu": mu,
                             "correct": verdict(ok.epsilon, claimed_mr),
                             "flawed": verdict(bad.epsilon, claimed_mr),
                             "results": [ok.to_dict(), bad.to_dict()]}
-        out["training"] = _training_demo(seed, as_json)
+        out["training"] = _training_demo(seed, as_json, cards)
+        path = write_report(report, cards, page_title=_page_title(cards))
         out["report"] = str(path)
         print_json(out)
         return
@@ -111,8 +111,15 @@ def demo_cmd(
                   extra={"claimed_epsilon": claimed_mr,
                          "correct": verdict(ok.epsilon, claimed_mr),
                          "flawed": verdict(bad.epsilon, claimed_mr)})
-    _training_demo(seed, as_json)
+    _training_demo(seed, as_json, cards)
+    path = write_report(report, cards, page_title=_page_title(cards))
     console.print(f"[bold]Audit card[/bold] (open in a browser): {path}")
+
+
+def _page_title(cards: list) -> str:
+    """Title of the demo's card page: the number of audits it holds."""
+    words = {4: "four", 6: "six"}
+    return f"dpaudit demo: {words.get(len(cards), str(len(cards)))} audits"
 
 
 #: the real-training part of the demo (about 15 s per run on a free core).
@@ -120,8 +127,10 @@ TRAINING_DEMO = {"canaries": 300, "hidden": 128, "steps": 150, "sampling_rate": 
                  "noise_multiplier": 1.0}
 
 
-def _training_demo(seed: int, as_json: bool) -> dict[str, object]:
-    """One real Opacus DP-SGD training audit, correct and with backprop clipping."""
+def _training_demo(seed: int, as_json: bool, cards: list | None = None) -> dict[str, object]:
+    """One real Opacus DP-SGD training audit, correct and with backprop clipping; with
+    ``cards``, each run's audit card (ROC and privacy-region points from its canaries'
+    scores) is appended to it."""
     import importlib.util
 
     from dpaudit.training._deps import EXTRA_HINT
@@ -130,12 +139,23 @@ def _training_demo(seed: int, as_json: bool) -> dict[str, object]:
         if not as_json:
             console.print(f"(real DP-SGD training audit skipped: {EXTRA_HINT})")
         return {"skipped": EXTRA_HINT}
-    from dpaudit.cli.train_audit import run_train_audit
+    from dpaudit.cli.train_audit import run_train_audit_observed
+    from dpaudit.report import build_report
 
     out: dict[str, object] = {}
     for label, flaw in (("correct", None), ("flawed", "backprop_clipping")):
-        doc = run_train_audit(**TRAINING_DEMO, flawed=flaw, seed=seed)
+        doc, obs = run_train_audit_observed(**TRAINING_DEMO, flawed=flaw, seed=seed)
         out[label] = doc
+        if cards is not None:
+            t = doc["training"]
+            cards.append(build_report(
+                doc, observations=obs, command="dpaudit demo",
+                title=f"Real DP-SGD training audit ({'FLAWED: backprop clipping, ' if flaw else ''}"
+                      f"Opacus, digits MLP): sigma={t['noise_multiplier']:g}, "
+                      f"q={t['sampling_rate']:g}, T={t['steps']}, "
+                      f"{TRAINING_DEMO['canaries']} gradient canaries",
+                settings={**TRAINING_DEMO, "flawed": flaw, "seed": seed},
+                run_seconds=t["seconds"]))
         if not as_json:
             t = doc["training"]
             bug = "FLAWED: backprop clipping, " if flaw else ""

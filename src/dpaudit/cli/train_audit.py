@@ -17,7 +17,7 @@ import typer
 from dpaudit.cli.common import app, console, fmt_number, print_json
 from dpaudit.report.cli import format_option, maybe_write_report, report_option
 
-__all__ = ["train_audit_cmd", "run_train_audit"]
+__all__ = ["train_audit_cmd", "run_train_audit", "run_train_audit_observed"]
 
 
 def _training_module() -> Any:
@@ -30,15 +30,17 @@ def _training_module() -> Any:
     return training
 
 
-def run_train_audit(*, model: str = "mlp", canary: str = "gradient",
-                    threat: str | None = None, canaries: int = 1000,
-                    noise_multiplier: float = 1.0, sampling_rate: float = 0.05,
-                    steps: int = 300, max_grad_norm: float = 1.0, flawed: str | None = None,
-                    seed: int = 0, delta: float = 1e-5, confidence: float = 0.95,
-                    learning_rate: float = 2.0, hidden: int = 256, score: str = "lr",
-                    input_kind: str = "flip", progress: bool = False) -> dict[str, Any]:
-    """Train, audit and return the ``--json`` document (the single place the command's result
-    is assembled, so that a report can be built from the same dict)."""
+def run_train_audit_observed(
+        *, model: str = "mlp", canary: str = "gradient", threat: str | None = None,
+        canaries: int = 1000, noise_multiplier: float = 1.0, sampling_rate: float = 0.05,
+        steps: int = 300, max_grad_norm: float = 1.0, flawed: str | None = None, seed: int = 0,
+        delta: float = 1e-5, confidence: float = 0.95, learning_rate: float = 2.0,
+        hidden: int = 256, score: str = "lr", input_kind: str = "flip", progress: bool = False
+) -> tuple[dict[str, Any], Any]:
+    """Train, audit and return ``(document, observations)``: the ``--json`` document (the
+    single place the command's result is assembled, so that a report can be built from the
+    same dict) and the canaries' :class:`~dpaudit.observations.MembershipObservations`
+    (member, score) the audit rests on, for the audit card's ROC and privacy-region plots."""
     training = _training_module()
     if threat is None:
         threat = "black_box" if canary == "input" else "white_box"
@@ -48,8 +50,8 @@ def run_train_audit(*, model: str = "mlp", canary: str = "gradient",
         max_grad_norm=max_grad_norm, learning_rate=learning_rate, flawed=flawed, seed=seed,
         hidden=hidden, score=score, input_kind=input_kind)
     if not progress:
-        return training.train_audit_dict(training.train_audit(cfg, delta=delta,
-                                                              confidence=confidence))
+        audit = training.train_audit(cfg, delta=delta, confidence=confidence)
+        return training.train_audit_dict(audit), audit.observations
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     with Progress(TextColumn("training"), BarColumn(), TextColumn("{task.completed}/"
@@ -58,7 +60,12 @@ def run_train_audit(*, model: str = "mlp", canary: str = "gradient",
         task = bar.add_task("steps", total=cfg.steps)
         audit = training.train_audit(cfg, delta=delta, confidence=confidence,
                                      on_step=lambda i: bar.update(task, completed=i))
-    return training.train_audit_dict(audit)
+    return training.train_audit_dict(audit), audit.observations
+
+
+def run_train_audit(**kwargs: Any) -> dict[str, Any]:
+    """The ``--json`` document of :func:`run_train_audit_observed` (same keyword arguments)."""
+    return run_train_audit_observed(**kwargs)[0]
 
 
 @app.command("train-audit")
@@ -89,13 +96,13 @@ def train_audit_cmd(
     report_format: str = format_option(),
 ) -> None:
     """Audit one real DP-SGD training run (Opacus) with canaries: every method and the verdict."""
-    out = run_train_audit(model=model, canary=canary, threat=threat, canaries=canaries,
-                          noise_multiplier=noise_multiplier, sampling_rate=sampling_rate,
-                          steps=steps, max_grad_norm=max_grad_norm, flawed=flawed, seed=seed,
-                          delta=delta, confidence=confidence, learning_rate=learning_rate,
-                          hidden=hidden, score=score, input_kind=input_kind,
-                          progress=not as_json and console.is_terminal)
-    maybe_write_report(report, report_format, out,
+    out, obs = run_train_audit_observed(
+        model=model, canary=canary, threat=threat, canaries=canaries,
+        noise_multiplier=noise_multiplier, sampling_rate=sampling_rate, steps=steps,
+        max_grad_norm=max_grad_norm, flawed=flawed, seed=seed, delta=delta,
+        confidence=confidence, learning_rate=learning_rate, hidden=hidden, score=score,
+        input_kind=input_kind, progress=not as_json and console.is_terminal)
+    maybe_write_report(report, report_format, out, observations=obs,
                        title=f"DP-SGD training audit ({model}, {canary} canaries"
                              f"{', flawed: ' + flawed if flawed else ''})")
     if as_json:

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from dpaudit.estimators.one_run import ONE_RUN_METHODS, audit_one_run
+from dpaudit.observations import MembershipObservations
 from dpaudit.results import AuditResult
 from dpaudit.training.accounting import claimed_epsilon as _claimed
 from dpaudit.training.accounting import opacus_epsilon as _opacus
@@ -43,7 +44,8 @@ FAMILY = "gdp"
 
 @dataclass(frozen=True, eq=False)
 class TrainAudit:
-    """Results of a one-run training audit (the first result is the verdict's basis)."""
+    """Results of a one-run training audit (the first result is the verdict's basis), with the
+    canaries' (member, score) observations it rests on (for the audit card's score plots)."""
 
     results: list[AuditResult]
     claimed_epsilon: float
@@ -53,6 +55,7 @@ class TrainAudit:
     threat: str
     run: TrainingRun | None = None
     settings: dict[str, Any] = field(default_factory=dict)
+    observations: MembershipObservations | None = None
 
     @property
     def verdict_result(self) -> AuditResult:
@@ -83,7 +86,8 @@ def audit_training(member: Any, score: Any, *, noise_multiplier: float, sampling
                             bits_threshold=0.0 if threat == "white_box" else None, seed=seed)
     return TrainAudit(results, claimed, opacus, delta, confidence, threat,
                       settings={"family": FAMILY, "noise_multiplier": noise_multiplier,
-                                "sampling_rate": sampling_rate, "steps": steps})
+                                "sampling_rate": sampling_rate, "steps": steps},
+                      observations=MembershipObservations.from_arrays(member, score))
 
 
 def train_audit(config: TrainingConfig, *, delta: float = 1e-5, confidence: float = 0.95,
@@ -97,7 +101,8 @@ def train_audit(config: TrainingConfig, *, delta: float = 1e-5, confidence: floa
                        threat=config.threat, delta=delta, confidence=confidence,
                        seed=config.seed)
     return TrainAudit(a.results, a.claimed_epsilon, a.opacus_epsilon, delta, confidence,
-                      config.threat, run, {**a.settings, **config.to_dict()})
+                      config.threat, run, {**a.settings, **config.to_dict()},
+                      a.observations)
 
 
 def train_audit_dict(audit: TrainAudit) -> dict[str, Any]:
