@@ -22,6 +22,7 @@ from dpaudit.adapters import (
 )
 from dpaudit.estimators.multi_run import multi_run
 from dpaudit.stats.attack_metrics import auroc
+from needs import need
 
 
 def test_from_in_out_and_io_reexport():
@@ -192,8 +193,8 @@ def test_json_records_and_true_false_members(tmp_path):
 
 
 def test_dataframe_and_parquet(tmp_path):
-    pd = pytest.importorskip("pandas")
-    pytest.importorskip("pyarrow")
+    pd = need("pandas")
+    need("pyarrow")
     d = _records()
     df = pd.DataFrame(d)
     obs = from_dataframe(df, member_col="is_member", score_col="loss_score",

@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-opacus = pytest.importorskip("opacus")
+from needs import need
+
+torch = need("torch")
+opacus = need("opacus")
 
 from dpaudit.training.charlm import (  # noqa: E402
     CharMLP,

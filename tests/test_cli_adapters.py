@@ -12,6 +12,7 @@ from dpaudit.adapters import aggregate_by_group, read_table
 from dpaudit.cli import main
 from dpaudit.estimators.multi_run import multi_run
 from dpaudit.stats.attack_metrics import auroc_interval
+from needs import need
 
 
 def run(capsys, *argv):
@@ -64,8 +65,8 @@ def test_audit_group_level(capsys, records):
 
 
 def test_audit_parquet_and_multi_split(capsys, records, tmp_path):
-    pd = pytest.importorskip("pandas")
-    pytest.importorskip("pyarrow")
+    pd = need("pandas")
+    need("pyarrow")
     p, user, member, score = records
     pq = tmp_path / "mia.parquet"
     pd.DataFrame({"uid": user, "in_train": member, "attack_score": score}).to_parquet(pq)

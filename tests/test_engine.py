@@ -26,6 +26,7 @@ from dpaudit.engine import (
 from dpaudit.estimators.multi_run import multi_run
 from dpaudit.estimators.sequential import first_crossing
 from dpaudit.games.blackbox import BlackBoxAudit, run_trials
+from needs import need
 
 
 def _expected(audit: BlackBoxAudit, seed: int, n: int) -> np.ndarray:
@@ -213,7 +214,7 @@ def test_engine_bad_input(tmp_path) -> None:
 
 
 def test_parquet_export(tmp_path) -> None:
-    pq = pytest.importorskip("pyarrow.parquet")
+    pq = need("pyarrow.parquet")
     path = tmp_path / "p.sqlite"
     r = execute(ea.FAST, trials=100, seed=1, executor="inline", store=path)
     with TrialStore(path, readonly=True) as st:

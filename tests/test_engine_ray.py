@@ -11,11 +11,12 @@ import pytest
 from dpaudit.engine import RayExecutor, TrialStore, execute, run_audit
 from dpaudit.estimators.multi_run import multi_run
 from dpaudit.games.examples import gaussian_count_audit
+from needs import need
 
 
 @pytest.fixture(scope="module")
 def ray_cluster():
-    ray = pytest.importorskip("ray")
+    ray = need("ray")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
              configure_logging=False)
     try:

@@ -9,8 +9,10 @@ import math
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("sklearn")
+from needs import need
+
+torch = need("torch")
+need("sklearn")
 
 from dpaudit.casestudies.lidp_real import (  # noqa: E402
     LiDPRealSetting,

@@ -7,8 +7,10 @@ import csv
 import numpy as np
 import pytest
 
-pytest.importorskip("torch")
-pytest.importorskip("faker")
+from needs import need
+
+need("torch")
+need("faker")
 
 from dpaudit.casestudies.lm_extraction import (  # noqa: E402
     LMExtractionSetting,

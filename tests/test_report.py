@@ -19,6 +19,7 @@ from dpaudit.report.html import plotly_js, render_html, script_json
 from dpaudit.report.risk import risk_translation
 from dpaudit.report.summaries import auroc_interval, region_points, roc_points, tpr_at_fpr
 from dpaudit.stats.binomial import clopper_pearson
+from needs import need
 
 XSS = '<script>alert(1)</script>"\'&<img src=x onerror="window.__dpaudit_xss=1">'
 
@@ -390,7 +391,7 @@ def test_cli_lifted_report_shows_the_test_box(capsys, tmp_path):
 
 
 def test_cli_train_audit_report(capsys, tmp_path):
-    pytest.importorskip("opacus")
+    need("opacus")
     import torch
 
     torch.set_num_threads(1)
@@ -416,8 +417,8 @@ def test_train_audit_hands_back_the_observations_it_audited():
     """The training audit's observations are exactly the ones its bounds rest on (re-auditing
     them reproduces every epsilon), the JSON document is unchanged by them, and the card's
     AUROC is the pairwise (Mann-Whitney) AUROC of those observations."""
-    pytest.importorskip("opacus")
-    pytest.importorskip("sklearn")
+    need("opacus")
+    need("sklearn")
     import torch
 
     from dpaudit.cli.train_audit import run_train_audit_observed

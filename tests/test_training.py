@@ -15,9 +15,11 @@ import sys
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("opacus")
-pytest.importorskip("sklearn")
+from needs import need
+
+torch = need("torch")
+need("opacus")
+need("sklearn")
 
 from dpaudit.cli import main  # noqa: E402
 from dpaudit.curves import dpsgd_curve  # noqa: E402

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("opacus")
-pytest.importorskip("sklearn")
+from needs import need
+
+need("opacus")
+need("sklearn")
 
 
 def test_training_dpsgd_tiny_reproduces_the_claims(tmp_path: Path) -> None:
