@@ -240,6 +240,18 @@ def _bisect_peak(tail: np.ndarray, v: np.ndarray, lo: np.ndarray, hi: np.ndarray
     return lo
 
 
+def _pmf_mode(tail: np.ndarray, chunk: int) -> int:
+    """First argmax of pmf(k) = T(k) - T(k + 1), k = 0..n, in chunks (no n-array)."""
+    best, mode = -np.inf, 0
+    for start in range(0, tail.size - 1, chunk):
+        seg = tail[start:start + chunk + 1]
+        pmf = seg[:-1] - seg[1:]
+        k = int(np.argmax(pmf))
+        if pmf[k] > best:  # strict: the first maximum wins, as in np.argmax
+            best, mode = pmf[k], start + k
+    return mode
+
+
 def _alpha_all_tangent(tail: np.ndarray, chunk: int = 1 << 20, stride: int = 256
                        ) -> np.ndarray:
     """alpha(v) for v = 0..n+1, vectorised over v (O(n log n), no Python loop over v).
@@ -266,14 +278,13 @@ def _alpha_all_tangent(tail: np.ndarray, chunk: int = 1 << 20, stride: int = 256
     alpha = np.zeros(n + 2)
     if n < 1:
         return alpha
-    pmf = tail[:-1] - tail[1:]  # pmf(k) = T(k) - T(k + 1), k = 0..n
-    mode = int(np.argmax(pmf))
+    mode = _pmf_mode(tail, chunk)
     # T is constant on [1, u0] (below the FFT window the summed pmf is a constant that may
     # round to 1 - 2^-52 rather than 1): there the numerator T(u) - T(v) is the same, so the
     # largest u wins; u = 0 (T(0) = 1) is compared separately.
     u0 = int(np.searchsorted(-tail[1: n + 1], -tail[1], side="right"))
-    zero = np.flatnonzero(tail[: n + 1] <= 0.0)
-    vz = max(int(zero[0]) if zero.size else n + 1, mode + 2)
+    # first v with T(v) <= 0 (T is non-increasing and >= 0), n + 1 if none
+    vz = max(int(np.searchsorted(-tail[: n + 1], 0.0, side="left")), mode + 2)
 
     def slope(u: np.ndarray, v: np.ndarray) -> np.ndarray:
         return (tail[u] - tail[v]) / (v - u)

@@ -109,7 +109,9 @@ def beta_of_checked(p: np.ndarray, epsilon: float) -> np.ndarray:
     eight; 1e7 targets), so the values are bitwise those of the broadcasting path."""
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.log(p)
-        out -= np.log1p(-p)
+        tmp = np.negative(p)
+        out -= np.log1p(tmp, out=tmp)
+        del tmp
         out += epsilon
         expit(out, out=out)
     np.copyto(out, 1.0, where=p >= 1)

@@ -188,41 +188,11 @@ def _conv_halves(polys: np.ndarray, direct_max: int = 8) -> np.ndarray:
     return out
 
 
-def _pmf_fft_windowed(p: np.ndarray) -> np.ndarray:
-    """The divide and conquer of :func:`_pmf_fft` for many targets, keeping each partial
-    product only on its significant support (:func:`_window`).
-
-    Blocks of :data:`_BLOCK` targets are multiplied out exactly (a chunk of
-    :data:`_CHUNK_BLOCKS` blocks at a time: arrays of a few MB, and bounded memory), each
-    coefficient row stored at its exact length (degree + 1) so that the FFT sizes are powers of
-    two without a zero half (:func:`_conv_halves`).  From there each partial product is a window
-    (offset, coefficients) whose width grows like the partial sum's standard deviation, not
-    like its number of targets, so 1e7 targets cost about two seconds and a few hundred MB
-    instead of a minute and ~3 GB.  Same products as the previous pairwise version (kept in
-    ``tests/test_poisson_binomial_windowed.py`` as the reference), in a different order:
-    the two agree to FFT round-off (about 1e-16 per entry)."""
-    n = p.size
-    nb = -(-n // _BLOCK)
-    pp = np.zeros(nb * _BLOCK)
-    pp[:n] = p
-    blocks = pp.reshape(nb, _BLOCK)
-    mean = blocks.sum(axis=1)
-    var = (blocks * (1 - blocks)).sum(axis=1)
-    degree = np.full(nb, _BLOCK, dtype=np.int64)
-    parts: list[tuple[np.ndarray, np.ndarray]] = []
-    for c in range(0, nb, _CHUNK_BLOCKS):
-        sl = slice(c, min(c + _CHUNK_BLOCKS, nb))
-        q = blocks[sl].T  # (_BLOCK, chunk): the k-th target of every block of the chunk
-        polys = np.empty(q.shape + (2,))
-        polys[..., 0] = 1.0 - q
-        polys[..., 1] = q
-        while polys.shape[0] > 1:  # _BLOCK is a power of two: halves pair up exactly
-            polys = _conv_halves(polys)
-        parts.append(_trim(polys[0], np.zeros(polys.shape[1], dtype=np.int64), mean[sl],
-                           var[sl], degree[sl]))
-    width = max(x.shape[1] for x, _ in parts)
-    polys = np.concatenate([np.pad(x, ((0, 0), (0, width - x.shape[1]))) for x, _ in parts])
-    off = np.concatenate([o for _, o in parts])
+def _reduce_windowed(polys: np.ndarray, off: np.ndarray, mean: np.ndarray, var: np.ndarray,
+                     degree: np.ndarray) -> tuple[np.ndarray, int, float, float, int]:
+    """Multiply windowed rows (offset ``off``, coefficients ``polys``) down to one, pairing
+    halves and cutting every product to its significant support (:func:`_trim`); returns
+    (coefficients, offset, mean, variance, degree) of the product."""
     while polys.shape[0] > 1:
         if polys.shape[0] % 2:  # pad with the identity polynomial (1 + 0 x), offset 0
             polys = np.vstack([polys, np.eye(1, polys.shape[1])])
@@ -235,10 +205,53 @@ def _pmf_fft_windowed(p: np.ndarray) -> np.ndarray:
         mean, var = mean[:h] + mean[h:], var[:h] + var[h:]
         degree = degree[:h] + degree[h:]
         polys, off = _trim(polys, off, mean, var, degree)
+    return polys[0], int(off[0]), float(mean[0]), float(var[0]), int(degree[0])
+
+
+def _pmf_fft_windowed(p: np.ndarray) -> np.ndarray:
+    """The divide and conquer of :func:`_pmf_fft` for many targets, keeping each partial
+    product only on its significant support (:func:`_window`).
+
+    The targets are taken a chunk of :data:`_CHUNK_BLOCKS` blocks of :data:`_BLOCK` targets at
+    a time (arrays of a few MB, so memory stays bounded and the work stays in cache).  In a
+    chunk, each block is multiplied out exactly, its coefficient rows stored at their exact
+    length (degree + 1) so that the FFT sizes are powers of two without a zero half
+    (:func:`_conv_halves`); then the block products are cut to their significant support and
+    multiplied down to one window per chunk (:func:`_reduce_windowed`), and finally the chunk
+    windows are multiplied together the same way.  A window's width grows like the partial
+    sum's standard deviation, not like its number of targets, so 1e7 targets cost about two
+    seconds and tens of MB beyond the pmf, instead of a minute and ~3 GB unwindowed.  Same
+    products as the previous pairwise version (kept in ``tests/test_risk_fast_paths.py`` as
+    the reference), in a different order: the two agree to FFT round-off."""
+    n = p.size
+    span = _CHUNK_BLOCKS * _BLOCK
+    parts: list[tuple[np.ndarray, int, float, float, int]] = []
+    for c in range(0, n, span):
+        chunk = p[c:c + span]
+        nb = -(-chunk.size // _BLOCK)
+        if chunk.size < nb * _BLOCK:  # the last block: pad with p = 0 (the identity factor)
+            chunk = np.concatenate([chunk, np.zeros(nb * _BLOCK - chunk.size)])
+        blocks = chunk.reshape(nb, _BLOCK)
+        mean = blocks.sum(axis=1)
+        var = (blocks * (1 - blocks)).sum(axis=1)
+        degree = np.full(nb, _BLOCK, dtype=np.int64)
+        q = blocks.T  # (_BLOCK, nb): the k-th target of every block of the chunk
+        polys = np.empty(q.shape + (2,))
+        polys[..., 0] = 1.0 - q
+        polys[..., 1] = q
+        while polys.shape[0] > 1:  # _BLOCK is a power of two: halves pair up exactly
+            polys = _conv_halves(polys)
+        rows, off = _trim(polys[0], np.zeros(nb, dtype=np.int64), mean, var, degree)
+        parts.append(_reduce_windowed(rows, off, mean, var, degree))
+    width = max(x.size for x, *_ in parts)
+    polys = np.stack([np.pad(x, (0, width - x.size)) for x, *_ in parts])
+    row, o, _, _, _ = _reduce_windowed(
+        polys, np.array([x[1] for x in parts], dtype=np.int64),
+        np.array([x[2] for x in parts]), np.array([x[3] for x in parts]),
+        np.array([x[4] for x in parts], dtype=np.int64))
     pmf = np.zeros(n + 1)
-    o = int(off[0])
-    w = min(polys.shape[1], n + 1 - o)
-    pmf[o:o + w] = polys[0, :w]
+    w = min(row.size, n + 1 - o)
+    pmf[o:o + w] = row[:w]
     np.clip(pmf, 0.0, None, out=pmf)
     pmf /= pmf.sum()
     return pmf

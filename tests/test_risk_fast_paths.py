@@ -1,0 +1,208 @@
+"""Equivalence of the fast paths behind Thm 3.5 at 1e7 targets with the reference computations.
+
+* the windowed FFT Poisson-binomial (exact-length rows, halves pairing, per-chunk reduction)
+  against the exact O(n^2) dynamic programme (small n: ties, extremes, tiny n), against the
+  unwindowed FFT, and against the previous pairwise windowed product, reproduced below
+  verbatim as the reference;
+* ``beta_of_checked`` (in place) against the broadcasting ``beta``: bitwise equal;
+* alpha(v) when T(1) rounds below 1 (the flat run below the FFT window) against brute force;
+* the chunked pmf mode against ``np.argmax``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import fft as sfft
+
+from dpaudit import risk
+from dpaudit.risk.bounds import _alpha_all_brute, _alpha_all_tangent, _alpha_at, _pmf_mode
+from dpaudit.risk.flipping import beta_of_checked
+from dpaudit.stats import poisson_binomial as pb
+
+
+def _pair_products_prev(polys: np.ndarray, direct_max: int) -> np.ndarray:
+    a, b = polys[0::2], polys[1::2]
+    length = a.shape[1]
+    if length <= direct_max:
+        prod = np.zeros((a.shape[0], 2 * length))
+        for s in range(length):
+            prod[:, s:s + length] += a[:, s:s + 1] * b
+        return prod
+    size = 2 * length
+    spec = sfft.rfft(polys, size, axis=1)
+    return sfft.irfft(spec[0::2] * spec[1::2], size, axis=1)
+
+
+def _windowed_prev(p: np.ndarray, block: int = 256, chunk_blocks: int = 2048) -> np.ndarray:
+    """The windowed product of the previous release (pairs 2i, 2i + 1; zero-padded rows)."""
+    n = p.size
+    nb = -(-n // block)
+    pp = np.zeros(nb * block)
+    pp[:n] = p
+    blocks = pp.reshape(nb, block)
+    mean = blocks.sum(axis=1)
+    var = (blocks * (1 - blocks)).sum(axis=1)
+    degree = np.full(nb, block, dtype=np.int64)
+    parts = []
+    for c in range(0, nb, chunk_blocks):
+        sl = slice(c, min(c + chunk_blocks, nb))
+        q = blocks[sl].reshape(-1)
+        polys = np.empty((q.size, 2))
+        polys[:, 0] = 1.0 - q
+        polys[:, 1] = q
+        while polys.shape[1] < 2 * block:
+            polys = _pair_products_prev(polys, 8)
+        parts.append(pb._trim(polys, np.zeros(polys.shape[0], dtype=np.int64), mean[sl],
+                              var[sl], degree[sl]))
+    width = max(x.shape[1] for x, _ in parts)
+    polys = np.concatenate([np.pad(x, ((0, 0), (0, width - x.shape[1]))) for x, _ in parts])
+    off = np.concatenate([o for _, o in parts])
+    while polys.shape[0] > 1:
+        if polys.shape[0] % 2:
+            polys = np.vstack([polys, np.eye(1, polys.shape[1])])
+            off = np.append(off, 0)
+            mean, var = np.append(mean, 0.0), np.append(var, 0.0)
+            degree = np.append(degree, 0)
+        polys = _pair_products_prev(polys, 64)
+        off = off[0::2] + off[1::2]
+        mean, var = mean[0::2] + mean[1::2], var[0::2] + var[1::2]
+        degree = degree[0::2] + degree[1::2]
+        polys, off = pb._trim(polys, off, mean, var, degree)
+    out = np.zeros(n + 1)
+    o = int(off[0])
+    w = min(polys.shape[1], n + 1 - o)
+    out[o:o + w] = polys[0, :w]
+    out = np.clip(out, 0.0, None)
+    return out / out.sum()
+
+
+def _tail(pmf: np.ndarray) -> np.ndarray:
+    return np.cumsum(pmf[::-1])[::-1]
+
+
+def _cases(rng: np.random.Generator) -> list[np.ndarray]:
+    return [
+        rng.uniform(0.01, 0.3, 1),
+        rng.uniform(0.01, 0.3, 2),
+        rng.uniform(0, 1, 3),
+        rng.uniform(0.01, 0.3, 255),
+        rng.uniform(0.01, 0.3, 256),
+        rng.uniform(0.01, 0.3, 257),
+        rng.beta(0.5, 2.0, 1000),
+        np.full(700, 0.37),  # all equal
+        rng.choice([0.02, 0.2, 0.6], 1500),  # a few distinct priors
+        np.r_[np.zeros(300), np.ones(200), rng.uniform(0, 1, 600)],  # 0/1 extremes
+        rng.permutation(np.r_[np.zeros(300), np.ones(200), rng.uniform(0, 1, 600)]),
+        np.zeros(513),
+        np.ones(300),
+        rng.uniform(0, 1e-6, 900),  # tiny probabilities
+        rng.uniform(0.01, 0.99, 2600),
+    ]
+
+
+def test_windowed_equals_exact_dp_on_small_inputs() -> None:
+    rng = np.random.default_rng(11)
+    for p in _cases(rng):
+        got = pb._pmf_fft_windowed(p)
+        ref = pb._pmf_dp(p)
+        # FFT round-off is absolute, ~1e-16 of the largest coefficient; the DP is exact to ulps
+        np.testing.assert_allclose(got, ref, rtol=0, atol=2e-15)
+        np.testing.assert_allclose(_tail(got), _tail(ref), rtol=0, atol=1e-13)
+        assert got.min() >= 0
+
+
+def test_windowed_equals_previous_windowed_and_unwindowed_fft() -> None:
+    rng = np.random.default_rng(12)
+    for p in (rng.uniform(0.01, 0.3, 65_536), rng.beta(0.5, 2.0, 40_000)):
+        got = pb._pmf_fft_windowed(p)
+        m = 1 << int(np.ceil(np.log2(p.size)))
+        polys = np.zeros((m, 2))
+        polys[:, 0] = 1.0
+        polys[: p.size, 0] = 1.0 - p
+        polys[: p.size, 1] = p
+        while polys.shape[0] > 1:
+            polys = pb._pair_products(polys)
+        full = np.clip(polys[0, : p.size + 1], 0.0, None)
+        full /= full.sum()
+        np.testing.assert_allclose(got, full, rtol=0, atol=1e-15)
+        np.testing.assert_allclose(_tail(got), _tail(full), rtol=0, atol=1e-12)
+    for p in (rng.uniform(0.01, 0.3, 200_003),
+              np.r_[rng.choice([0.05, 0.5], 150_000), np.zeros(5000), np.ones(3000)],
+              np.full(100_000, 0.2), rng.uniform(0.0, 1.0, 120_000)):
+        got = pb.poisson_binomial_pmf(p, method="fft")
+        prev = _windowed_prev(p)
+        np.testing.assert_allclose(got, prev, rtol=0, atol=1e-15)
+        np.testing.assert_allclose(_tail(got), _tail(prev), rtol=0, atol=1e-12)
+        s = np.arange(got.size)
+        assert float((s * got).sum()) == pytest.approx(p.sum(), rel=1e-11)
+
+
+def test_thm35_v_ub_unchanged_at_200k_targets() -> None:
+    # the windowed FFT's round-off moved; the bound and its v_UB did not
+    p = np.random.default_rng(13).uniform(0.01, 0.3, 200_000)
+    b = risk.beta(p, 1.0)
+    tb = risk.thm35_tail(p, 1.0, 1e-9)
+    t_prev = np.zeros(p.size + 2)
+    t_prev[:-1] = _tail(_windowed_prev(b))
+    t_prev[0] = 1.0
+    t_prev = np.minimum.accumulate(np.clip(t_prev, 0, 1))
+    prev = np.minimum(1.0, t_prev + _alpha_all_tangent(t_prev) * p.size * 1e-9)
+    prev[0], prev[-1] = 1.0, 0.0
+    prev = np.minimum.accumulate(prev)
+    np.testing.assert_allclose(tb.tail, prev, rtol=0, atol=1e-12)
+    conf = [0.05, 0.5, 0.95, 0.99]
+    np.testing.assert_array_equal(tb.v_ub(conf), risk.v_ub(prev, conf))
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.3, 1.0, 7.5, 40.0, np.inf])
+def test_beta_of_checked_is_bitwise_beta(eps: float) -> None:
+    rng = np.random.default_rng(14)
+    p = np.r_[0.0, 1.0, 1e-300, 1e-12, 0.5, 1 - 1e-16, rng.uniform(0, 1, 1000),
+              rng.uniform(0, 1e-8, 100)]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ref = np.where(p <= 0, 0.0, np.where(p >= 1, 1.0, 1 / (1 + np.exp(-eps) * (1 - p) / p)))
+    got = beta_of_checked(p, float(eps))
+    pp, ee = np.broadcast_arrays(p, np.full(p.shape, eps))
+    bc = risk.beta(pp.reshape(-1, 1), ee.reshape(-1, 1)).reshape(-1)  # the broadcasting path
+    np.testing.assert_array_equal(got, bc)
+    np.testing.assert_array_equal(risk.beta(p, eps), got)
+    if np.isfinite(eps):
+        np.testing.assert_allclose(got, ref, rtol=1e-12)
+
+
+def test_alpha_when_t1_rounds_below_one() -> None:
+    # below the windowed FFT's support the summed pmf is a constant that may round below 1:
+    # T = c < 1 on [1, u0] (a flat run), T(0) = 1.  Tangent search == brute force.
+    rng = np.random.default_rng(15)
+    for n, lo in [(1500, 600), (3000, 2500), (800, 1)]:
+        t = pb.poisson_binomial_tail(rng.uniform(0.2, 0.6, n))
+        t[1:lo + 1] = np.nextafter(1.0, 0.0) if lo > 1 else t[1]
+        t = np.minimum.accumulate(t)
+        t[t < 1e-15] = 0.0
+        np.testing.assert_allclose(_alpha_all_tangent(t), _alpha_all_brute(t), rtol=1e-12,
+                                   atol=1e-15)
+        for stride in (1, 7, 256):
+            np.testing.assert_array_equal(_alpha_all_tangent(t, chunk=331, stride=stride),
+                                          _alpha_all_tangent(t))
+    # a real windowed tail (above 65,536 targets): pointwise brute force at selected v
+    p = np.random.default_rng(3).uniform(0.01, 0.3, 70_000)
+    t = pb.poisson_binomial_tail(risk.beta(p, 1.0))
+    assert 1.0 - 1e-14 < t[1] < 1.0 and t[1] == t[20_000]  # the flat run, just below 1
+    alpha = _alpha_all_tangent(t)
+    nz = np.flatnonzero(np.diff(t) < 0)
+    vs = np.unique(np.r_[1, 2, 3, nz[0] - 1, nz[0], nz[0] + 1, nz[0] + 2, nz[-1], nz[-1] + 2,
+                         rng.integers(nz[0], nz[-1] + 3, 80), rng.integers(1, 70_001, 40)])
+    vs = vs[(vs >= 1) & (vs <= p.size)]
+    np.testing.assert_allclose(alpha[vs], _alpha_at(t, vs), rtol=1e-12, atol=1e-15)
+
+
+def test_pmf_mode_chunked_is_first_argmax() -> None:
+    rng = np.random.default_rng(16)
+    for t in (pb.poisson_binomial_tail(rng.uniform(0, 1, 300)),
+              pb.poisson_binomial_tail(np.full(9, 0.5)),
+              np.r_[1.0, 0.75, 0.5, 0.25, 0.0],  # four equal pmf values: the first wins
+              np.r_[1.0, 0.0]):
+        want = int(np.argmax(t[:-1] - t[1:]))
+        for chunk in (1, 2, 3, 7, 1 << 20):
+            assert _pmf_mode(t, chunk) == want
