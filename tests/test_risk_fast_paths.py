@@ -206,3 +206,41 @@ def test_pmf_mode_chunked_is_first_argmax() -> None:
         want = int(np.argmax(t[:-1] - t[1:]))
         for chunk in (1, 2, 3, 7, 1 << 20):
             assert _pmf_mode(t, chunk) == want
+
+
+def _summary_reference(eps: float, delta: float, priors: np.ndarray, c: float,
+                       tau: float) -> dict:
+    """The per-target part of ``risk_summary`` as computed before the one-prior shortcut."""
+    per_target = np.atleast_1d(risk.single_target_bound(priors, eps, delta, theorem="thm3.5"))
+    post = np.atleast_1d(risk.single_target_bound(priors, eps, delta, theorem="cor3.4"))
+    inner = (priors > 0) & (priors < 1)
+    adv = np.atleast_1d(risk.advantage(post[inner], priors[inner])) if inner.any() \
+        else np.zeros(1)
+    prot = np.atleast_1d(risk.epsilon_protect(priors[inner], tau, delta)) if inner.any() \
+        else np.array([np.nan])
+    return {"success_bound": float(per_target.max()), "advantage": float(adv.max()),
+            "success_bound_mean": float(per_target.mean()),
+            "expected_successes_bound": float(np.atleast_1d(risk.beta(priors, eps)).sum()),
+            "advantage_mean": float(adv.mean()),
+            "epsilon_protect_min": float(np.nanmin(prot)) if np.isfinite(prot).any()
+            else None}
+
+
+@pytest.mark.parametrize(("n", "prior", "eps", "delta"), [
+    (1, 0.1, 1.0, 1e-5), (7, 0.3, 0.5, 0.0), (1000, 0.1, 1.0, 1e-9),
+    (12_345, 0.013, 4.0, 1e-6), (70_001, 0.77, 2.0, 1e-7), (300, 0.0, 1.0, 1e-5),
+    (300, 1.0, 1.0, 1e-5)])
+def test_risk_summary_one_prior_shortcut_is_exact(n: int, prior: float, eps: float,
+                                                  delta: float) -> None:
+    from dpaudit.cli.risk import risk_summary
+
+    priors = np.full(n, prior)
+    out = risk_summary(eps, delta, priors, confidence=0.95, tau=0.05)
+    ref = _summary_reference(eps, delta, priors, 0.95, 0.05)
+    got = {k: out[k] if k in out else out["details"][k] for k in ref}
+    assert got == ref  # bit for bit
+    # and the heterogeneous path (no shortcut) still gives the reference values
+    het = np.r_[priors[:-1], np.nextafter(prior, 0.5)] if n > 1 else priors
+    out = risk_summary(eps, delta, het, confidence=0.95, tau=0.05)
+    ref = _summary_reference(eps, delta, het, 0.95, 0.05)
+    assert {k: out[k] if k in out else out["details"][k] for k in ref} == ref

@@ -45,16 +45,25 @@ def risk_summary(epsilon: float, delta: float, priors: np.ndarray, *, confidence
     n = int(priors.size)
     tb = thm35_tail(priors, epsilon, delta, delta_multiplier=delta_multiplier)
     vub = int(tb.v_ub(confidence))
-    per_target = np.atleast_1d(single_target_bound(priors, epsilon, delta, theorem="thm3.5"))
-    post_cor34 = np.atleast_1d(single_target_bound(priors, epsilon, delta, theorem="cor3.4"))
-    inner = (priors > 0) & (priors < 1)
-    adv = np.atleast_1d(advantage(post_cor34[inner], priors[inner])) if inner.any() \
+    homogeneous = bool(np.all(priors == priors[0]))
+    # One prior (``--prior --targets n``): the per-target quantities are the same for every
+    # target, so they are computed on a short array of that prior and only the sums and means
+    # see n copies (same values bit for bit: same elementwise operations, same reductions).
+    few = np.full(min(n, 64), priors[0]) if homogeneous else priors
+
+    def spread(x: np.ndarray) -> np.ndarray:
+        return np.full(n, x[0]) if homogeneous and x.size else x
+
+    per_target = np.atleast_1d(single_target_bound(few, epsilon, delta, theorem="thm3.5"))
+    post_cor34 = np.atleast_1d(single_target_bound(few, epsilon, delta, theorem="cor3.4"))
+    inner = (few > 0) & (few < 1)
+    adv = np.atleast_1d(advantage(post_cor34[inner], few[inner])) if inner.any() \
         else np.zeros(1)
-    eps_prot = np.atleast_1d(epsilon_protect(priors[inner], tau, delta)) if inner.any() \
+    eps_prot = np.atleast_1d(epsilon_protect(few[inner], tau, delta)) if inner.any() \
         else np.array([math.nan])
     bits = leaked_bits(epsilon, 1.0 - confidence)
-    betas = np.atleast_1d(beta(priors, epsilon))
-    homogeneous = bool(np.all(priors == priors[0]))
+    betas = spread(np.atleast_1d(beta(few, epsilon)))
+    per_target, adv = spread(per_target), spread(adv)
     details = {
         "success_bound_mean": float(per_target.mean()),
         "expected_successes_bound": float(betas.sum()),
@@ -94,9 +103,10 @@ def risk_command(
     delta: float = typer.Option(0.0, "--delta", help="delta of (epsilon, delta)-DP, in [0, 1)."),
     prior: float | None = typer.Option(
         None, "--prior", help="Prior success probability of the best guess, in (0, 1)."),
-    targets: int | None = typer.Option(
-        None, "--targets", help="Number of target people n (>= 1; default: 1, or the number "
-                                "of entries of --prior-file)."),
+    targets: float | None = typer.Option(
+        None, "--targets", help="Number of target people n, a whole number >= 1 (1e7 is "
+                                "accepted; default: 1, or the number of entries of "
+                                "--prior-file)."),
     confidence: float = typer.Option(0.95, "--confidence",
                                      help="Probability that v_UB holds, in (0, 1)."),
     prior_file: Path | None = typer.Option(
