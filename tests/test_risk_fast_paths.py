@@ -244,3 +244,55 @@ def test_risk_summary_one_prior_shortcut_is_exact(n: int, prior: float, eps: flo
     out = risk_summary(eps, delta, het, confidence=0.95, tau=0.05)
     ref = _summary_reference(eps, delta, het, 0.95, 0.05)
     assert {k: out[k] if k in out else out["details"][k] for k in ref} == ref
+
+
+def _run(f):  # noqa: ANN001, ANN202
+    try:
+        return ("ok", f())
+    except ValueError as e:
+        return ("error", str(e))
+
+
+def _both_parsers(text: str) -> tuple[tuple, tuple | None]:
+    """(outcome of the general parser, outcome of the fast path + the same validation, or
+    None where the fast path declines)."""
+    from pathlib import Path
+
+    from dpaudit.risk.priors import _one_number_per_line, _parse_priors
+
+    general = _run(lambda: _parse_priors(text, Path("p.txt"), 0))
+    fast = _one_number_per_line(text, 0)
+    if fast is None:
+        return general, None
+    return general, _run(lambda: risk.heterogeneous_priors(fast, name="prior-file values"))
+
+
+@pytest.mark.parametrize("text", [
+    "0.1\n0.25\n0.5\n", "0.1\r\n0.25\r\n\r\n0.5", "\n\n0.1\n\n\n0.2\n", "prior\n0.1\n0.3\n",
+    "1_0e-1\n5e-1\n", "0\n1\n0.5\n", "1e-300\n0.9999999999999999\n", "7\n", "0.1\r0.2\r",
+    "0.3\n0.1 0.2\n", "0.3\n\t0.4\n", "# c\n0.1\n", "0.1,0.2\n0.3,0.4\n", '"0.1"\n"0.2"\n',
+    "p;q\n0.1;0.2\n", "0.1\nabc\n", "name\n", "0.1\nnan\n", "inf\n0.2\n", "1.5\n0.2\n",
+    "\ufeff0.1\n", "0.1\xa0\n0.2\n", "header\n0.1\nheader2\n", "", "\n\n", "-0.0\n0.2\n",
+])
+def test_prior_file_fast_path_equals_general_parser(text: str) -> None:
+    general, fast = _both_parsers(text)
+    if fast is None:
+        return  # not a plain file: the general parser is used, as before
+    assert fast[0] == general[0]
+    if fast[0] == "ok":
+        np.testing.assert_array_equal(fast[1], general[1])
+    else:
+        assert fast[1] == general[1]  # the same error message
+
+
+def test_prior_file_fast_path_taken_for_plain_files(tmp_path) -> None:  # noqa: ANN001
+    rng = np.random.default_rng(17)
+    p = rng.uniform(0, 1, 5000)
+    text = "prior\n" + "\n".join(repr(float(x)) for x in p) + "\n"
+    general, fast = _both_parsers(text)
+    assert general[0] == "ok" and fast is not None and fast[0] == "ok"
+    np.testing.assert_array_equal(fast[1], general[1])
+    np.testing.assert_array_equal(fast[1], p)
+    f = tmp_path / "p.txt"
+    f.write_text(text)
+    np.testing.assert_array_equal(risk.load_priors(f), p)
