@@ -296,3 +296,14 @@ def test_prior_file_fast_path_taken_for_plain_files(tmp_path) -> None:  # noqa: 
     f = tmp_path / "p.txt"
     f.write_text(text)
     np.testing.assert_array_equal(risk.load_priors(f), p)
+
+
+def test_prior_file_fast_path_number_formats() -> None:
+    # NumPy's parser against float() on many written forms of the same numbers
+    rng = np.random.default_rng(18)
+    x = np.r_[rng.uniform(0, 1, 3000), 10 ** rng.uniform(-320, 0, 2000), 0.0, 1.0]
+    for fmt in (repr, "{:.17g}".format, "{:.5e}".format, "{:.3f}".format, "{:E}".format):
+        text = "\r\n".join(fmt(float(v)) for v in x)
+        general, fast = _both_parsers(text)
+        assert fast is not None and general[0] == fast[0] == "ok"
+        np.testing.assert_array_equal(fast[1], general[1])

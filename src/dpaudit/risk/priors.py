@@ -35,7 +35,9 @@ for per-person priors supplied by the user.
 
 from __future__ import annotations
 
+import io
 import math
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -443,19 +445,26 @@ def _one_number_per_line(text: str, column: int | str) -> np.ndarray | None:
     if (isinstance(column, str) or column != 0 or not text.isascii()
             or any(c in text for c in _SPECIAL)):
         return None
-    cells = text.split()
-    try:
-        float(cells[0])
-    except ValueError:
-        cells = cells[1:]  # a header
-    except IndexError:
-        return None
-    if not cells:
+    head = text.split(None, 1)
+    if not head:
         return None
     try:
-        return np.array([float(c) for c in cells])
+        float(head[0])
+        body = text
+    except ValueError:
+        body = head[1] if len(head) > 1 else ""  # a header line
+    if not body.strip():
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            # NumPy's C parser: the same correctly rounded conversion as float(), without
+            # 1e7 Python strings and floats (it refuses the few forms float() also accepts,
+            # e.g. "1_0"; those fall back to the general parser)
+            vals = np.loadtxt(io.StringIO(body), dtype=float, ndmin=1, comments=None)
     except ValueError:
         return None
+    return vals if vals.ndim == 1 and vals.size else None
 
 
 def load_priors(path: str | Path, *, column: int | str = 0) -> np.ndarray:
