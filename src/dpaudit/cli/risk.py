@@ -30,7 +30,7 @@ from dpaudit.risk.bounds import (
     advantage,
     epsilon_protect,
     leaked_bits,
-    single_target_bound,
+    single_target_from_beta,
     thm35_tail,
 )
 from dpaudit.risk.flipping import beta, check_epsilon, check_prior_scalar
@@ -54,15 +54,17 @@ def risk_summary(epsilon: float, delta: float, priors: np.ndarray, *, confidence
     def spread(x: np.ndarray) -> np.ndarray:
         return np.full(n, x[0]) if homogeneous and x.size else x
 
-    per_target = np.atleast_1d(single_target_bound(few, epsilon, delta, theorem="thm3.5"))
-    post_cor34 = np.atleast_1d(single_target_bound(few, epsilon, delta, theorem="cor3.4"))
+    b = np.atleast_1d(beta(few, epsilon))  # shared by the single-target bounds
+    per_target = single_target_from_beta(b, delta, "thm3.5")
+    post_cor34 = single_target_from_beta(b, delta, "cor3.4")
     inner = (few > 0) & (few < 1)
     adv = np.atleast_1d(advantage(post_cor34[inner], few[inner])) if inner.any() \
         else np.zeros(1)
     eps_prot = np.atleast_1d(epsilon_protect(few[inner], tau, delta)) if inner.any() \
         else np.array([math.nan])
     bits = leaked_bits(epsilon, 1.0 - confidence)
-    betas = spread(np.atleast_1d(beta(few, epsilon)))
+    del post_cor34
+    betas = spread(b)
     per_target, adv = spread(per_target), spread(adv)
     details = {
         "success_bound_mean": float(per_target.mean()),

@@ -556,14 +556,18 @@ def single_target_bound(prior: Any, epsilon: Any, delta: Any = 0.0, *,
     p = check_prior_array(prior, "prior", min_size=0) if np.ndim(prior) else \
         check_prior_array([prior], "prior")[0]
     d = check_delta(delta)
-    b = np.asarray(beta(p, epsilon))
-    if theorem == "thm3.2":
-        out = b
-    elif theorem == "cor3.4":
-        out = np.minimum(1.0, b + d)
-    else:
-        out = b + (1.0 - b) * d
+    out = single_target_from_beta(np.asarray(beta(p, epsilon)), d, theorem)
     return out if out.ndim else float(out)
+
+
+def single_target_from_beta(b: np.ndarray, delta: float, theorem: str) -> np.ndarray:
+    """:func:`single_target_bound` from beta(p, eps) already computed (e.g. shared by several
+    bounds on 1e7 targets): b, min(1, b + delta) or b + (1 - b) delta."""
+    if theorem == "thm3.2":
+        return b
+    if theorem == "cor3.4":
+        return np.minimum(1.0, b + delta)
+    return b + (1.0 - b) * delta
 
 
 def advantage(posterior: Any, prior: Any) -> np.ndarray | float:
