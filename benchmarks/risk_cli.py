@@ -7,7 +7,8 @@ that process's wall seconds, CPU seconds (user + system) and peak RSS, read with
 ``git archive main src`` export) in alternation, so before and after are measured in the same
 minutes on a shared machine; the v_UB printed by both must agree.
 
-    PYTHONPATH=src python benchmarks/risk_cli.py [--targets 1e7] [--baseline-src /tmp/base/src]
+    PYTHONPATH=src python benchmarks/risk_cli.py [--targets 1e7] [--prior-file]
+        [--baseline-src /tmp/base/src]
 """
 
 from __future__ import annotations
@@ -47,10 +48,21 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--targets", default="1e7")
     ap.add_argument("--baseline-src", default=None)
+    ap.add_argument("--prior-file", action="store_true",
+                    help="also n heterogeneous priors U(0.01, 0.3) (seed 0) from a text file "
+                         "of one number per line (written to a temporary directory)")
     a = ap.parse_args(argv)
     n = int(float(a.targets))
     cases = {f"--prior 0.1 --targets {a.targets}":
              ["--epsilon", "1", "--delta", "1e-9", "--prior", "0.1", "--targets", str(n)]}
+    tmp = tempfile.TemporaryDirectory()
+    if a.prior_file:
+        import numpy as np
+
+        path = os.path.join(tmp.name, "priors.txt")
+        np.savetxt(path, np.random.default_rng(0).uniform(0.01, 0.3, n), fmt="%.17g")
+        cases[f"--prior-file ({a.targets} lines)"] = ["--epsilon", "1", "--delta", "1e-9",
+                                                     "--prior-file", path]
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     for name, args in cases.items():
         runs = [("after", None)]
@@ -61,6 +73,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"dpaudit risk {name:<28} {label:<6} wall {r['wall']:6.2f} s  "
                   f"cpu {r['cpu']:6.2f} s  peak {r['rss_mb']:6.0f} MB  v_ub {r['v_ub']}",
                   flush=True)
+    tmp.cleanup()
 
 
 if __name__ == "__main__":
