@@ -307,3 +307,31 @@ def test_prior_file_fast_path_number_formats() -> None:
         general, fast = _both_parsers(text)
         assert fast is not None and general[0] == fast[0] == "ok"
         np.testing.assert_array_equal(fast[1], general[1])
+
+
+def _epsilon_protect_reference(p, tau, delta, theorem):  # noqa: ANN001, ANN202
+    """epsilon_protect as written before the in-place version."""
+    pa = np.asarray(p, dtype=float)
+    post = pa + tau * (1.0 - pa)
+    b = post - delta if theorem == "cor3.4" else \
+        (post - delta) / (1.0 - delta) if theorem == "thm3.5" else post
+    with np.errstate(divide="ignore", invalid="ignore"):
+        def logit(x):  # noqa: ANN001, ANN202
+            return np.log(x) - np.log1p(-x)
+        return np.where(b < pa, np.nan,
+                        np.maximum(0.0, logit(np.clip(b, 1e-300, 1.0)) - logit(pa)))
+
+
+@pytest.mark.parametrize("theorem", ["cor3.4", "thm3.5", "thm3.2"])
+@pytest.mark.parametrize(("tau", "delta"), [(0.05, 0.0), (0.05, 1e-5), (0.3, 0.2), (0.01, 0.5)])
+def test_epsilon_protect_in_place_is_bitwise(theorem: str, tau: float, delta: float) -> None:
+    rng = np.random.default_rng(19)
+    p = np.r_[1e-300, 1e-12, 0.5, 1 - 1e-16, rng.uniform(0, 1, 2000),
+              10 ** rng.uniform(-30, 0, 500)]
+    got = risk.epsilon_protect(p, tau, delta, theorem=theorem)
+    np.testing.assert_array_equal(got, _epsilon_protect_reference(p, tau, delta, theorem))
+    for x in (0.1, 0.97, 1e-9):
+        ref = float(_epsilon_protect_reference(x, tau, delta, theorem))
+        out = risk.epsilon_protect(x, tau, delta, theorem=theorem)
+        assert isinstance(out, float)
+        assert out == ref or (np.isnan(out) and np.isnan(ref))
