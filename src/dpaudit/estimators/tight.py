@@ -14,8 +14,13 @@ Modes of the p-value (spec/001 §7.1):
 * ``"exact"`` (default): the cut-mixture law
   E_{V~Beta(r+1, n-r)}[BinCDF(u; r, gamma_bar(V))], BinCDF(u; n, e*) when r = n
   (:func:`dpaudit.stats.order_statistics.log_tail_probability`).  This is the form of the
-  authors' released code and reproduces their recorded numbers.  It is computed with the
-  conservative (lower-envelope) score profile, so it never understates the exact p-value.
+  authors' released code and reproduces their recorded numbers.  For mu-GDP (the default
+  family) the score profile is in closed form
+  (:class:`dpaudit.stats.order_statistics.GaussianProfile`), so the p-value is exact to
+  rounding; other curves use the conservative lower-envelope grid profile, which never
+  understates the exact p-value.  (Until issue 14's second round mu-GDP used the grid profile
+  too; its p-values were larger by the grid's ~3e-6 relative error, and the bounds are now
+  higher by at most ~1e-6 relative, see tests/test_regression_pins.py.)
 * ``"paper"``: Theorem 3 marginals p_i (Eq. 25) + the Chernoff bound of Proposition 1
   (Eq. 26), as written.  Theorem 3 treats the released error bits as independent, which they
   are not (they share the order statistics); the independent Poisson-binomial is slightly
