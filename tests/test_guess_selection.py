@@ -103,6 +103,36 @@ def test_every_branch_equals_reference(monkeypatch, kind):
         _assert_same(t, s, kp, kn, int(rng.integers(0, 2**31)))
 
 
+@pytest.mark.parametrize("stride", [1, 2, 3, 7, 32])
+def test_sampled_brackets_and_fallback_equal_reference(monkeypatch, stride):
+    """The strided-sample brackets (taken from m = 1 on here), including brackets too narrow
+    to hold their rank (z = 0 or 0.5: the partition fallback) and data periodic in the
+    stride, give the reference counts; both outcomes of the bracket check occur."""
+    monkeypatch.setattr(gs, "SAMPLE_MIN_SIZE", 1)
+    monkeypatch.setattr(gs, "SAMPLE_STRIDE", stride)
+    seen = {"bracketed": 0, "fallback": 0}
+    inner_fn = gs._rank_stats_sampled
+
+    def counting(*args):
+        out = inner_fn(*args)
+        seen["fallback" if out is None else "bracketed"] += 1
+        return out
+
+    monkeypatch.setattr(gs, "_rank_stats_sampled", counting)
+    rng = np.random.default_rng(stride)
+    for it in range(150):
+        monkeypatch.setattr(gs, "SAMPLE_Z", [0.0, 0.5, 2.0, 6.0][it % 4])
+        monkeypatch.setattr(gs, "CHUNK", [16, 1 << 16][it % 2])
+        m = int(rng.integers(1, 600))
+        kind = KINDS[it % len(KINDS)]
+        s = (np.tile(rng.standard_normal(stride), m)[:m] if it % 9 == 0
+             else _scores(rng, m, kind))
+        t = rng.random(m) < 0.5
+        kp, kn = _grid(rng, m, int(rng.integers(1, 8)))
+        _assert_same(t, s, kp, kn, int(rng.integers(0, 2**31)))
+    assert seen["bracketed"] > 20 and seen["fallback"] > 0
+
+
 def test_exhaustive_tiny_inputs():
     """m = 1, 2, 3: every truth vector, tie pattern and (k+, k-) pair."""
     patterns = {1: [[0.0]], 2: [[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [-0.0, 0.0]],
