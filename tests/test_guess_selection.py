@@ -162,6 +162,17 @@ def test_scalar_and_shaped_k():
     np.testing.assert_array_equal(fast[1], ref[1])
 
 
+def test_long_sweeps_equal_reference():
+    """k sweeps: 143 distinct ranks (binary-search classification), 600 (one sort)."""
+    rng = np.random.default_rng(12)
+    for m, step in [(1000, 7), (1200, 2)]:
+        t = rng.random(m) < 0.5
+        s = np.floor(rng.standard_normal(m) * 4)
+        ks = np.arange(0, m // 2, step)
+        _assert_same(t, s, ks, ks, 3)
+        _assert_same(t, rng.standard_normal(m), ks, ks[::-1], 4)
+
+
 @pytest.mark.parametrize("bitgen", [np.random.PCG64, np.random.MT19937, np.random.Philox,
                                     np.random.SFC64, np.random.PCG64DXSM])
 def test_generator_state_after_call(bitgen):
