@@ -329,6 +329,15 @@ def test_member_dtypes_agree(dtype):
                 MembershipObservations.from_arrays(bad, s)
 
 
+def test_byte_swapped_member_bits():
+    """Non-native byte order is not viewed as native integers: 16777216 stays non-binary."""
+    s = np.zeros(3)
+    ok = MembershipObservations.from_arrays(np.array([0, 1, 1], dtype=">i4"), s)
+    np.testing.assert_array_equal(ok.member, [False, True, True])
+    with pytest.raises(ValueError, match="entry 1 is 1.67772e\\+07"):
+        MembershipObservations.from_arrays(np.array([0, 16777216, 0], dtype=">i4"), s)
+
+
 def test_scores_not_copied_and_read_only():
     rng = np.random.default_rng(1)
     b = rng.random(100) < 0.5

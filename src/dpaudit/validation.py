@@ -223,9 +223,9 @@ def check_binary_array(name: str, values: object, *, min_size: int = 1,
         raise ValueError(f"{name} must have at least {min_size} entries, got {arr.size}")
     if arr.dtype == bool:
         return arr
-    if arr.dtype.kind in "iu":
+    if arr.dtype.kind in "iu" and arr.dtype.isnative:
         # integers: 0/1 check in their own dtype (no float64 copy); as unsigned of the same
-        # width, every entry other than 0 and 1 (including negatives) is > 1
+        # width (native byte order), every entry other than 0 and 1 (negatives too) is > 1
         if not (arr.view(f"u{arr.dtype.itemsize}") > 1).any():
             if arr.dtype.itemsize == 1 and arr.flags.c_contiguous:
                 return arr.view(bool)
