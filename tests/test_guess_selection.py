@@ -123,6 +123,7 @@ def test_sampled_brackets_and_fallback_equal_reference(monkeypatch, stride):
     for it in range(150):
         monkeypatch.setattr(gs, "SAMPLE_Z", [0.0, 0.5, 2.0, 6.0][it % 4])
         monkeypatch.setattr(gs, "CHUNK", [16, 1 << 16][it % 2])
+        monkeypatch.setattr(gs, "MAX_KEPT_FLOOR", [0, 1 << 16][it % 3 > 0])
         m = int(rng.integers(1, 600))
         kind = KINDS[it % len(KINDS)]
         s = (np.tile(rng.standard_normal(stride), m)[:m] if it % 9 == 0

@@ -57,6 +57,10 @@ SAMPLE_STRIDE = 32
 SAMPLE_Z = 6.0
 #: at most this many distinct ranks use the sampled brackets (2 class boundaries each).
 MAX_SAMPLED_RANKS = 24
+#: entries kept inside the brackets beyond which the sample is deemed unrepresentative
+#: (MAX_KEPT_FLOOR + m / 4; a fair sample keeps ~ 2 SAMPLE_Z sqrt(SAMPLE_STRIDE m p (1 - p)) per
+#: rank at k = p m: 0.7 M of 1e7 for the default grid of audit_one_run).
+MAX_KEPT_FLOOR = 1 << 16
 
 
 def lowest_member_counts(member: np.ndarray, score: np.ndarray, ks: np.ndarray,
@@ -136,11 +140,13 @@ def _classify(s: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 
 def _class_pass(member: np.ndarray, score: np.ndarray, w: np.ndarray,
-                keep: np.ndarray | None
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                keep: np.ndarray | None, max_kept: int = 0
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """One chunked pass: entries and 1-bits per class of :func:`_classify`, and the values,
-    bits and classes of the entries in the classes flagged by ``keep`` (input order)."""
+    bits and classes of the entries in the classes flagged by ``keep`` (input order).  None
+    as soon as more than ``max_kept`` entries would be kept."""
     m = score.size
+    n_kept = 0
     nc = 2 * w.size + 1
     hist = np.zeros(2 * nc, dtype=np.int64)
     kv: list[np.ndarray] = []
@@ -155,7 +161,10 @@ def _class_pass(member: np.ndarray, score: np.ndarray, w: np.ndarray,
             if sel.any():
                 kv.append(s[sel])
                 kb.append(bit[sel])
-                kc.append(cls[sel])
+                kc.append(cls[sel].astype(np.int32))
+                n_kept += kv[-1].size
+                if n_kept > max_kept:
+                    return None
         cls <<= 1
         cls += bit.view(np.uint8)
         hist += np.bincount(cls, minlength=hist.size)
@@ -203,7 +212,9 @@ def _rank_stats_partition(member: np.ndarray, score: np.ndarray,
     """Boundary values by ``np.partition`` of (a copy of) the scores, then one counting pass
     against them: exact for any input."""
     w = np.unique(np.partition(score, inner - 1)[inner - 1])  # -0.0 == 0.0: one value
-    n_cls, ones_cls, vals, bits, classes = _class_pass(member, score, w, None)
+    passed = _class_pass(member, score, w, None)
+    assert passed is not None  # nothing is kept
+    n_cls, ones_cls, vals, bits, classes = passed
     st = _resolve(inner, w, n_cls, ones_cls, vals, bits, classes, None)
     assert st is not None  # every v_k is one of w
     return st
@@ -241,7 +252,10 @@ def _rank_stats_sampled(member: np.ndarray, score: np.ndarray,
     jh = np.searchsorted(w, hi_v, side="left")  # upper end = w[jh], or jh = w.size when inf
     for a, b in zip(np.where(np.isinf(lo_v), 0, jl + 1).tolist(), jh.tolist(), strict=True):
         kept[2 * a:2 * b + 1:2] = True
-    n_cls, ones_cls, vals, bits, classes = _class_pass(member, score, w, kept)
+    passed = _class_pass(member, score, w, kept, max_kept=MAX_KEPT_FLOOR + (m >> 2))
+    if passed is None:  # far more entries inside the brackets than a fair sample implies
+        return None
+    n_cls, ones_cls, vals, bits, classes = passed
     return _resolve(inner, w, n_cls, ones_cls, vals, bits, classes, kept)
 
 
