@@ -14,18 +14,28 @@ is the i-th draw), exactly as the sort-based reference
 Only the k-th order statistics are needed, so this module selects instead of sorting
 (O(m) instead of O(m log m), and no m-sized int64 permutation):
 
-1. ``np.partition`` of the scores at the needed ranks gives the boundary values v_k
-   (the k-th smallest score);
-2. one chunked pass over (score, bit) counts, for every distinct boundary value v, the
-   entries strictly below v and equal to v, and the 1-bits among each (a ``searchsorted``
-   into the sorted boundary values plus a ``bincount``);
-3. for rank k with L entries below v_k and E equal to it, ``need = k - L`` lies in [1, E]:
+1. boundary values v_k (the k-th smallest score), with the entries and 1-bits strictly below
+   v_k and equal to it, from one chunked counting pass (:func:`_class_pass`: every entry is
+   classified against a few sorted values by a branch-free sum of comparisons, and a
+   ``bincount`` of (class, bit) counts them):
+   * m >= ``SAMPLE_MIN_SIZE``: Floyd-Rivest style (Floyd & Rivest, "Expected time bounds
+     for selection", CACM 18(3), 1975), no copy of the scores.  A strided sample
+     (every ``SAMPLE_STRIDE``-th score) brackets each v_k between two sample values (its
+     expected sample rank +- ``SAMPLE_Z`` binomial sd); the pass counts against the bracket
+     ends and keeps the entries strictly inside a bracket, among which v_k is selected
+     exactly.  If a rank falls outside its bracket, or the brackets hold far more entries
+     than a fair sample implies (data ordered adversarially for the stride), fall back to:
+   * ``np.partition`` of a copy of the scores at the needed ranks, then the same pass
+     against the v_k themselves;
+2. for rank k with L entries below v_k and E equal to it, ``need = k - L`` lies in [1, E]:
    c(k) = (1-bits below v_k) + (1-bits among the ``need`` tied entries of lowest priority).
    If ``need == E`` every tied entry is taken and no priority matters; otherwise a second
    chunked pass draws the priorities (the same m draws, in chunks) and keeps those of the
-   tied entries only, and the ``need`` lowest are found by a bucket (radix) selection on the
-   priority value, ties in priority broken by position (a stable sort), as in the reference's
-   stable lexsort.
+   tied entries only, and the ``need`` lowest are found by a stable sort (small groups) or a
+   bucket selection on the priority value (large groups), ties in priority broken by position,
+   as in the reference's stable lexsort.
+
+The result is exact whichever branch runs: the branches differ in cost only.
 
 The generator always advances by exactly m ``random()`` draws, whether or not the priorities
 are needed, so the state after the call equals the reference's.  Equivalence to the sort-based
