@@ -105,9 +105,10 @@ def test_every_branch_equals_reference(monkeypatch, kind):
 
 @pytest.mark.parametrize("stride", [1, 2, 3, 7, 32])
 def test_sampled_brackets_and_fallback_equal_reference(monkeypatch, stride):
-    """The strided-sample brackets (taken from m = 1 on here), including brackets too narrow
-    to hold their rank (z = 0 or 0.5: the partition fallback) and data periodic in the
-    stride, give the reference counts; both outcomes of the bracket check occur."""
+    """The sampled brackets (taken from m = 1 on here, sample sizes m / stride), including
+    brackets too narrow to hold their rank (z = 0 or 0.5) or keeping too many entries (the
+    partition fallback) and periodic data, give the reference counts; both outcomes of the
+    bracket check occur."""
     monkeypatch.setattr(gs, "SAMPLE_MIN_SIZE", 1)
     monkeypatch.setattr(gs, "SAMPLE_STRIDE", stride)
     seen = {"bracketed": 0, "fallback": 0}

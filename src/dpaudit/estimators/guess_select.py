@@ -19,12 +19,14 @@ Only the k-th order statistics are needed, so this module selects instead of sor
    classified against a few sorted values by a branch-free sum of comparisons, and a
    ``bincount`` of (class, bit) counts them):
    * m >= ``SAMPLE_MIN_SIZE``: Floyd-Rivest style (Floyd & Rivest, "Expected time bounds
-     for selection", CACM 18(3), 1975), no copy of the scores.  A strided sample
-     (every ``SAMPLE_STRIDE``-th score) brackets each v_k between two sample values (its
-     expected sample rank +- ``SAMPLE_Z`` binomial sd); the pass counts against the bracket
-     ends and keeps the entries strictly inside a bracket, among which v_k is selected
-     exactly.  If a rank falls outside its bracket, or the brackets hold far more entries
-     than a fair sample implies (data ordered adversarially for the stride), fall back to:
+     for selection", CACM 18(3), 1975), no copy of the scores.  A uniform sample
+     with replacement of m / ``SAMPLE_STRIDE`` scores (positions drawn from a private
+     generator with a fixed seed, ``SAMPLE_SEED``: never the caller's, and results do not
+     depend on it) brackets each v_k between two sample values (its expected sample rank
+     +- ``SAMPLE_Z`` binomial sd, whatever the order of the data); the pass counts against
+     the bracket ends and keeps the entries strictly inside a bracket, among which v_k is
+     selected exactly.  If a rank falls outside its bracket (probability ~1e-9 per rank) or
+     the brackets hold far more entries than expected, fall back to:
    * ``np.partition`` of a copy of the scores at the needed ranks, then the same pass
      against the v_k themselves;
 2. for rank k with L entries below v_k and E equal to it, ``need = k - L`` lies in [1, E]:
@@ -58,11 +60,13 @@ MAX_SELECT_RANKS = 512
 SMALL_TIE_GROUP = 1 << 15
 #: priority buckets of the selection in large tie groups.
 PRIO_BUCKETS = 1 << 16
-#: from this many entries on, order statistics come from a strided sample and one pass
+#: from this many entries on, order statistics come from a random sample and one pass
 #: (no copy of the scores); below, from ``np.partition`` of a copy.
 SAMPLE_MIN_SIZE = 1 << 17
-#: every SAMPLE_STRIDE-th score is in the sample.
+#: the sample holds m // SAMPLE_STRIDE scores (drawn with replacement).
 SAMPLE_STRIDE = 32
+#: seed of the private generator of the sample positions (speed only: results are exact).
+SAMPLE_SEED = 0x73656C
 #: bracket half-width in binomial standard deviations of the sample rank.
 SAMPLE_Z = 6.0
 #: at most this many distinct ranks use the sampled brackets (2 class boundaries each).
@@ -232,15 +236,18 @@ def _rank_stats_partition(member: np.ndarray, score: np.ndarray,
 
 def _rank_stats_sampled(member: np.ndarray, score: np.ndarray,
                         inner: np.ndarray) -> RankStats | None:
-    """Floyd-Rivest style selection without copying the scores: a strided sample (every
-    ``SAMPLE_STRIDE``-th entry) brackets each needed order statistic between two sample
+    """Floyd-Rivest style selection without copying the scores: a uniform sample (with
+    replacement, fixed private seed) brackets each needed order statistic between two sample
     values (its expected sample rank +- ``SAMPLE_Z`` binomial standard deviations); one
     counting pass against the bracket ends keeps the entries strictly inside a bracket, and
     the exact order statistic is selected among those.  Returns None when some rank falls
-    outside its bracket (a sample unrepresentative of the order, e.g. data periodic in the
-    stride): the caller then uses :func:`_rank_stats_partition`.  Exact either way."""
+    outside its bracket (for distinct scores, a binomial tail beyond ``SAMPLE_Z`` sd: ~1e-9
+    per rank, whatever the order of the data) or the brackets keep too many entries: the
+    caller then uses :func:`_rank_stats_partition`.  Exact either way."""
     m = score.size
-    sample = score[::SAMPLE_STRIDE]
+    pick = np.random.default_rng(SAMPLE_SEED).integers(0, m, max(1, m // SAMPLE_STRIDE))
+    sample = score[pick]
+    del pick
     ns = sample.size
     p = inner / m
     half = SAMPLE_Z * np.sqrt(ns * p * (1 - p)) + 2
@@ -250,11 +257,11 @@ def _rank_stats_sampled(member: np.ndarray, score: np.ndarray,
     ends = np.unique(np.r_[lo[lo >= 0], hi[hi < ns]])
     if ends.size == 0:
         return None
-    part = np.partition(sample, ends)
-    w = np.unique(part[ends])
-    lo_v = np.where(lo >= 0, part[np.clip(lo, 0, ns - 1)], -np.inf)
-    hi_v = np.where(hi < ns, part[np.clip(hi, 0, ns - 1)], np.inf)
-    del part
+    sample.partition(ends)  # our own copy: in place
+    w = np.unique(sample[ends])
+    lo_v = np.where(lo >= 0, sample[np.clip(lo, 0, ns - 1)], -np.inf)
+    hi_v = np.where(hi < ns, sample[np.clip(hi, 0, ns - 1)], np.inf)
+    del sample
     # interval class 2j = (w[j-1], w[j]) is kept when it lies inside some bracket
     nc = 2 * w.size + 1
     kept = np.zeros(nc, dtype=bool)
