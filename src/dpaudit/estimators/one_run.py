@@ -139,11 +139,25 @@ def _run_points(method: str, n: int, r: list[int], u: list[int], *, family: Any,
                         family=family) for a, b in zip(r, u, strict=True)]
 
 
+def _balance_p_value(k: int, n: int) -> float:
+    """Two-sided exact binomial test of k ones among n against probability 1/2.
+
+    The pmf of Binomial(n, 1/2) is symmetric, so the two-sided p-value (the mass of outcomes
+    no more likely than k) is ``min(1, 2 P[X <= min(k, n - k)])``, and 1 at k = n/2: one
+    regularised incomplete beta call instead of ``scipy.stats.binomtest``'s search over the
+    other tail (same value to rounding: ``tests/test_guess_selection.py``)."""
+    lo = min(k, n - k)
+    if 2 * lo == n:
+        return 1.0
+    return float(min(1.0, 2.0 * stats.binom.cdf(lo, n, 0.5)))
+
+
 def _balance_warning(obs: MembershipObservations) -> None:
     """Every one-run method assumes i.i.d. uniform bits; flag a grossly unbalanced input."""
-    p = stats.binomtest(obs.n_members, obs.n, 0.5).pvalue if obs.n <= 10**7 else 1.0
+    n1 = obs.n_members
+    p = _balance_p_value(n1, obs.n)
     if p < 1e-3:
-        warnings.warn(f"member bits look unbalanced ({obs.n_members} of {obs.n} are 1, "
+        warnings.warn(f"member bits look unbalanced ({n1} of {obs.n} are 1, "
                       f"binomial p = {p:.2g}); one-run audits assume each canary is included "
                       f"independently with probability 1/2", UserWarning, stacklevel=3)
 
