@@ -16,7 +16,8 @@ from scipy import optimize
 from scipy.optimize import elementwise as _elementwise
 
 __all__ = ["SearchResult", "largest_rejected", "largest_rejected_root",
-           "largest_rejected_batched", "solve_monotone", "invert_decreasing"]
+           "largest_rejected_roots", "largest_rejected_batched", "solve_monotone",
+           "invert_decreasing"]
 
 
 @dataclass(frozen=True)
@@ -68,41 +69,92 @@ def largest_rejected_root(margin: Callable[[float], float], lo: float, hi: float
     so it is never above the true boundary and at most that far below it -- but the bracket
     is shrunk with Chandrupatla's method (SciPy's ``optimize.elementwise.find_root``), which
     uses the size of the margin and needs ~8 evaluations where bisection needs ~25.  A
-    margin of -inf (e.g. a p-value that underflows to 0) is read as ``floor``.
+    margin of -inf (e.g. a p-value that underflows to 0) is read as ``floor``.  One problem
+    of :func:`largest_rejected_roots`.
     """
-    def g(theta: float) -> float:
-        v = float(margin(theta))
-        if math.isnan(v):
-            raise FloatingPointError(f"the search margin is NaN at {theta!r}")
-        return min(max(v, floor), -floor)
+    def many(theta: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        return np.array([float(margin(float(x))) for x in np.reshape(theta, -1)])
 
-    g_lo = g(lo)
-    if not g_lo <= 0:
-        return SearchResult(theta=lo, nothing_rejected=True, hit_ceiling=False)
-    g_hi = g(hi)
-    if g_hi <= 0:
-        return SearchResult(theta=hi, nothing_rejected=False, hit_ceiling=True)
-    if g_lo == 0:
-        return SearchResult(theta=lo, nothing_rejected=False, hit_ceiling=False)
-    known = {lo: g_lo, hi: g_hi}
+    return largest_rejected_roots(many, np.array([lo]), np.array([hi]), tol=tol,
+                                  floor=floor)[0]
 
-    def f(x: np.ndarray) -> np.ndarray:
-        flat = np.asarray(x, dtype=float).reshape(-1)
-        vals = [known[v] if v in known else g(v) for v in flat.tolist()]
-        return np.asarray(vals, dtype=float).reshape(np.shape(x))
 
-    # width < xatol + xrtol |x| <= tol * max(1, |x|): the same stopping rule as bisection.
-    res = _elementwise.find_root(
-        f, (lo, hi), tolerances={"xatol": 0.5 * tol, "xrtol": 0.5 * tol, "fatol": 0.0,
-                                 "frtol": 0.0})
-    xl, xr = (float(v) for v in res.bracket)
-    fl, fr = (float(v) for v in res.f_bracket)
-    x, fx = float(res.x), float(res.f_x)
-    # the rejected end of the final bracket (Chandrupatla keeps f(xl) <= 0 < f(xr) here)
-    for cand, fc in ((xr, fr), (x, fx), (xl, fl)):
-        if fc <= 0 and lo <= cand <= hi:
-            return SearchResult(theta=cand, nothing_rejected=False, hit_ceiling=False)
-    return SearchResult(theta=lo, nothing_rejected=False, hit_ceiling=False)  # pragma: no cover
+def largest_rejected_roots(margin: Callable[[np.ndarray, np.ndarray], np.ndarray],
+                           lo: np.ndarray, hi: np.ndarray, *, tol: float = 1e-6,
+                           floor: float = -1e6,
+                           ends: tuple[np.ndarray, np.ndarray] | None = None
+                           ) -> list[SearchResult]:
+    """:func:`largest_rejected_root` for many independent problems at once.
+
+    ``margin(theta, idx)`` returns the margins of problems ``idx`` (an integer array) at
+    ``theta`` (same shape); each problem i has its own bracket [lo[i], hi[i]].  Every problem
+    gets exactly the result :func:`largest_rejected_root` gives it alone (same end checks,
+    same Chandrupatla iterates -- SciPy's ``find_root`` is elementwise -- same choice of the
+    rejected end), but each iteration evaluates the margin once for all unfinished problems,
+    so a margin that is cheaper in bulk (e.g. one NumPy pass over a matrix) pays off.
+    ``ends``: the margins at ``lo`` and ``hi`` when the caller already has them.
+    """
+    lo = np.asarray(lo, dtype=float).reshape(-1)
+    hi = np.asarray(hi, dtype=float).reshape(-1)
+    k = lo.size
+
+    def g(theta: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        v = np.asarray(margin(theta, idx), dtype=float)
+        if np.isnan(v).any():
+            bad = float(np.asarray(theta)[np.isnan(v)][0])
+            raise FloatingPointError(f"the search margin is NaN at {bad!r}")
+        return np.clip(v, floor, -floor)
+
+    if ends is not None:
+        g_lo = np.clip(np.asarray(ends[0], dtype=float).reshape(-1), floor, -floor)
+        g_hi = np.clip(np.asarray(ends[1], dtype=float).reshape(-1), floor, -floor)
+    else:
+        g_lo = g(lo, np.arange(k))
+        g_hi = np.full(k, np.inf)
+        low_rejected = np.flatnonzero(g_lo <= 0)  # the ceiling matters only for these
+        if low_rejected.size:
+            g_hi[low_rejected] = g(hi[low_rejected], low_rejected)
+    out: list[SearchResult | None] = [None] * k
+    todo = []
+    for i in range(k):
+        if not g_lo[i] <= 0:
+            out[i] = SearchResult(theta=float(lo[i]), nothing_rejected=True, hit_ceiling=False)
+        elif g_hi[i] <= 0:
+            out[i] = SearchResult(theta=float(hi[i]), nothing_rejected=False, hit_ceiling=True)
+        elif g_lo[i] == 0:
+            out[i] = SearchResult(theta=float(lo[i]), nothing_rejected=False, hit_ceiling=False)
+        else:
+            todo.append(i)
+    if todo:
+        t = np.asarray(todo)
+        a, b, ga, gb = lo[t], hi[t], g_lo[t], g_hi[t]
+
+        def f(x: np.ndarray, j: np.ndarray) -> np.ndarray:
+            j = np.broadcast_to(j, np.shape(x)).astype(np.int64)
+            x = np.asarray(x, dtype=float)
+            val = np.empty(x.shape)
+            at_a, at_b = x == a[j], x == b[j]
+            val[at_a], val[at_b] = ga[j][at_a], gb[j][at_b]
+            rest = ~(at_a | at_b)
+            if rest.any():
+                val[rest] = g(x[rest], t[j[rest]])
+            return val
+
+        res = _elementwise.find_root(
+            f, (a, b), args=(np.arange(t.size),),
+            tolerances={"xatol": 0.5 * tol, "xrtol": 0.5 * tol, "fatol": 0.0, "frtol": 0.0})
+        xl, xr = (np.asarray(v, dtype=float).reshape(-1) for v in res.bracket)
+        fl, fr = (np.asarray(v, dtype=float).reshape(-1) for v in res.f_bracket)
+        xs = np.asarray(res.x, dtype=float).reshape(-1)
+        fs = np.asarray(res.f_x, dtype=float).reshape(-1)
+        for j, i in enumerate(todo):
+            pick = float(lo[i])
+            for cand, fc in ((xr[j], fr[j]), (xs[j], fs[j]), (xl[j], fl[j])):
+                if fc <= 0 and lo[i] <= cand <= hi[i]:
+                    pick = float(cand)
+                    break
+            out[i] = SearchResult(theta=pick, nothing_rejected=False, hit_ceiling=False)
+    return [r for r in out if r is not None]
 
 
 def largest_rejected_batched(reject_many: Callable[[np.ndarray], np.ndarray], lo: float,
