@@ -255,16 +255,21 @@ def _run(f):  # noqa: ANN001, ANN202
 
 def _both_parsers(text: str) -> tuple[tuple, tuple | None]:
     """(outcome of the general parser, outcome of the fast path + the same validation, or
-    None where the fast path declines)."""
+    None where the fast path declines), on a file holding ``text`` (UTF-8)."""
+    import tempfile
     from pathlib import Path
 
-    from dpaudit.risk.priors import _one_number_per_line, _parse_priors
+    from dpaudit.io import read_text
+    from dpaudit.risk.priors import _parse_priors, _read_one_number_per_line
 
-    general = _run(lambda: _parse_priors(text, Path("p.txt"), 0))
-    fast = _one_number_per_line(text, 0)
-    if fast is None:
-        return general, None
-    return general, _run(lambda: risk.heterogeneous_priors(fast, name="prior-file values"))
+    with tempfile.TemporaryDirectory() as d:
+        pth = Path(d) / "p.txt"
+        pth.write_bytes(text.encode("utf-8"))
+        general = _run(lambda: _parse_priors(read_text(pth), pth, 0))
+        fast = _read_one_number_per_line(pth, 0)
+        if fast is not None:
+            fast = _run(lambda: risk.heterogeneous_priors(fast, name="prior-file values"))
+        return general, fast
 
 
 @pytest.mark.parametrize("text", [
@@ -273,6 +278,8 @@ def _both_parsers(text: str) -> tuple[tuple, tuple | None]:
     "0.3\n0.1 0.2\n", "0.3\n\t0.4\n", "# c\n0.1\n", "0.1,0.2\n0.3,0.4\n", '"0.1"\n"0.2"\n',
     "p;q\n0.1;0.2\n", "0.1\nabc\n", "name\n", "0.1\nnan\n", "inf\n0.2\n", "1.5\n0.2\n",
     "\ufeff0.1\n", "0.1\xa0\n0.2\n", "header\n0.1\nheader2\n", "", "\n\n", "-0.0\n0.2\n",
+    "\n\nprior\n0.1\n\n0.2", "\r\n\r\nprior\r\n0.4\r\n", "prior\n", "prior\n\n\n",
+    "0.5", "prior\n0.1\n0.2\n0.3\n0.4", "0.1\n\r0.2\n",
 ])
 def test_prior_file_fast_path_equals_general_parser(text: str) -> None:
     general, fast = _both_parsers(text)
