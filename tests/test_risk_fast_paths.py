@@ -342,3 +342,16 @@ def test_epsilon_protect_in_place_is_bitwise(theorem: str, tau: float, delta: fl
         out = risk.epsilon_protect(x, tau, delta, theorem=theorem)
         assert isinstance(out, float)
         assert out == ref or (np.isnan(out) and np.isnan(ref))
+
+
+@pytest.mark.parametrize(("n", "q"), [(1, 0.3), (2, 0.0), (3, 1.0), (2001, 0.1), (70_000, 0.37),
+                                      (5000, 1e-9), (4000, 1 - 1e-12)])
+def test_binomial_pmf_in_place_is_bitwise(n: int, q: float) -> None:
+    from scipy import special
+
+    k = np.arange(n + 1, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ref = np.exp(special.gammaln(n + 1.0) - special.gammaln(k + 1)
+                     - special.gammaln(n - k + 1) + special.xlogy(k, q)
+                     + special.xlog1py(n - k, -q))
+    np.testing.assert_array_equal(pb._binomial_pmf(n, q), ref)
