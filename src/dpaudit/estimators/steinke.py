@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 from scipy import special
+from scipy.special import _ufuncs as _scipy_ufuncs
 
 from dpaudit.results import AuditResult
 from dpaudit.search import largest_rejected_roots
@@ -67,14 +68,26 @@ def _logpmf(k: Any, r: Any, q: Any) -> Any:
     return combiln + special.xlogy(k, q) + special.xlog1py(r - k, -q)
 
 
+# The binomial SF/CDF behind ``scipy.stats.binom`` (Boost's incomplete beta: relative accuracy
+# ~1e-15 also for r ~ 1e7, where Cephes' ``bdtr``/``bdtrc`` lose up to ~1e-10), called as
+# ufuncs without ``scipy.stats``' per-call argument handling.  They are private SciPy names:
+# when absent, the public Cephes ufuncs are used.
+_BOOST_SF = getattr(_scipy_ufuncs, "_binom_sf", None)
+_BOOST_CDF = getattr(_scipy_ufuncs, "_binom_cdf", None)
+
+
 def _sf(k: np.ndarray, r: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """P[Binomial(r, q) > k] (``scipy.special.bdtrc`` on whole-number arrays)."""
-    return special.bdtrc(k.astype(np.int64), r.astype(np.int64), q)
+    """P[Binomial(r, q) > k] for whole-number arrays k >= 0 (what ``stats.binom.sf`` gives)."""
+    if _BOOST_SF is not None:
+        return _BOOST_SF(k, r, q)
+    return special.bdtrc(k.astype(np.int64), r.astype(np.int64), q)  # pragma: no cover
 
 
 def _cdf(k: np.ndarray, r: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """P[Binomial(r, q) <= k] (``scipy.special.bdtr`` on whole-number arrays, k >= 0)."""
-    return special.bdtr(k.astype(np.int64), r.astype(np.int64), q)
+    """P[Binomial(r, q) <= k] for whole-number arrays k >= 0 (``stats.binom.cdf``)."""
+    if _BOOST_CDF is not None:
+        return _BOOST_CDF(k, r, q)
+    return special.bdtr(k.astype(np.int64), r.astype(np.int64), q)  # pragma: no cover
 
 
 #: half-width of the first window searched for the maximising k of alpha (cold start)
@@ -106,7 +119,8 @@ def _alpha(r: np.ndarray, top: np.ndarray, q: np.ndarray, s_top: np.ndarray,
     average grows while the next pmf exceeds it, and once a pmf falls below the average --
     necessarily left of the mode -- every later one does too), so a local maximum is the
     maximum.  It is found on a window of consecutive k around a guess (``hint``, or the
-    normal approximation), moved until the maximum is inside it: W at the window's top end
+    normal approximation; entries of ``hint`` < 0 = no hint), moved until the maximum is
+    inside it: W at the window's top end
     from the binomial CDF/SF (the one farther from cancellation), the rest by adding pmf
     terms.  O(1) CDF evaluations per point instead of O(sqrt r) pmf terms; exact (it is the
     same maximum), up to rounding.
@@ -115,15 +129,16 @@ def _alpha(r: np.ndarray, top: np.ndarray, q: np.ndarray, s_top: np.ndarray,
     mean = r * q
     sd = np.sqrt(r * q * (1 - q))
     mode = np.minimum(r, np.floor((r + 1) * q))
-    if hint is None:
-        zt_tab, z_tab = _normal_argmax_table()
-        zt = (top + 0.5 - mean) / np.maximum(sd, 1e-300)
-        z = np.interp(zt, zt_tab, z_tab, left=0.0, right=z_tab[-1])
-        guess = np.where(top <= mode, top, np.floor(mean + sd * z))
-        half = np.full(n, _HALF)
-    else:
-        guess = hint.astype(float)
-        half = np.full(n, 8)
+    zt_tab, z_tab = _normal_argmax_table()
+    zt = (top + 0.5 - mean) / np.maximum(sd, 1e-300)
+    z = np.interp(zt, zt_tab, z_tab, left=0.0, right=z_tab[-1])
+    guess = np.where(top <= mode, top, np.floor(mean + sd * z))
+    half = np.full(n, _HALF)
+    if hint is not None:
+        # a warm start (>= 0) replaces the normal-approximation guess, with a narrower window
+        warm = hint >= 0
+        guess = np.where(warm, hint, guess)
+        half[warm] = 8
     guess = np.clip(guess, 0, top)
     kb = np.maximum(guess - half, 0)
     kt = np.minimum(kb + 2 * half, top)
@@ -163,11 +178,13 @@ def _alpha(r: np.ndarray, top: np.ndarray, q: np.ndarray, s_top: np.ndarray,
         j = np.argmax(avg, axis=1)
         karg = ks[np.arange(todo.size), j]
         best = avg[np.arange(todo.size), j]
-        # settled: the maximum is inside the window (or at an end of [0, top]); a window
-        # whose averages all underflow to 0 is deep in a tail where alpha is 0 anyway
-        fixed = rising[todo] | ~(best > 0)
-        go_up = (karg >= kt_) & (kt_ < tt) & ~fixed
-        go_down = (karg <= kb_) & (kb_ > 0) & ~go_up & ~fixed
+        # settled: the maximum is inside the window (or at an end of [0, top]).  Averages
+        # that all underflow to 0 mean a window deep in the right tail (left of the mode
+        # W(k) >= P[mode <= X <= top] > 0): walk down towards the mode.
+        fixed = rising[todo]
+        under = ~(best > 0) & (kb_ > 0) & ~fixed
+        go_up = (karg >= kt_) & (kt_ < tt) & ~fixed & ~under
+        go_down = ((karg <= kb_) & (kb_ > 0) & ~go_up & ~fixed) | under
         ok = ~(go_up | go_down)
         alpha[todo[ok]] = np.maximum(best[ok], 0.0)
         kstar[todo[ok]] = karg[ok]
@@ -205,8 +222,6 @@ def _p_values(m: int, r: np.ndarray, v: np.ndarray, eps: np.ndarray, delta: floa
             top = vv[need] - 1 if variant == "original" else vv[need]
             s_top = beta[need] if variant == "original" else _sf(top, rr[need], q[need])
             h = None if hint is None else hint[pos][need]
-            if h is not None and (h < 0).any():
-                h = None
             alpha, ks = _alpha(rr[need], top, q[need], s_top, h)
             pp[need] = beta[need] + 2.0 * m * delta * alpha
             kk = np.full(rr.size, -1.0)
@@ -292,8 +307,7 @@ def steinke_many(m: int, guesses: Any, correct: Any, delta: float = 1e-5,
             hint = np.where(last_k[i_m] >= 0,
                             np.round(r_f[i_m] * q_m + z * np.sqrt(r_f[i_m] * q_m * (1 - q_m))),
                             -1.0)
-            pv, ks = _p_values(m, r_f[i_m], v_f[i_m], e_m, delta, variant,
-                               hint if (hint >= 0).all() else None)
+            pv, ks = _p_values(m, r_f[i_m], v_f[i_m], e_m, delta, variant, hint)
             out[mj] = pv
             for e, i, pvi in zip(e_m.tolist(), i_m.tolist(), pv.tolist(), strict=True):
                 cache[i][e] = pvi
