@@ -142,8 +142,11 @@ def mahloujifar_reject(curve: Curve, m: int, guesses: int, correct: int,
     return bool(_gap([curve], m, cp, c, tau)[0] > 0)
 
 
-#: recursion steps between checks for finished, rejected and dropped candidates
+#: recursion steps between checks for finished, rejected and dropped candidates (_BLOCK_MAX
+#: once at most _FEW candidates are left)
 _BLOCK = 8
+_BLOCK_MAX = 32
+_FEW = 32
 
 
 def _binv_family(fam: Family, thetas: np.ndarray
@@ -239,17 +242,20 @@ def _reject_prefix(bind: Callable[[np.ndarray], Callable[[np.ndarray], np.ndarra
         if not sel.size:
             return out
         binv = bind(sel)
-        block = min(_BLOCK, int(steps[sel].min()) - t)
+        # few candidates left: steps are cheap per candidate, checks are not
+        block = _BLOCK if sel.size > _FEW else _BLOCK_MAX
+        nb = min(block, int(steps[sel].min()) - t)
         # the weights i / (c' - i) of the block's steps, i = c - 1 - t (same division)
-        i = cm1[sel][:, None] - np.arange(t, t + block, dtype=float)[None, :]
-        w = i / (cp_f[sel][:, None] - i)
-        for s in range(block):
+        i = np.arange(t, t + nb, dtype=float)[:, None]
+        i = cm1[sel][None, :] - i
+        w = i / (cp_f[sel][None, :] - i)
+        for s in range(nb):
             hn = np.maximum(h, binv(r))
-            r = np.minimum(r + w[:, s] * (hn - h), 1.0)
-            if s == block - 1:
+            r = np.minimum(r + w[s] * (hn - h), 1.0)
+            if s == nb - 1:
                 changed = hn > h
             h = hn
-        t += block
+        t += nb
 
 
 def mahloujifar_many(m: int, guesses: Any, correct: Any, delta: float = 1e-5,
