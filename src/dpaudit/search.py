@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import optimize
-from scipy.optimize import elementwise as _elementwise
 
 __all__ = ["SearchResult", "largest_rejected", "largest_rejected_root",
            "largest_rejected_roots", "largest_rejected_batched", "largest_rejected_grid",
@@ -87,18 +86,17 @@ def largest_rejected_root(margin: Callable[[float], float], lo: float, hi: float
         return SearchResult(theta=lo, nothing_rejected=False, hit_ceiling=False)
     known = {lo: g_lo, hi: g_hi}
 
-    def f(x: np.ndarray) -> np.ndarray:
+    def f(x: np.ndarray, _idx: np.ndarray) -> np.ndarray:
         flat = np.asarray(x, dtype=float).reshape(-1)
         vals = [known[v] if v in known else g(v) for v in flat.tolist()]
         return np.asarray(vals, dtype=float).reshape(np.shape(x))
 
     # width < xatol + xrtol |x| <= tol * max(1, |x|): the same stopping rule as bisection.
-    res = _elementwise.find_root(
-        f, (lo, hi), tolerances={"xatol": 0.5 * tol, "xrtol": 0.5 * tol, "fatol": 0.0,
-                                 "frtol": 0.0})
-    xl, xr = (float(v) for v in res.bracket)
-    fl, fr = (float(v) for v in res.f_bracket)
-    x, fx = float(res.x), float(res.f_x)
+    # chandrupatla = SciPy's find_root iteration (same iterates) without its overhead.
+    res = chandrupatla(f, np.array([lo]), np.array([hi]), np.array([g_lo]), np.array([g_hi]),
+                       xatol=0.5 * tol, xrtol=0.5 * tol)
+    xl, xr, fl, fr = (float(res[k][0]) for k in ("xl", "xr", "fl", "fr"))
+    x, fx = float(res["x"][0]), float(res["f_x"][0])
     # the rejected end of the final bracket (Chandrupatla keeps f(xl) <= 0 < f(xr) here)
     for cand, fc in ((xr, fr), (x, fx), (xl, fl)):
         if fc <= 0 and lo <= cand <= hi:
