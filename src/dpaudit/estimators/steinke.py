@@ -14,9 +14,17 @@ Corollary 5.4 and the p-value code of their Appendix D):
     p(eps) = min(1, beta + 2 m delta alpha)
 
 and the bound is the largest eps with p(eps) < 1 - confidence, found by growing an upper
-bracket by +1 (capped at ``eps_cap``) and bisecting (shared helper
-:func:`dpaudit.search.largest_rejected`).  The 2 m delta term makes the bound collapse to 0
-for large m delta (seed 001 §6.2, Fig. 7).
+bracket by +1 (capped at ``eps_cap``) and root finding on log p - log(1 - confidence) inside
+the last unit bracket (shared helpers :func:`dpaudit.search.largest_rejected_root` /
+``largest_rejected_roots``).  The 2 m delta term makes the bound collapse to 0 for large
+m delta (seed 001 §6.2, Fig. 7).
+
+Evaluation (issue 14): :func:`steinke_many` computes the bounds of many observations (the
+guess-count grid of ``audit_one_run``) together, every p-value of a search step in one
+vectorised evaluation; :func:`steinke` is its one-observation case.  alpha is the maximum of
+the window average over the window's left end k = v - i, which is quasi-concave in k
+(:func:`_alpha`): it is located on a short window of consecutive k with O(1) binomial
+CDF/SF evaluations, not by summing all O(sqrt r) pmf terms.
 
 ``variant="port"`` reproduces the seed-001 authors' comparison port (their
 ``compare/RESULTS.txt``; spec/001 §4.3, §5.1), whose window is shifted by one:
