@@ -216,39 +216,45 @@ def _reject_prefix(bind: Callable[[np.ndarray], Callable[[np.ndarray], np.ndarra
     """
     k = row.size
     out = np.zeros(k, dtype=bool)
-    cp_f = cp.astype(float)[row]
-    cm1 = (c - 1).astype(float)[row]
-    gm = (cp / m)[row]
+    sel = np.arange(k)
+    # per-candidate arrays, compacted together whenever candidates leave
+    row_a, col_a = row, col
+    cp_a = cp.astype(float)[row]
+    cm1_a = (c - 1).astype(float)[row]
+    gm_a = (cp / m)[row]
+    steps_a = c[row]                         # the recursion runs i = c-1, ..., 0
     r = (tau * c / m)[row]
     h = (tau * (cp - c) / m)[row]
-    steps = c[row]                           # the recursion runs i = c-1, ..., 0
-    sel = np.arange(k)
     first_false = np.full(n_rows, np.iinfo(np.int64).max)
     changed = np.ones(k, dtype=bool)
+    binv = None
     t = 0
     while True:
         # finished: h stopped changing, or i went down to 0 (c = 0: nothing to run)
-        fin = ~changed | (steps[sel] <= t)
-        rejected = (r + h) - gm[sel] > 0
+        fin = ~changed | (steps_a <= t)
+        rejected = (r + h) - gm_a > 0
         done = fin | rejected
         if done.any():
             out[sel[done]] = rejected[done]
-            nf = sel[fin & ~rejected]
-            if nf.size:
-                np.minimum.at(first_false, row[nf], col[nf])
-        keep = ~done & (col[sel] < first_false[row[sel]])
-        if not keep.all():
+            nf = fin & ~rejected
+            if nf.any():
+                np.minimum.at(first_false, row_a[nf], col_a[nf])
+            keep = ~done & (col_a < first_false[row_a])
+        else:
+            keep = col_a < first_false[row_a]
+        if binv is None or not keep.all():
             sel, r, h = sel[keep], r[keep], h[keep]
-        if not sel.size:
-            return out
-        binv = bind(sel)
+            row_a, col_a, cp_a, cm1_a = row_a[keep], col_a[keep], cp_a[keep], cm1_a[keep]
+            gm_a, steps_a = gm_a[keep], steps_a[keep]
+            if not sel.size:
+                return out
+            binv = bind(sel)
         # few candidates left: steps are cheap per candidate, checks are not
         block = _BLOCK if sel.size > _FEW else _BLOCK_MAX
-        nb = min(block, int(steps[sel].min()) - t)
+        nb = min(block, int(steps_a.min()) - t)
         # the weights i / (c' - i) of the block's steps, i = c - 1 - t (same division)
-        i = np.arange(t, t + nb, dtype=float)[:, None]
-        i = cm1[sel][None, :] - i
-        w = i / (cp_f[sel][None, :] - i)
+        i = cm1_a[None, :] - np.arange(t, t + nb, dtype=float)[:, None]
+        w = i / (cp_a[None, :] - i)
         for s in range(nb):
             hn = np.maximum(h, binv(r))
             r = np.minimum(r + w[s] * (hn - h), 1.0)
