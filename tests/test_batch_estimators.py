@@ -284,3 +284,25 @@ def test_alpha_window_maximum_equals_brute_force(seed):
         got, kstar = ST._alpha(r, top, q, s_top, hint)
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-300)
         assert ((kstar >= 0) & (kstar <= top)).all()
+
+
+def test_batch_equals_audit_one_run_grid():
+    """What audit_one_run computes point by point is what the batch functions return for its
+    grid in one call (so wiring them in changes no number)."""
+    import warnings
+
+    from dpaudit.estimators.one_run import audit_one_run, default_grid, guess_counts
+
+    rng = np.random.default_rng(0)
+    n = 3000
+    member = rng.random(n) < 0.5
+    score = rng.standard_normal(n) + 2.0 * member
+    cnt = guess_counts(member, score, default_grid(n))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rows = audit_one_run(member, score, methods=("steinke", "mahloujifar"))
+    conf = rows[0].settings["per_test_confidence"]
+    st = ST.steinke_many(n, cnt["guesses"], cnt["correct"], confidence=conf)
+    ma = MA.mahloujifar_many(n, cnt["guesses"], cnt["correct"], confidence=conf)
+    assert rows[0].details["grid_epsilons"] == [x.epsilon for x in st]
+    assert rows[1].details["grid_epsilons"] == [x.epsilon for x in ma]
