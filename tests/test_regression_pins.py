@@ -17,8 +17,10 @@ import numpy as np
 import pytest
 
 from dpaudit import estimators as E
+from dpaudit.curves import GaussianDP
 from dpaudit.estimators.one_run import audit_one_run
 from dpaudit.risk.bounds import thm35_tail, thm35_v_ub
+from dpaudit.stats.order_statistics import log_tail_probability
 
 PINS = json.loads((Path(__file__).parent / "data" / "regression_pins.json").read_text())
 STRICT = 1e-9
@@ -37,7 +39,19 @@ def test_tight_pinned(row):
     # boundary (tol = 1e-6, E.tight's documented ``tol``), before and after: they differ by at
     # most that much.
     got = list(res.params.values())[0]
-    assert abs(got - theta) <= 1e-6 * max(1.0, theta) * 1.0001
+    allowed = 1e-6
+    if fam == "gdp" and mode == "exact" and r < n:
+        # One deliberate change (issue 14, second round): exact-mode mu-GDP p-values now come
+        # from the closed-form profile (GaussianProfile) instead of the 20,000-point lower
+        # envelope, which overstated gamma_bar's complement by ~3e-6 relative (a documented,
+        # conservative discretisation error).  The exact p-value is slightly smaller, so the
+        # boundary moves up by up to ~1 tol on top of the search tolerance; measured: 1.19
+        # and 0.90 tol on these rows.  The new answer is checked against the contract below.
+        allowed = 2e-6
+        a = log_tail_probability(GaussianDP(got), n, r, u)
+        b = log_tail_probability(GaussianDP(got + 1e-6 * max(1.0, got)), n, r, u)
+        assert a <= np.log(0.05) < b
+    assert abs(got - theta) <= allowed * max(1.0, theta) * 1.0001
     assert res.epsilon == pytest.approx(eps, rel=1e-5, abs=1e-12)
     assert res.p_value <= 0.05 or theta == 0.0
 

@@ -29,10 +29,13 @@ class MembershipObservations:
 
     @classmethod
     def from_arrays(cls, member: Any, score: Any) -> MembershipObservations:
+        """Validated observations.  Boolean ``member`` and float64 ``score`` inputs are not
+        copied: the fields are read-only views of the caller's arrays (other dtypes are
+        converted once: integer bits compared in their own dtype, scores to float64)."""
         m = check_binary_array("member", member)
         s = check_finite_array("score", score)
         check_same_length(member=m, score=s)
-        return cls(member=m, score=s)
+        return cls(member=_read_only(m), score=_read_only(s))
 
     @property
     def n(self) -> int:
@@ -40,7 +43,7 @@ class MembershipObservations:
 
     @property
     def n_members(self) -> int:
-        return int(self.member.sum())
+        return int(np.count_nonzero(self.member))
 
     @property
     def n_nonmembers(self) -> int:
@@ -50,6 +53,13 @@ class MembershipObservations:
         if self.n_members == 0 or self.n_nonmembers == 0:
             raise ValueError(f"member must contain both 0 and 1 entries; got "
                              f"{self.n_members} members and {self.n_nonmembers} non-members")
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    """A read-only view (the caller's array itself stays writable)."""
+    v = a.view()
+    v.flags.writeable = False
+    return v
 
 
 def _binary_matrix(name: str, a: np.ndarray) -> np.ndarray:

@@ -58,52 +58,6 @@ def largest_rejected(reject: Callable[[float], bool], lo: float, hi: float, *,
     return SearchResult(theta=a, nothing_rejected=False, hit_ceiling=False)
 
 
-def largest_rejected_root(margin: Callable[[float], float], lo: float, hi: float, *,
-                          tol: float = 1e-6, floor: float = -1e6) -> SearchResult:
-    """Largest theta in [lo, hi] with ``margin(theta) <= 0`` ("rejected"), for a margin that
-    is continuous and non-decreasing in theta (e.g. log p-value(theta) - log alpha).
-
-    Same contract as :func:`largest_rejected` for the predicate ``margin <= 0`` -- the
-    returned theta is the rejected end of a final bracket of width <= tol * max(1, |theta|),
-    so it is never above the true boundary and at most that far below it -- but the bracket
-    is shrunk with Chandrupatla's method (SciPy's ``optimize.elementwise.find_root``), which
-    uses the size of the margin and needs ~8 evaluations where bisection needs ~25.  A
-    margin of -inf (e.g. a p-value that underflows to 0) is read as ``floor``.
-    """
-    def g(theta: float) -> float:
-        v = float(margin(theta))
-        if math.isnan(v):
-            raise FloatingPointError(f"the search margin is NaN at {theta!r}")
-        return min(max(v, floor), -floor)
-
-    g_lo = g(lo)
-    if not g_lo <= 0:
-        return SearchResult(theta=lo, nothing_rejected=True, hit_ceiling=False)
-    g_hi = g(hi)
-    if g_hi <= 0:
-        return SearchResult(theta=hi, nothing_rejected=False, hit_ceiling=True)
-    if g_lo == 0:
-        return SearchResult(theta=lo, nothing_rejected=False, hit_ceiling=False)
-    known = {lo: g_lo, hi: g_hi}
-
-    def f(x: np.ndarray, _idx: np.ndarray) -> np.ndarray:
-        flat = np.asarray(x, dtype=float).reshape(-1)
-        vals = [known[v] if v in known else g(v) for v in flat.tolist()]
-        return np.asarray(vals, dtype=float).reshape(np.shape(x))
-
-    # width < xatol + xrtol |x| <= tol * max(1, |x|): the same stopping rule as bisection.
-    # chandrupatla = SciPy's find_root iteration (same iterates) without its overhead.
-    res = chandrupatla(f, np.array([lo]), np.array([hi]), np.array([g_lo]), np.array([g_hi]),
-                       xatol=0.5 * tol, xrtol=0.5 * tol)
-    xl, xr, fl, fr = (float(res[k][0]) for k in ("xl", "xr", "fl", "fr"))
-    x, fx = float(res["x"][0]), float(res["f_x"][0])
-    # the rejected end of the final bracket (Chandrupatla keeps f(xl) <= 0 < f(xr) here)
-    for cand, fc in ((xr, fr), (x, fx), (xl, fl)):
-        if fc <= 0 and lo <= cand <= hi:
-            return SearchResult(theta=cand, nothing_rejected=False, hit_ceiling=False)
-    return SearchResult(theta=lo, nothing_rejected=False, hit_ceiling=False)  # pragma: no cover
-
-
 def chandrupatla(f: Callable[[np.ndarray, np.ndarray], np.ndarray], a: np.ndarray,
                  b: np.ndarray, fa: np.ndarray, fb: np.ndarray, *, xatol: float,
                  xrtol: float, maxiter: int = 1000) -> dict[str, np.ndarray]:
@@ -191,38 +145,64 @@ def chandrupatla(f: Callable[[np.ndarray, np.ndarray], np.ndarray], a: np.ndarra
     return res
 
 
+def largest_rejected_root(margin: Callable[[float], float], lo: float, hi: float, *,
+                          tol: float = 1e-6, floor: float = -1e6) -> SearchResult:
+    """Largest theta in [lo, hi] with ``margin(theta) <= 0`` ("rejected"), for a margin that
+    is continuous and non-decreasing in theta (e.g. log p-value(theta) - log alpha).
+
+    Same contract as :func:`largest_rejected` for the predicate ``margin <= 0`` -- the
+    returned theta is the rejected end of a final bracket of width <= tol * max(1, |theta|),
+    so it is never above the true boundary and at most that far below it -- but the bracket
+    is shrunk with Chandrupatla's method (the iteration of SciPy's ``find_root``, run by
+    :func:`chandrupatla`), which uses the size of the margin and needs ~8 evaluations where
+    bisection needs ~25.  A margin of -inf (e.g. a p-value that underflows to 0) is read as
+    ``floor``.  One problem of :func:`largest_rejected_roots`.
+    """
+    def many(theta: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        return np.array([float(margin(float(x))) for x in np.reshape(theta, -1)])
+
+    return largest_rejected_roots(many, np.array([lo]), np.array([hi]), tol=tol,
+                                  floor=floor)[0]
+
+
 def largest_rejected_roots(margin: Callable[[np.ndarray, np.ndarray], np.ndarray],
                            lo: np.ndarray, hi: np.ndarray, *, tol: float = 1e-6,
-                           floor: float = -1e6) -> list[SearchResult]:
-    """:func:`largest_rejected_root` on many brackets [lo_i, hi_i] at once.
+                           floor: float = -1e6,
+                           ends: tuple[np.ndarray, np.ndarray] | None = None
+                           ) -> list[SearchResult]:
+    """:func:`largest_rejected_root` for many independent problems at once.
 
-    ``margin(theta, idx)`` returns the margins of elements ``idx`` at ``theta`` (arrays; the
-    margin of element i is continuous and non-decreasing in theta, <= 0 = "rejected").
-    Element i gets exactly the result of ``largest_rejected_root(margin_i, lo_i, hi_i,
-    tol=tol, floor=floor)``: the same checks of the ends, then the same Chandrupatla
-    iterates (:func:`chandrupatla`, which reproduces SciPy's ``find_root``) and the same
-    choice of the rejected end of the final bracket, so the contract is unchanged (an
-    actually rejected theta within tol * max(1, |theta|) of the boundary).
+    ``margin(theta, idx)`` returns the margins of problems ``idx`` (an integer array) at
+    ``theta`` (same shape); each problem i has its own bracket [lo[i], hi[i]].  Every problem
+    gets exactly the result :func:`largest_rejected_root` gives it alone (same end checks,
+    same Chandrupatla iterates -- SciPy's ``find_root`` is elementwise -- same choice of the
+    rejected end), but each iteration evaluates the margin once for all unfinished problems,
+    so a margin that is cheaper in bulk (e.g. one NumPy pass over a matrix) pays off.
+    ``ends``: the margins at ``lo`` and ``hi`` when the caller already has them.
     """
-    lo = np.array(lo, dtype=float).reshape(-1)
-    hi = np.array(hi, dtype=float).reshape(-1)
-    n = lo.size
-    if n == 0:
-        return []
+    lo = np.asarray(lo, dtype=float).reshape(-1)
+    hi = np.asarray(hi, dtype=float).reshape(-1)
+    k = lo.size
 
     def g(theta: np.ndarray, idx: np.ndarray) -> np.ndarray:
-        v = np.asarray(margin(np.asarray(theta, dtype=float), idx), dtype=float)
+        v = np.asarray(margin(theta, idx), dtype=float)
         if np.isnan(v).any():
             bad = float(np.asarray(theta)[np.isnan(v)][0])
             raise FloatingPointError(f"the search margin is NaN at {bad!r}")
-        return np.minimum(np.maximum(v, floor), -floor)
+        return np.clip(v, floor, -floor)
 
-    all_idx = np.arange(n)
-    both = g(np.concatenate([lo, hi]), np.concatenate([all_idx, all_idx]))
-    g_lo, g_hi = both[:n], both[n:]
-    out: list[SearchResult | None] = [None] * n
-    run = np.zeros(n, dtype=bool)
-    for i in range(n):
+    if ends is not None:
+        g_lo = np.clip(np.asarray(ends[0], dtype=float).reshape(-1), floor, -floor)
+        g_hi = np.clip(np.asarray(ends[1], dtype=float).reshape(-1), floor, -floor)
+    else:
+        g_lo = g(lo, np.arange(k))
+        g_hi = np.full(k, np.inf)
+        low_rejected = np.flatnonzero(g_lo <= 0)  # the ceiling matters only for these
+        if low_rejected.size:
+            g_hi[low_rejected] = g(hi[low_rejected], low_rejected)
+    out: list[SearchResult | None] = [None] * k
+    todo = []
+    for i in range(k):
         if not g_lo[i] <= 0:
             out[i] = SearchResult(theta=float(lo[i]), nothing_rejected=True, hit_ceiling=False)
         elif g_hi[i] <= 0:
@@ -230,33 +210,33 @@ def largest_rejected_roots(margin: Callable[[np.ndarray, np.ndarray], np.ndarray
         elif g_lo[i] == 0:
             out[i] = SearchResult(theta=float(lo[i]), nothing_rejected=False, hit_ceiling=False)
         else:
-            run[i] = True
-    sel = all_idx[run]
-    if sel.size:
-        known_lo, known_hi = lo[sel], hi[sel]
+            todo.append(i)
+    if todo:
+        t = np.asarray(todo)
+        a, b, ga, gb = lo[t], hi[t], g_lo[t], g_hi[t]
 
-        def f(x: np.ndarray, k: np.ndarray) -> np.ndarray:
-            # values at the bracket ends are known (as largest_rejected_root's cache)
-            out_f = np.empty(x.size)
-            at_lo, at_hi = x == known_lo[k], x == known_hi[k]
-            out_f[at_lo] = g_lo[sel[k[at_lo]]]
-            out_f[at_hi & ~at_lo] = g_hi[sel[k[at_hi & ~at_lo]]]
-            rest = ~(at_lo | at_hi)
+        def f(x: np.ndarray, j: np.ndarray) -> np.ndarray:
+            j = np.broadcast_to(j, np.shape(x)).astype(np.int64)
+            x = np.asarray(x, dtype=float)
+            val = np.empty(x.shape)
+            at_a, at_b = x == a[j], x == b[j]
+            val[at_a], val[at_b] = ga[j][at_a], gb[j][at_b]
+            rest = ~(at_a | at_b)
             if rest.any():
-                out_f[rest] = g(x[rest], sel[k[rest]])
-            return out_f
+                val[rest] = g(x[rest], t[j[rest]])
+            return val
 
-        res = chandrupatla(f, lo[sel], hi[sel], g_lo[sel], g_hi[sel], xatol=0.5 * tol,
-                           xrtol=0.5 * tol)
-        for j, i in enumerate(sel.tolist()):
-            theta = None
-            for cand, fc in ((res["xr"][j], res["fr"][j]), (res["x"][j], res["f_x"][j]),
-                             (res["xl"][j], res["fl"][j])):
+        # Chandrupatla: SciPy find_root's iteration (same iterates), without its overhead
+        res = chandrupatla(f, a, b, ga, gb, xatol=0.5 * tol, xrtol=0.5 * tol)
+        xl, xr, fl, fr = res["xl"], res["xr"], res["fl"], res["fr"]
+        xs, fs = res["x"], res["f_x"]
+        for j, i in enumerate(todo):
+            pick = float(lo[i])
+            for cand, fc in ((xr[j], fr[j]), (xs[j], fs[j]), (xl[j], fl[j])):
                 if fc <= 0 and lo[i] <= cand <= hi[i]:
-                    theta = float(cand)
+                    pick = float(cand)
                     break
-            out[i] = SearchResult(theta=float(lo[i]) if theta is None else theta,
-                                  nothing_rejected=False, hit_ceiling=False)
+            out[i] = SearchResult(theta=pick, nothing_rejected=False, hit_ceiling=False)
     return [r for r in out if r is not None]
 
 

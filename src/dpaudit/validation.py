@@ -180,17 +180,23 @@ def check_nested_counts(**counts: object) -> tuple[int, ...]:
 
 def check_finite_array(name: str, values: object, *, min_size: int = 1) -> np.ndarray:
     """A 1-D float array with no NaN or inf and at least ``min_size`` entries (strings and
-    complex numbers are rejected, not coerced)."""
-    arr = _numeric_array(name, values, "an array of real numbers").astype(float)
+    complex numbers are rejected, not coerced).
+
+    A float64 input is returned without a copy (it may be the caller's array: do not modify
+    the result in place); other dtypes are converted to float64.  Integer and boolean inputs
+    are finite by construction and skip the finiteness scan; float inputs take one pass
+    (``np.isfinite(...).all()``) and a second one only to name the first bad entry.
+    """
+    raw = _numeric_array(name, values, "an array of real numbers")
+    arr = np.asarray(raw, dtype=np.float64)
     if arr.ndim != 1:
         arr = arr.reshape(-1) if arr.ndim == 0 else arr
         if arr.ndim != 1:
             raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
     if arr.size < min_size:
         raise ValueError(f"{name} must have at least {min_size} entries, got {arr.size}")
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
+    if raw.dtype.kind not in "biu" and not np.isfinite(arr).all():
+        i = int(np.flatnonzero(~np.isfinite(arr))[0])
         raise ValueError(f"{name} must be finite (no NaN/inf); entry {i} is {float(arr[i])}")
     return arr
 
@@ -217,8 +223,15 @@ def check_binary_array(name: str, values: object, *, min_size: int = 1,
         raise ValueError(f"{name} must have at least {min_size} entries, got {arr.size}")
     if arr.dtype == bool:
         return arr
+    if arr.dtype.kind in "iu" and arr.dtype.isnative:
+        # integers: 0/1 check in their own dtype (no float64 copy); as unsigned of the same
+        # width (native byte order), every entry other than 0 and 1 (negatives too) is > 1
+        if not (arr.view(f"u{arr.dtype.itemsize}") > 1).any():
+            if arr.dtype.itemsize == 1 and arr.flags.c_contiguous:
+                return arr.view(bool)
+            return arr != 0
     try:
-        f = arr.astype(float)
+        f = np.asarray(arr, dtype=float)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must contain only 0/1 values") from None
     ok = (f == 0) | (f == 1)

@@ -45,7 +45,7 @@ from dpaudit.curves import resolve_family
 from dpaudit.estimators.bits import CI_METHODS, bits
 from dpaudit.estimators.mahloujifar import mahloujifar
 from dpaudit.estimators.steinke import _guesses_from_sorted, steinke
-from dpaudit.estimators.tight import tight
+from dpaudit.estimators.tight import tight_many
 from dpaudit.observations import MembershipObservations
 from dpaudit.results import AuditResult
 from dpaudit.validation import (
@@ -121,26 +121,43 @@ def _check_grid(grid: Sequence[tuple[int, int]], n: int) -> tuple[np.ndarray, np
     return kp, km
 
 
-def _run_point(method: str, n: int, r: int, u: int, *, family: Any, delta: float,
-               confidence: float, bits_ci: str, tight_mode: str) -> AuditResult:
-    """One bound: the estimator contracts of DESIGN.md on the counts (n, r, u)."""
+def _run_points(method: str, n: int, r: list[int], u: list[int], *, family: Any,
+                delta: float, confidence: float, bits_ci: str, tight_mode: str
+                ) -> list[AuditResult]:
+    """One method's bounds at every (r_i, u_i) of the grid (the estimator contracts of
+    DESIGN.md on the counts; the tight search handles the points together)."""
     if method == "tight":
-        return tight(n=n, r=r, u=u, family=family, delta=delta, confidence=confidence,
-                     mode=tight_mode)
+        return tight_many(n, r, u, family=family, delta=delta, confidence=confidence,
+                          mode=tight_mode)
     if method == "bits":
-        return bits(n=n, errors=u, family=family, delta=delta, confidence=confidence,
-                    ci=bits_ci)
+        return [bits(n=n, errors=b, family=family, delta=delta, confidence=confidence,
+                     ci=bits_ci) for b in u]
     if method == "steinke":
-        return steinke(m=n, guesses=r, correct=r - u, delta=delta, confidence=confidence)
-    return mahloujifar(m=n, guesses=r, correct=r - u, delta=delta, confidence=confidence,
-                       family=family)
+        return [steinke(m=n, guesses=a, correct=a - b, delta=delta, confidence=confidence)
+                for a, b in zip(r, u, strict=True)]
+    return [mahloujifar(m=n, guesses=a, correct=a - b, delta=delta, confidence=confidence,
+                        family=family) for a, b in zip(r, u, strict=True)]
+
+
+def _balance_p_value(k: int, n: int) -> float:
+    """Two-sided exact binomial test of k ones among n against probability 1/2.
+
+    The pmf of Binomial(n, 1/2) is symmetric, so the two-sided p-value (the mass of outcomes
+    no more likely than k) is ``min(1, 2 P[X <= min(k, n - k)])``, and 1 at k = n/2: one
+    regularised incomplete beta call instead of ``scipy.stats.binomtest``'s search over the
+    other tail (same value to rounding: ``tests/test_guess_selection.py``)."""
+    lo = min(k, n - k)
+    if 2 * lo == n:
+        return 1.0
+    return float(min(1.0, 2.0 * stats.binom.cdf(lo, n, 0.5)))
 
 
 def _balance_warning(obs: MembershipObservations) -> None:
     """Every one-run method assumes i.i.d. uniform bits; flag a grossly unbalanced input."""
-    p = stats.binomtest(obs.n_members, obs.n, 0.5).pvalue if obs.n <= 10**7 else 1.0
+    n1 = obs.n_members
+    p = _balance_p_value(n1, obs.n)
     if p < 1e-3:
-        warnings.warn(f"member bits look unbalanced ({obs.n_members} of {obs.n} are 1, "
+        warnings.warn(f"member bits look unbalanced ({n1} of {obs.n} are 1, "
                       f"binomial p = {p:.2g}); one-run audits assume each canary is included "
                       f"independently with probability 1/2", UserWarning, stacklevel=3)
 
@@ -173,7 +190,7 @@ def audit_one_run(member: Any, score: Any, delta: float = 1e-5, confidence: floa
       simultaneous: split 1 - confidence across the methods as well, so that the maximum over
         all rows is valid at ``confidence`` (Bonferroni over methods x grid).
       seed: random tie-breaking of equal scores.
-      n_jobs: worker processes (forked) for the (method, grid point) bound computations;
+      n_jobs: worker processes (forked) for the bound computations (one task per method);
         1 (default) = in-process.  Results do not depend on it.
 
     Each result keeps its estimator's fields and gains ``settings`` k_plus, k_minus, guesses,
@@ -226,16 +243,13 @@ def audit_one_run(member: Any, score: Any, delta: float = 1e-5, confidence: floa
                    zip(counts["k_plus"][:-1], counts["k_minus"][:-1], counts["guesses"][:-1],
                        counts["wrong"][:-1], strict=True)]
         plan.append((m, pts, 1.0 - alpha_method / len(pts)))
-    tasks = [(m, n, r, u, family, delta, conf, bits_ci, tight_mode)
-             for m, pts, conf in plan for _, _, r, u in pts]
+    tasks = [(m, n, [r for _, _, r, _ in pts], [u for _, _, _, u in pts], family, delta,
+              conf, bits_ci, tight_mode) for m, pts, conf in plan]
     done = _map(tasks, check_count("n_jobs", n_jobs, minimum=1))
 
     results: list[AuditResult] = []
-    pos = 0
-    for m, pts, conf_each in plan:
+    for (m, pts, conf_each), rows in zip(plan, done, strict=True):
         g = len(pts)
-        rows = done[pos:pos + g]
-        pos += g
         eps = [float(x.epsilon) for x in rows]
         best = int(np.argmax(eps))
         chosen = rows[best]
@@ -255,13 +269,13 @@ def audit_one_run(member: Any, score: Any, delta: float = 1e-5, confidence: floa
     return results
 
 
-def _task(task: tuple[Any, ...]) -> AuditResult:
+def _task(task: tuple[Any, ...]) -> list[AuditResult]:
     m, n, r, u, family, delta, conf, bits_ci, tight_mode = task
-    return _run_point(m, n, r, u, family=family, delta=delta, confidence=conf,
-                      bits_ci=bits_ci, tight_mode=tight_mode)
+    return _run_points(m, n, r, u, family=family, delta=delta, confidence=conf,
+                       bits_ci=bits_ci, tight_mode=tight_mode)
 
 
-def _map(tasks: list[tuple[Any, ...]], workers: int) -> list[AuditResult]:
+def _map(tasks: list[tuple[Any, ...]], workers: int) -> list[list[AuditResult]]:
     """Evaluate the bound computations, in worker processes when it pays off.
 
     The estimators are dominated by SciPy calls that hold the GIL, so threads do not help;

@@ -42,6 +42,7 @@ import numpy as np
 from scipy import special
 from scipy.special import _ufuncs as _scipy_ufuncs
 
+from dpaudit.estimators.guess_select import lowest_member_counts
 from dpaudit.results import AuditResult
 from dpaudit.search import largest_rejected_roots
 from dpaudit.validation import (
@@ -404,10 +405,12 @@ def guesses_from_scores(truth: Any, score: Any, k_pos: Any, k_neg: Any, *,
     "excluded" (0) for the ``k_neg`` lowest, abstain on the rest.
 
     Returns ``(guesses, correct)`` with guesses = k_pos + k_neg.  ``k_pos``/``k_neg`` may be
-    arrays (a k-sweep): the canaries are sorted once and the counts come from cumulative sums,
-    so a whole sweep costs O(m log m).  Ties in ``score`` are broken by a uniformly random
-    priority drawn from ``rng`` (independent of ``truth``, so tie-breaking cannot leak the
-    truth through the input order).
+    arrays (a k-sweep): the counts at the few ranks needed come from selection (O(m) per
+    sweep of up to 512 distinct ranks, :mod:`dpaudit.estimators.guess_select`), longer sweeps
+    from one sort and cumulative sums (O(m log m)).  Ties in ``score`` are broken by a
+    uniformly random priority drawn from ``rng`` (independent of ``truth``, so tie-breaking
+    cannot leak the truth through the input order): ``gen.random(m)`` with ``gen`` =
+    :func:`tie_break_rng` ``(rng)``, the lowest priority first among equal scores.
     """
     t = check_binary_array("truth", truth)
     s = check_finite_array("score", score)
@@ -474,13 +477,44 @@ _PRIO_CHUNK = 1 << 20
 
 def _guesses_from_sorted(t: np.ndarray, s: np.ndarray, k_pos: Any, k_neg: Any,
                          rng: np.random.Generator | int) -> tuple[Any, Any]:
-    """:func:`guesses_from_scores` on validated arrays (bool truth, float scores)."""
+    """:func:`guesses_from_scores` on validated arrays (bool truth, float scores).
+
+    The prefix counts c(k) (1-bits among the k lowest scores, ties by a random priority) come
+    from selection at the few ranks needed (:mod:`dpaudit.estimators.guess_select`), not from
+    a full sort; the result and the generator state equal those of
+    :func:`_guesses_from_sorted_reference` (tested in ``tests/test_guess_selection.py``).
+    """
     m = t.size
+    kp, kn = _check_ks(k_pos, k_neg, m)
+    gen = tie_break_rng(rng)
+    # Correct "excluded" guesses among the k_neg lowest: k_neg - c(k_neg); correct "included"
+    # among the k_pos highest: c(m) - c(m - k_pos).
+    ks = np.concatenate([(m - kp).reshape(-1), kn.reshape(-1), [m]])
+    c = lowest_member_counts(t, s, ks, gen)
+    c_top, c_neg, total = c[:kp.size].reshape(kp.shape), c[kp.size:-1].reshape(kn.shape), c[-1]
+    correct = (total - c_top) + (kn - c_neg)
+    guesses = kp + kn
+    if guesses.ndim == 0:
+        return int(guesses), int(correct)
+    return guesses, correct
+
+
+def _check_ks(k_pos: Any, k_neg: Any, m: int) -> tuple[np.ndarray, np.ndarray]:
     kp = check_count_array("k_pos", k_pos)
     kn = check_count_array("k_neg", k_neg)
     kp, kn = np.broadcast_arrays(kp, kn)
     if np.any(kp + kn > m):
         raise ValueError(f"k_pos + k_neg must be <= the number of canaries ({m})")
+    return kp, kn
+
+
+def _guesses_from_sorted_reference(t: np.ndarray, s: np.ndarray, k_pos: Any, k_neg: Any,
+                                   rng: np.random.Generator | int) -> tuple[Any, Any]:
+    """Reference implementation of :func:`_guesses_from_sorted`: one tie-broken sort
+    (:func:`ascending_order`), then cumulative sums.  O(m log m) time and an m-sized int64
+    permutation; kept as the oracle of the equivalence tests."""
+    m = t.size
+    kp, kn = _check_ks(k_pos, k_neg, m)
     order = ascending_order(s, rng)  # ascending score, random among ties
     # c[k] = number of 1-bits among the k lowest scores (k = 1..m).  Correct "excluded"
     # guesses among the k_neg lowest: k_neg - c[k_neg]; correct "included" among the k_pos
