@@ -21,6 +21,16 @@ private f gives a smaller B^{-1}).  Meta's PrivacyGuard scans a fixed sigma grid
 the k-ary search returns the same parameter to within ``tol`` (the grid answer is a
 slightly smaller bound).
 
+Many observations at once (:func:`mahloujifar_many`, e.g. the guess-count grid of
+``audit_one_run``): the k-ary searches of all observations run together
+(:func:`dpaudit.search.largest_rejected_grid`) and each pass steps the recursion once for all
+(observation, candidate) pairs.  Two exact shortcuts keep the steps few: r and h never
+decrease, so a candidate whose r + h already exceeds c'/m is rejected at once; and only the
+first non-rejected candidate of a pass matters, so candidates above a known non-rejected one
+are dropped.  Every candidate that matters runs the same floating-point operations as the
+one-candidate recursion, so the search takes the same decisions and returns the same
+parameter bit for bit (the scalar :func:`mahloujifar` is this path with one observation).
+
 Asymmetric curves: the recursion needs a symmetric f.  For the ordered sub-sampled Gaussian
 pair the symmetrised envelope C_q(G_mu) = (min{f_q, f_q^{-1}})** of Dong, Roth and Su is
 used (a weaker, valid null); other asymmetric curves are refused.
@@ -36,20 +46,22 @@ import numpy as np
 from scipy import special
 
 from dpaudit.curves.base import Curve
-from dpaudit.curves.families import resolve_family
+from dpaudit.curves.families import Family, resolve_family
 from dpaudit.curves.gaussian import GaussianDP
+from dpaudit.curves.laplace import LaplaceDP
 from dpaudit.curves.subsampled import SubsampledGaussianDP, sgm_tradeoff
 from dpaudit.results import AuditResult
-from dpaudit.search import largest_rejected_batched
+from dpaudit.search import largest_rejected_grid
 from dpaudit.validation import (
     check_confidence,
     check_count,
+    check_count_array,
     check_delta,
     check_nested_counts,
     check_positive,
 )
 
-__all__ = ["mahloujifar", "mahloujifar_reject", "inverse_blowup"]
+__all__ = ["mahloujifar", "mahloujifar_many", "mahloujifar_reject", "inverse_blowup"]
 
 
 def _symmetric(curve: Curve) -> Curve:
@@ -130,6 +142,187 @@ def mahloujifar_reject(curve: Curve, m: int, guesses: int, correct: int,
     return bool(_gap([curve], m, cp, c, tau)[0] > 0)
 
 
+#: recursion steps between checks for finished, rejected and dropped candidates (_BLOCK_MAX
+#: once at most _FEW candidates are left)
+_BLOCK = 8
+_BLOCK_MAX = 32
+_FEW = 32
+
+
+def _binv_family(fam: Family, thetas: np.ndarray
+                 ) -> Callable[[np.ndarray], Callable[[np.ndarray], np.ndarray]]:
+    """B^{-1} of the family members ``thetas`` (one per candidate), as ``bind(sel)`` ->
+    ``fn(y)`` evaluating candidate sel[j] at y[j].  For y in [0, 1] each entry is the same
+    floating-point value as :func:`_binv_many` on the candidates' curves (the named families
+    use the same formulas with per-candidate parameters; any other family builds its curves
+    and uses :func:`_binv_many` itself)."""
+    build = fam.build
+    if build is GaussianDP:
+        mus = np.asarray(thetas, dtype=float)  # = GaussianDP(t).mu (t > 0: float(t))
+        if mus.size and not mus.min() > 0:
+            raise ValueError(f"mu must be finite and in (0, inf), got {float(mus.min())!r}")
+
+        def bind_gdp(sel: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+            mu = mus[sel]
+            return lambda y: special.ndtr(special.ndtri(y) - mu)
+        return bind_gdp
+    if build is LaplaceDP:
+        eps = [LaplaceDP(t).eps for t in thetas.tolist()]
+        # LaplaceDP.tradeoff's scalars, per candidate (math.exp, as there)
+        ex = np.array([math.exp(e) for e in eps])
+        emx = np.array([math.exp(-e) for e in eps])
+
+        def bind_laplace(sel: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+            e1, e2 = ex[sel], emx[sel]
+            lo = e2 / 2
+
+            def fn(y: np.ndarray) -> np.ndarray:
+                a = np.clip(1.0 - y, 0.0, 1.0)
+                with np.errstate(divide="ignore", over="ignore"):
+                    mid = e2 / (4 * np.where(a > 0, a, 1.0))
+                return np.where(a < lo, 1 - e1 * a, np.where(a <= 0.5, mid, e2 * (1 - a)))
+            return fn
+        return bind_laplace
+    curves = [_symmetric(fam.curve(float(t))) for t in thetas.tolist()]
+    if all(isinstance(c, SubsampledGaussianDP) for c in curves) and \
+            len({(c.q, c.symmetrized) for c in curves}) == 1:
+        mus_s = np.array([c.mu for c in curves])
+        q, sym = curves[0].q, curves[0].symmetrized
+
+        def bind_sgm(sel: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+            mu = mus_s[sel]
+            return lambda y: sgm_tradeoff(mu, q, 1.0 - y, symmetrized=sym)
+        return bind_sgm
+    many = _binv_many(curves)
+
+    def bind_any(sel: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+        return lambda y: many(y, sel)
+    return bind_any
+
+
+def _reject_prefix(bind: Callable[[np.ndarray], Callable[[np.ndarray], np.ndarray]],
+                   row: np.ndarray, col: np.ndarray, n_rows: int, m: np.ndarray,
+                   cp: np.ndarray, c: np.ndarray, tau: float) -> np.ndarray:
+    """"reject" (r[0] + h[0] > c'/m) for candidates (``row``, ``col``): observation
+    ``row[j]`` (counts m, cp, c indexed by row) against candidate ``j`` of the bound B^{-1}.
+
+    Exact up to and including the first non-rejected column of each row (the contract of
+    :func:`dpaudit.search.largest_rejected_grid`); later columns may be reported False
+    unevaluated.  The recursion is stepped for all candidates at once, each with its own
+    index i = c - 1 - t, in the floating-point operations of :func:`_gap`; a candidate
+    leaves when h stops changing or i reaches 0 (its final r + h is then decided), when
+    r + h - c'/m > 0 already (r and h never decrease, so the final value is larger), or when
+    a column to its left in the same row is known not to be rejected.
+    """
+    k = row.size
+    out = np.zeros(k, dtype=bool)
+    sel = np.arange(k)
+    # per-candidate arrays, compacted together whenever candidates leave
+    row_a, col_a = row, col
+    cp_a = cp.astype(float)[row]
+    cm1_a = (c - 1).astype(float)[row]
+    gm_a = (cp / m)[row]
+    steps_a = c[row]                         # the recursion runs i = c-1, ..., 0
+    r = (tau * c / m)[row]
+    h = (tau * (cp - c) / m)[row]
+    first_false = np.full(n_rows, np.iinfo(np.int64).max)
+    changed = np.ones(k, dtype=bool)
+    binv = None
+    t = 0
+    while True:
+        # finished: h stopped changing, or i went down to 0 (c = 0: nothing to run)
+        fin = ~changed | (steps_a <= t)
+        rejected = (r + h) - gm_a > 0
+        done = fin | rejected
+        if done.any():
+            out[sel[done]] = rejected[done]
+            nf = fin & ~rejected
+            if nf.any():
+                np.minimum.at(first_false, row_a[nf], col_a[nf])
+            keep = ~done & (col_a < first_false[row_a])
+        else:
+            keep = col_a < first_false[row_a]
+        if binv is None or not keep.all():
+            sel, r, h = sel[keep], r[keep], h[keep]
+            row_a, col_a, cp_a, cm1_a = row_a[keep], col_a[keep], cp_a[keep], cm1_a[keep]
+            gm_a, steps_a = gm_a[keep], steps_a[keep]
+            if not sel.size:
+                return out
+            binv = bind(sel)
+        # few candidates left: steps are cheap per candidate, checks are not
+        block = _BLOCK if sel.size > _FEW else _BLOCK_MAX
+        nb = min(block, int(steps_a.min()) - t)
+        # the weights i / (c' - i) of the block's steps, i = c - 1 - t (same division)
+        i = cm1_a[None, :] - np.arange(t, t + nb, dtype=float)[:, None]
+        w = i / (cp_a[None, :] - i)
+        for s in range(nb):
+            hn = np.maximum(h, binv(r))
+            r = np.minimum(r + w[s] * (hn - h), 1.0)
+            if s == nb - 1:
+                changed = hn > h
+            h = hn
+        t += nb
+
+
+def mahloujifar_many(m: int, guesses: Any, correct: Any, delta: float = 1e-5,
+                     confidence: float = 0.95, family: Any = "gdp", *, tol: float = 1e-6,
+                     grid_points: int | None = None) -> list[AuditResult]:
+    """:func:`mahloujifar` for many observations (guesses[i], correct[i]) of the same ``m``
+    canaries at once -- e.g. the guess-count grid of ``audit_one_run``.
+
+    Returns one AuditResult per observation, each identical to
+    ``mahloujifar(m, guesses[i], correct[i], delta, confidence, family, tol=tol,
+    grid_points=grid_points)`` (same search grids, same parameter, same fields); the
+    searches and the recursion steps are shared across observations (module docstring).
+    """
+    m = check_count("m", m, minimum=1)
+    g_arr = check_count_array("guesses", guesses).reshape(-1)
+    c_arr = check_count_array("correct", correct).reshape(-1)
+    if g_arr.size != c_arr.size:
+        raise ValueError(f"guesses and correct must have the same length, got {g_arr.size} "
+                         f"and {c_arr.size}")
+    for gi, ci in zip(g_arr.tolist(), c_arr.tolist(), strict=True):
+        _check_counts(m, gi, ci)
+    delta = check_delta(delta)
+    confidence = check_confidence(confidence)
+    tol = check_positive("tol", tol, upper=0.1)
+    fam = resolve_family(family, delta)
+    tau = 1.0 - confidence
+    if grid_points is None:
+        grid_points = 33 if fam.name == "gdp" else 9
+    grid_points = check_count("grid_points", grid_points, minimum=3)
+    n = g_arr.size
+    m_arr = np.full(n, m, dtype=np.int64)
+
+    def reject_rows(rows: np.ndarray, thetas: np.ndarray) -> np.ndarray:
+        k, w = thetas.shape
+        bind = _binv_family(fam, thetas.reshape(-1))
+        row = np.repeat(rows, w)
+        col = np.tile(np.arange(w), k)
+        rej = _reject_prefix(bind, row, col, n, m_arr, g_arr, c_arr, tau)
+        return rej.reshape(k, w)
+
+    searches, evals = largest_rejected_grid(reject_rows, fam.lo, fam.hi, tol, grid_points, n)
+    out = []
+    for res, ev, cp, c in zip(searches, evals.tolist(), g_arr.tolist(), c_arr.tolist(),
+                              strict=True):
+        if res.nothing_rejected:
+            theta, eps = 0.0, 0.0
+        else:
+            theta = res.theta
+            eps = fam.epsilon(theta, delta)
+        out.append(AuditResult(
+            epsilon=float(eps), delta=delta, confidence=confidence, method="mahloujifar",
+            params={fam.param_name: float(theta)}, p_value=None,
+            settings={"m": m, "guesses": cp, "correct": c, "family": fam.name,
+                      "delta": delta, "confidence": confidence, "tol": tol,
+                      "grid_points": grid_points},
+            details={"hit_ceiling": res.hit_ceiling, "nothing_rejected": res.nothing_rejected,
+                     "search_range": [fam.lo, fam.hi], "candidates_evaluated": ev,
+                     "accuracy": c / cp if cp else math.nan}))
+    return out
+
+
 def mahloujifar(m: int, guesses: int, correct: int, delta: float = 1e-5,
                 confidence: float = 0.95, family: Any = "gdp", *, tol: float = 1e-6,
                 grid_points: int | None = None) -> AuditResult:
@@ -144,31 +337,9 @@ def mahloujifar(m: int, guesses: int, correct: int, delta: float = 1e-5,
       family: null family (default "gdp"); see :func:`dpaudit.curves.resolve_family`.
       tol: relative tolerance of the search over the family parameter.
       grid_points: candidates per search pass (default 33 for GDP, 9 otherwise).
+
+    This is :func:`mahloujifar_many` with one observation (one implementation).
     """
     m, cp, c = _check_counts(m, guesses, correct)
-    delta = check_delta(delta)
-    confidence = check_confidence(confidence)
-    tol = check_positive("tol", tol, upper=0.1)
-    fam = resolve_family(family, delta)
-    tau = 1.0 - confidence
-    if grid_points is None:
-        grid_points = 33 if fam.name == "gdp" else 9
-    grid_points = check_count("grid_points", grid_points, minimum=3)
-
-    def reject_many(thetas: np.ndarray) -> np.ndarray:
-        return _gap([fam.curve(float(t)) for t in thetas], m, cp, c, tau) > 0
-
-    res, evals = largest_rejected_batched(reject_many, fam.lo, fam.hi, tol, grid_points)
-    if res.nothing_rejected:
-        theta, eps = 0.0, 0.0
-    else:
-        theta = res.theta
-        eps = fam.epsilon(theta, delta)
-    return AuditResult(
-        epsilon=float(eps), delta=delta, confidence=confidence, method="mahloujifar",
-        params={fam.param_name: float(theta)}, p_value=None,
-        settings={"m": m, "guesses": cp, "correct": c, "family": fam.name, "delta": delta,
-                  "confidence": confidence, "tol": tol, "grid_points": grid_points},
-        details={"hit_ceiling": res.hit_ceiling, "nothing_rejected": res.nothing_rejected,
-                 "search_range": [fam.lo, fam.hi], "candidates_evaluated": evals,
-                 "accuracy": c / cp if cp else math.nan})
+    return mahloujifar_many(m, [cp], [c], delta, confidence, family, tol=tol,
+                            grid_points=grid_points)[0]

@@ -43,8 +43,8 @@ from scipy import stats
 
 from dpaudit.curves import resolve_family
 from dpaudit.estimators.bits import CI_METHODS, bits
-from dpaudit.estimators.mahloujifar import mahloujifar
-from dpaudit.estimators.steinke import _guesses_from_sorted, steinke
+from dpaudit.estimators.mahloujifar import mahloujifar_many
+from dpaudit.estimators.steinke import _guesses_from_sorted, steinke_many
 from dpaudit.estimators.tight import tight_many
 from dpaudit.observations import MembershipObservations
 from dpaudit.results import AuditResult
@@ -88,9 +88,10 @@ def guess_counts(member: Any, score: Any, grid: Sequence[tuple[int, int]], *,
                  seed: int | np.random.Generator | None = 0) -> dict[str, np.ndarray]:
     """Counts of the top-k_plus / bottom-k_minus guessing rule at every grid point.
 
-    A thin wrapper of :func:`dpaudit.estimators.steinke.guesses_from_scores` (one sort, then
-    cumulative sums, ties broken by a random priority drawn from ``seed``).  Returns arrays
-    ``k_plus, k_minus, guesses (r), wrong (u), correct (v = r - u)``.
+    A thin wrapper of :func:`dpaudit.estimators.steinke.guesses_from_scores` (the needed order
+    statistics by selection, :mod:`dpaudit.estimators.guess_select`, then one counting pass;
+    ties broken by a random priority drawn from ``seed``, exactly as a full sort would).
+    Returns arrays ``k_plus, k_minus, guesses (r), wrong (u), correct (v = r - u)``.
     """
     return _guess_counts(MembershipObservations.from_arrays(member, score), grid, seed)
 
@@ -125,18 +126,17 @@ def _run_points(method: str, n: int, r: list[int], u: list[int], *, family: Any,
                 delta: float, confidence: float, bits_ci: str, tight_mode: str
                 ) -> list[AuditResult]:
     """One method's bounds at every (r_i, u_i) of the grid (the estimator contracts of
-    DESIGN.md on the counts; the tight search handles the points together)."""
+    DESIGN.md on the counts; tight, Steinke and Mahloujifar search the points together)."""
     if method == "tight":
         return tight_many(n, r, u, family=family, delta=delta, confidence=confidence,
                           mode=tight_mode)
     if method == "bits":
         return [bits(n=n, errors=b, family=family, delta=delta, confidence=confidence,
                      ci=bits_ci) for b in u]
+    correct = [a - b for a, b in zip(r, u, strict=True)]
     if method == "steinke":
-        return [steinke(m=n, guesses=a, correct=a - b, delta=delta, confidence=confidence)
-                for a, b in zip(r, u, strict=True)]
-    return [mahloujifar(m=n, guesses=a, correct=a - b, delta=delta, confidence=confidence,
-                        family=family) for a, b in zip(r, u, strict=True)]
+        return steinke_many(n, r, correct, delta=delta, confidence=confidence)
+    return mahloujifar_many(n, r, correct, delta=delta, confidence=confidence, family=family)
 
 
 def _balance_p_value(k: int, n: int) -> float:
@@ -222,7 +222,7 @@ def audit_one_run(member: Any, score: Any, delta: float = 1e-5, confidence: floa
     _balance_warning(obs)
 
     pairs = default_grid(n, fractions) if grid is None else [tuple(p) for p in grid]
-    # one sort for the whole grid plus the bits median split (last entry)
+    # one selection pass for the whole grid plus the bits median split (last entry)
     counts = _guess_counts(obs, [*pairs, ((n + 1) // 2, n // 2)], seed)
     if bits_threshold is None:
         bits_kp = (n + 1) // 2
