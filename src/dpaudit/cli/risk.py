@@ -30,7 +30,7 @@ from dpaudit.risk.bounds import (
     advantage,
     epsilon_protect,
     leaked_bits,
-    single_target_bound,
+    single_target_from_beta,
     thm35_tail,
 )
 from dpaudit.risk.flipping import beta, check_epsilon, check_prior_scalar
@@ -45,26 +45,47 @@ def risk_summary(epsilon: float, delta: float, priors: np.ndarray, *, confidence
     n = int(priors.size)
     tb = thm35_tail(priors, epsilon, delta, delta_multiplier=delta_multiplier)
     vub = int(tb.v_ub(confidence))
-    per_target = np.atleast_1d(single_target_bound(priors, epsilon, delta, theorem="thm3.5"))
-    post_cor34 = np.atleast_1d(single_target_bound(priors, epsilon, delta, theorem="cor3.4"))
-    inner = (priors > 0) & (priors < 1)
-    adv = np.atleast_1d(advantage(post_cor34[inner], priors[inner])) if inner.any() \
-        else np.zeros(1)
-    eps_prot = np.atleast_1d(epsilon_protect(priors[inner], tau, delta)) if inner.any() \
-        else np.array([math.nan])
-    bits = leaked_bits(epsilon, 1.0 - confidence)
-    betas = np.atleast_1d(beta(priors, epsilon))
+    p_value = float(tb.sf(vub + 1))
+    del tb  # 1e7 targets: every n-array is dropped as soon as its summaries are taken
     homogeneous = bool(np.all(priors == priors[0]))
+    # One prior (``--prior --targets n``): the per-target quantities are the same for every
+    # target, so they are computed on a short array of that prior and only the sums and means
+    # see n copies (same values bit for bit: same elementwise operations, same reductions).
+    few = np.full(min(n, 64), priors[0]) if homogeneous else priors
+
+    def spread(x: np.ndarray) -> np.ndarray:
+        return np.full(n, x[0]) if homogeneous and x.size else x
+
+    def mean_max(x: np.ndarray) -> tuple[float, float]:
+        x = spread(x)
+        return float(x.mean()), float(x.max())
+
+    b = np.atleast_1d(beta(few, epsilon))  # shared by the single-target bounds
+    success_mean, success_max = mean_max(single_target_from_beta(b, delta, "thm3.5"))
+    expected_bound = float(spread(b).sum())
+    post_cor34 = single_target_from_beta(b, delta, "cor3.4")
+    del b
+    inner = (few > 0) & (few < 1)
+    sel = slice(None) if inner.all() else inner  # a view when every prior is in (0, 1)
+    if inner.any():
+        adv_mean, adv_max = mean_max(np.atleast_1d(advantage(post_cor34[sel], few[sel])))
+    else:
+        adv_mean, adv_max = mean_max(np.zeros(1))
+    del post_cor34
+    eps_prot = np.atleast_1d(epsilon_protect(few[sel], tau, delta)) if inner.any() \
+        else np.array([math.nan])
+    eps_prot_min = float(np.nanmin(eps_prot)) if np.isfinite(eps_prot).any() else None
+    del eps_prot, inner
+    bits = leaked_bits(epsilon, 1.0 - confidence)
     details = {
-        "success_bound_mean": float(per_target.mean()),
-        "expected_successes_bound": float(betas.sum()),
+        "success_bound_mean": success_mean,
+        "expected_successes_bound": expected_bound,
         "expected_successes_prior": float(priors.sum()),
         "v_ub_fraction": vub / n,
-        "p_value_at_v_ub_plus_1": float(tb.sf(vub + 1)),
-        "advantage_max": float(adv.max()),
-        "advantage_mean": float(adv.mean()),
-        "epsilon_protect_min": float(np.nanmin(eps_prot)) if np.isfinite(eps_prot).any()
-        else None,
+        "p_value_at_v_ub_plus_1": p_value,
+        "advantage_max": adv_max,
+        "advantage_mean": adv_mean,
+        "epsilon_protect_min": eps_prot_min,
         "prior_bits": float(-math.log2(priors.max())) if priors.max() > 0 else None,
     }
     return {
@@ -72,11 +93,11 @@ def risk_summary(epsilon: float, delta: float, priors: np.ndarray, *, confidence
         "delta": float(delta),
         "confidence": float(confidence),
         "method": "risk_thm3.5",
-        "success_bound": float(per_target.max()),
+        "success_bound": success_max,
         "v_ub": vub,
         "targets": n,
         "leaked_bits": float(bits),
-        "advantage": float(adv.max()),
+        "advantage": adv_max,
         "epsilon_protect": details["epsilon_protect_min"],
         "params": {"prior": float(priors[0]) if homogeneous else None,
                    "prior_max": float(priors.max()), "prior_mean": float(priors.mean())},
@@ -94,9 +115,10 @@ def risk_command(
     delta: float = typer.Option(0.0, "--delta", help="delta of (epsilon, delta)-DP, in [0, 1)."),
     prior: float | None = typer.Option(
         None, "--prior", help="Prior success probability of the best guess, in (0, 1)."),
-    targets: int | None = typer.Option(
-        None, "--targets", help="Number of target people n (>= 1; default: 1, or the number "
-                                "of entries of --prior-file)."),
+    targets: float | None = typer.Option(
+        None, "--targets", help="Number of target people n, a whole number >= 1 (1e7 is "
+                                "accepted; default: 1, or the number of entries of "
+                                "--prior-file)."),
     confidence: float = typer.Option(0.95, "--confidence",
                                      help="Probability that v_UB holds, in (0, 1)."),
     prior_file: Path | None = typer.Option(

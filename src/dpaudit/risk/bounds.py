@@ -41,6 +41,7 @@ from scipy.special import expit
 
 from dpaudit.risk.flipping import (
     beta,
+    beta_of_checked,
     check_epsilon,
     check_prior_array,
     check_prior_scalar,
@@ -182,7 +183,7 @@ def pure_tail(priors: Any, epsilon: Any, *, method: str = "auto") -> TailBound:
     """
     p = check_prior_array(priors, "priors")
     eps = _scalar_epsilon(epsilon)
-    b = np.atleast_1d(beta(p, eps))
+    b = beta_of_checked(p, eps)
     tail = poisson_binomial_tail(b, method=method)
     return TailBound(tail=tail, theorem="thm3.2", epsilon=eps, delta=0.0, n=p.size,
                      expected=float(b.sum()), delta_multiplier=0.0,
@@ -239,17 +240,33 @@ def _bisect_peak(tail: np.ndarray, v: np.ndarray, lo: np.ndarray, hi: np.ndarray
     return lo
 
 
+def _pmf_mode(tail: np.ndarray, chunk: int) -> int:
+    """First argmax of pmf(k) = T(k) - T(k + 1), k = 0..n, in chunks (no n-array)."""
+    best, mode = -np.inf, 0
+    for start in range(0, tail.size - 1, chunk):
+        seg = tail[start:start + chunk + 1]
+        pmf = seg[:-1] - seg[1:]
+        k = int(np.argmax(pmf))
+        if pmf[k] > best:  # strict: the first maximum wins, as in np.argmax
+            best, mode = pmf[k], start + k
+    return mode
+
+
 def _alpha_all_tangent(tail: np.ndarray, chunk: int = 1 << 20, stride: int = 256
                        ) -> np.ndarray:
     """alpha(v) for v = 0..n+1, vectorised over v (O(n log n), no Python loop over v).
 
     alpha(v) is the largest slope (T(u) - T(v)) / (v - u) from the query point (v, T(v)) to a
     point u < v.  The Poisson-binomial pmf is log-concave, hence unimodal with mode M, so T is
-    concave on [0, M] and convex after it; T = 1 up to some u0.  On the convex part the slope
-    grows as u moves left (the mean of a decreasing pmf over [u, v)), so the maximiser lies in
-    [u0, min(v - 1, M)], where T is concave and the slope is unimodal in u: it is found by a
-    bisection on s(u) < s(u + 1), all v at once (chunks of ``chunk`` values of v).  The two
-    ends u0 and v - 1 are also compared, which guards against round-off plateaus in T.
+    concave on [0, M] and convex after it; T is constant on [1, u0] (T(1) = 1 up to rounding:
+    below the windowed FFT's support the summed pmf may round to 1 - 2^-52), where the slope
+    has the same numerator and so is largest at u = min(u0, v - 1).  On the convex part the
+    slope grows as u moves left (the mean of a decreasing pmf over [u, v)), so the maximiser
+    is u = 0 or lies in [u0, min(v - 1, M)], where T is concave and the slope is unimodal in u:
+    it is found by a bisection on s(u) < s(u + 1), all v at once (chunks of ``chunk`` values of
+    v).  The ends 0, u0 and v - 1 are also compared, which guards against round-off plateaus.
+    (Taking u0 as the end of the run T = 1.0 exactly, as before, made every v below the
+    window bisect over [0, v - 1]: 3.2 M needless 22-step searches at 1e7 targets.)
 
     Where T(v) = 0 (v >= v_z > M: the upper tail underflowed, most of the range for large n)
     the maximiser u*(v) of T(u) / (v - u) is non-increasing in v: at an interior maximum
@@ -261,18 +278,20 @@ def _alpha_all_tangent(tail: np.ndarray, chunk: int = 1 << 20, stride: int = 256
     alpha = np.zeros(n + 2)
     if n < 1:
         return alpha
-    pmf = tail[:-1] - tail[1:]  # pmf(k) = T(k) - T(k + 1), k = 0..n
-    mode = int(np.argmax(pmf))
-    flat = np.flatnonzero(tail[: n + 1] >= 1.0)
-    u0 = int(flat[-1]) if flat.size else 0
-    zero = np.flatnonzero(tail[: n + 1] <= 0.0)
-    vz = max(int(zero[0]) if zero.size else n + 1, mode + 2)
+    mode = _pmf_mode(tail, chunk)
+    # T is constant on [1, u0] (below the FFT window the summed pmf is a constant that may
+    # round to 1 - 2^-52 rather than 1): there the numerator T(u) - T(v) is the same, so the
+    # largest u wins; u = 0 (T(0) = 1) is compared separately.
+    u0 = int(np.searchsorted(-tail[1: n + 1], -tail[1], side="right"))
+    # first v with T(v) <= 0 (T is non-increasing and >= 0), n + 1 if none
+    vz = max(int(np.searchsorted(-tail[: n + 1], 0.0, side="left")), mode + 2)
 
     def slope(u: np.ndarray, v: np.ndarray) -> np.ndarray:
         return (tail[u] - tail[v]) / (v - u)
 
     def finish(v: np.ndarray, lo: np.ndarray) -> None:
         best = np.maximum(slope(lo, v), slope(v - 1, v))
+        best = np.maximum(best, slope(np.zeros_like(v), v))
         alpha[v] = np.maximum(best, slope(np.minimum(u0, v - 1), v))
 
     for start in range(1, min(vz, n + 1), chunk):
@@ -316,12 +335,19 @@ def alpha_term(tail: Any, v: Any = None) -> np.ndarray:
 
 def _thm35_from_tail(t: np.ndarray, n: int, delta: float, mult: float,
                      alpha: np.ndarray) -> np.ndarray:
-    b = np.minimum(1.0, t + alpha * mult * n * delta)
+    """B = min(1, T + alpha m n delta) with B(0) = 1, B(n + 1) = 0, computed in ``alpha``'s
+    array (overwritten): the same floating-point operations, one n-array fewer at 1e7."""
+    b = alpha
+    b *= mult
+    b *= n
+    b *= delta
+    b += t
+    np.minimum(b, 1.0, out=b)
     b[0] = 1.0
     b[-1] = 0.0
     # B is non-increasing whenever m n delta <= 1 (it is then the LP optimum); otherwise the
     # running minimum is still a valid bound (Pr[L >= v] <= Pr[L >= u] <= B(u) for u <= v).
-    return np.minimum.accumulate(b)
+    return np.minimum.accumulate(b, out=b)
 
 
 def thm35_tail(priors: Any, epsilon: Any, delta: Any, *, delta_multiplier: float = 1.0,
@@ -343,13 +369,16 @@ def thm35_tail(priors: Any, epsilon: Any, delta: Any, *, delta_multiplier: float
     eps = _scalar_epsilon(epsilon)
     d = check_delta(delta)
     m = _check_multiplier(delta_multiplier)
-    b = np.atleast_1d(beta(p, eps))
-    t = poisson_binomial_tail(b, method=method)
+    b = beta_of_checked(p, eps)
+    expected = float(b.sum())
     n = p.size
+    del p  # the caller's priors may still be alive; our validated copy is not needed
+    t = poisson_binomial_tail(b, method=method)
+    del b
     alpha = alpha_term(t) if d > 0 and m > 0 else np.zeros(n + 2)
     tail = _thm35_from_tail(t, n, d, m, alpha)
     return TailBound(tail=tail, theorem="thm3.5", epsilon=eps, delta=d, n=n,
-                     expected=float(b.sum()), delta_multiplier=m,
+                     expected=expected, delta_multiplier=m,
                      settings={"n": n, "epsilon": eps, "delta": d, "delta_multiplier": m,
                                "method": method})
 
@@ -365,7 +394,7 @@ def thm35_bound(priors: Any, epsilon: Any, delta: Any, v: Any, *,
     eps = _scalar_epsilon(epsilon)
     d = check_delta(delta)
     m = _check_multiplier(delta_multiplier)
-    t = poisson_binomial_tail(np.atleast_1d(beta(p, eps)), method=method)
+    t = poisson_binomial_tail(beta_of_checked(p, eps), method=method)
     vv = np.asarray(v, dtype=float)
     if np.isnan(vv).any():
         raise ValueError("v must not contain NaN")
@@ -395,7 +424,7 @@ def thm35_v_ub(priors: Any, epsilon: Any, delta: Any, confidence: Any, *,
     n = p.size
     if m * n * d > 1:
         return thm35_tail(p, eps, d, delta_multiplier=m, method=method).v_ub(confidence)
-    t = poisson_binomial_tail(np.atleast_1d(beta(p, eps)), method=method)
+    t = poisson_binomial_tail(beta_of_checked(p, eps), method=method)
 
     def bound(u: int) -> float:
         if u <= 0:
@@ -435,7 +464,7 @@ def thm33_tail(priors: Any, epsilon: Any, f_pmf: Any, *, method: str = "auto") -
         raise ValueError(f"f_pmf must have at most n + 1 = {n + 1} entries, got {q.size}")
     if abs(q.sum() - 1.0) > 1e-9:
         raise ValueError(f"f_pmf must sum to 1, got {q.sum()!r}")
-    t = poisson_binomial_tail(np.atleast_1d(beta(p, eps)), method=method)
+    t = poisson_binomial_tail(beta_of_checked(p, eps), method=method)
     v = np.arange(n + 2)
     out = np.zeros(n + 2)
     for j, qj in enumerate(q):  # loop over the support of F
@@ -527,14 +556,18 @@ def single_target_bound(prior: Any, epsilon: Any, delta: Any = 0.0, *,
     p = check_prior_array(prior, "prior", min_size=0) if np.ndim(prior) else \
         check_prior_array([prior], "prior")[0]
     d = check_delta(delta)
-    b = np.asarray(beta(p, epsilon))
-    if theorem == "thm3.2":
-        out = b
-    elif theorem == "cor3.4":
-        out = np.minimum(1.0, b + d)
-    else:
-        out = b + (1.0 - b) * d
+    out = single_target_from_beta(np.asarray(beta(p, epsilon)), d, theorem)
     return out if out.ndim else float(out)
+
+
+def single_target_from_beta(b: np.ndarray, delta: float, theorem: str) -> np.ndarray:
+    """:func:`single_target_bound` from beta(p, eps) already computed (e.g. shared by several
+    bounds on 1e7 targets): b, min(1, b + delta) or b + (1 - b) delta."""
+    if theorem == "thm3.2":
+        return b
+    if theorem == "cor3.4":
+        return np.minimum(1.0, b + delta)
+    return b + (1.0 - b) * delta
 
 
 def advantage(posterior: Any, prior: Any) -> np.ndarray | float:
@@ -581,18 +614,32 @@ def epsilon_protect(prior: Any, tau: float = 0.05, delta: Any = 0.0, *,
     if not (0.0 < t < 1.0):
         raise ValueError(f"tau must be in (0, 1), got {tau!r}")
     d = check_delta(delta)
-    pa = np.asarray(p, dtype=float)
-    post = pa + t * (1.0 - pa)
-    if theorem == "cor3.4":
-        b = post - d
-    elif theorem == "thm3.5":
-        b = (post - d) / (1.0 - d)
-    else:
-        b = post
-    with np.errstate(invalid="ignore"):
-        eps = np.where(b < pa, np.nan, np.maximum(0.0, _logit(np.clip(b, 1e-300, 1.0)) -
-                                                  _logit(pa)))
-    return eps if eps.ndim else float(eps)
+    scalar = np.ndim(p) == 0
+    pa = np.atleast_1d(np.asarray(p, dtype=float))
+    # In place (a few n-arrays at 1e7 priors), the same operations as
+    # where(b < p, nan, max(0, logit(clip(b, 1e-300, 1)) - logit(p))), b = p + t (1 - p) - ...
+    b = 1.0 - pa
+    b *= t
+    b += pa
+    if theorem in ("cor3.4", "thm3.5"):
+        b -= d
+    if theorem == "thm3.5":
+        b /= 1.0 - d
+    with np.errstate(divide="ignore", invalid="ignore"):
+        eps = np.clip(b, 1e-300, 1.0)
+        tmp = np.negative(eps)
+        np.log1p(tmp, out=tmp)
+        np.log(eps, out=eps)
+        eps -= tmp  # logit(clip(b))
+        np.negative(pa, out=tmp)
+        np.log1p(tmp, out=tmp)
+        lp = np.log(pa)
+        lp -= tmp  # logit(p)
+        eps -= lp
+        del tmp, lp
+        np.maximum(0.0, eps, out=eps)
+    np.copyto(eps, np.nan, where=b < pa)
+    return float(eps[0]) if scalar else eps
 
 
 def epsilon_for_posterior(prior: Any, posterior: Any) -> np.ndarray | float:

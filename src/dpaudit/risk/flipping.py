@@ -25,7 +25,7 @@ from scipy.special import expit
 
 from dpaudit.validation import check_finite_array, check_probability, check_real_array
 
-__all__ = ["beta", "posterior_lower", "check_prior_array", "check_prior_scalar",
+__all__ = ["beta", "beta_of_checked", "posterior_lower", "check_prior_array", "check_prior_scalar",
            "check_epsilon"]
 
 
@@ -92,12 +92,33 @@ def beta(p: Any, epsilon: Any) -> np.ndarray | float:
     """
     pp = _check_p(p)
     e = check_epsilon(epsilon)
+    if isinstance(e, float) and pp.ndim == 1:
+        return beta_of_checked(pp, e)
     pp_a, e_a = np.broadcast_arrays(np.asarray(pp, dtype=float), np.asarray(e, dtype=float))
     with np.errstate(invalid="ignore"):
         out = expit(e_a + _logit(pp_a))
     out = np.where(pp_a <= 0, 0.0, np.where(pp_a >= 1, 1.0, out))
     out = np.where(np.isinf(e_a) & (pp_a > 0), 1.0, out)
     return out if out.ndim else float(out)
+
+
+def beta_of_checked(p: np.ndarray, epsilon: float) -> np.ndarray:
+    """:func:`beta` for an already validated 1-D float array p in [0, 1] and one epsilon >= 0
+    (e.g. from :func:`check_prior_array` and :func:`check_epsilon`): the same floating-point
+    operations, expit(eps + (log p - log1p(-p))), done in place (two n-arrays instead of about
+    eight; 1e7 targets), so the values are bitwise those of the broadcasting path."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.log(p)
+        tmp = np.negative(p)
+        out -= np.log1p(tmp, out=tmp)
+        del tmp
+        out += epsilon
+        expit(out, out=out)
+    np.copyto(out, 1.0, where=p >= 1)
+    np.copyto(out, 0.0, where=p <= 0)
+    if np.isinf(epsilon):
+        np.copyto(out, 1.0, where=p > 0)
+    return out
 
 
 def posterior_lower(p: Any, epsilon: Any) -> np.ndarray | float:

@@ -55,8 +55,8 @@ _DIRECT_MAX_LEN = 64
 _WINDOW_MIN_N = 1 << 16
 #: targets per exactly multiplied block of the windowed FFT.
 _BLOCK = 256
-#: blocks multiplied out at once (bounds the memory of the exact stage).
-_CHUNK_BLOCKS = 2048
+#: blocks multiplied out at once (bounds the memory of the exact stage; arrays of a few MB).
+_CHUNK_BLOCKS = 256
 
 
 def _check_probs(probs: Any, name: str = "probs") -> np.ndarray:
@@ -156,55 +156,105 @@ def _trim(polys: np.ndarray, off: np.ndarray, mean: np.ndarray, var: np.ndarray,
     return out, off + lo
 
 
-def _pmf_fft_windowed(p: np.ndarray) -> np.ndarray:
-    """The divide and conquer of :func:`_pmf_fft` for many targets, keeping each partial
-    product only on its significant support (:func:`_window`).
+def _conv_halves(polys: np.ndarray, direct_max: int = 8) -> np.ndarray:
+    """Products polys[i] * polys[h + i], i < h = len // 2, of coefficient rows along the last
+    axis (length w -> 2 w - 1), all pairs at once.
 
-    Blocks of :data:`_BLOCK` targets are multiplied out exactly (as in ``_pmf_fft``, a chunk of
-    blocks at a time to bound memory); from there each partial product is a window (offset,
-    coefficients) whose width grows like the partial sum's standard deviation, not like its
-    number of targets, so 1e7 targets cost seconds and a few hundred MB instead of a minute and
-    ~3 GB.  (Direct convolution only up to length 8 here: for millions of short rows the
-    batched FFT is cheaper.)"""
-    n = p.size
-    nb = -(-n // _BLOCK)
-    pp = np.zeros(nb * _BLOCK)
-    pp[:n] = p
-    blocks = pp.reshape(nb, _BLOCK)
-    mean = blocks.sum(axis=1)
-    var = (blocks * (1 - blocks)).sum(axis=1)
-    degree = np.full(nb, _BLOCK, dtype=np.int64)
-    parts: list[tuple[np.ndarray, np.ndarray]] = []
-    for c in range(0, nb, _CHUNK_BLOCKS):
-        sl = slice(c, min(c + _CHUNK_BLOCKS, nb))
-        q = blocks[sl].reshape(-1)
-        polys = np.empty((q.size, 2))
-        polys[:, 0] = 1.0 - q
-        polys[:, 1] = q
-        while polys.shape[1] < 2 * _BLOCK:
-            polys = _pair_products(polys, 8)
-        parts.append(_trim(polys, np.zeros(polys.shape[0], dtype=np.int64), mean[sl], var[sl],
-                           degree[sl]))
-    width = max(x.shape[1] for x, _ in parts)
-    polys = np.concatenate([np.pad(x, ((0, 0), (0, width - x.shape[1]))) for x, _ in parts])
-    off = np.concatenate([o for _, o in parts])
+    Pairing the two contiguous halves (rather than rows 2i, 2i + 1) avoids strided copies.  Up
+    to ``direct_max`` coefficients by direct convolution (exact products and sums); above, one
+    batched real FFT of size N = next_fast_len(2 w - 2).  When N = 2 w - 2 (w = 2^k + 1, as
+    in the exact stage) the circular convolution folds the top coefficient c_{2w-2} onto c_0;
+    both are single products, a_0 b_0 and a_{w-1} b_{w-1}, and are set exactly."""
+    h = polys.shape[0] // 2
+    a, b = polys[:h], polys[h:2 * h]
+    w = polys.shape[-1]
+    length = 2 * w - 1
+    if w <= direct_max:
+        out = np.zeros(a.shape[:-1] + (length,))
+        for s in range(w):  # loop over coefficient shifts (<= direct_max), not over targets
+            out[..., s:s + w] += a[..., s:s + 1] * b
+        return out
+    size = sfft.next_fast_len(length - 1, real=True)
+    spec = sfft.rfft(polys[:2 * h], size, axis=-1)  # both factors in one batched transform
+    sa = spec[:h]
+    sa *= spec[h:]
+    prod = sfft.irfft(sa, size, axis=-1)
+    if size >= length:
+        return prod[..., :length]
+    out = np.empty(a.shape[:-1] + (length,))
+    out[..., :size] = prod
+    out[..., 0] = a[..., 0] * b[..., 0]
+    out[..., size] = a[..., -1] * b[..., -1]
+    return out
+
+
+def _reduce_windowed(polys: np.ndarray, off: np.ndarray, mean: np.ndarray, var: np.ndarray,
+                     degree: np.ndarray) -> tuple[np.ndarray, int, float, float, int]:
+    """Multiply windowed rows (offset ``off``, coefficients ``polys``) down to one, pairing
+    halves and cutting every product to its significant support (:func:`_trim`); returns
+    (coefficients, offset, mean, variance, degree) of the product."""
     while polys.shape[0] > 1:
         if polys.shape[0] % 2:  # pad with the identity polynomial (1 + 0 x), offset 0
             polys = np.vstack([polys, np.eye(1, polys.shape[1])])
             off = np.append(off, 0)
             mean, var = np.append(mean, 0.0), np.append(var, 0.0)
             degree = np.append(degree, 0)
-        polys = _pair_products(polys)
-        off = off[0::2] + off[1::2]
-        mean, var = mean[0::2] + mean[1::2], var[0::2] + var[1::2]
-        degree = degree[0::2] + degree[1::2]
+        h = polys.shape[0] // 2
+        polys = _conv_halves(polys, _DIRECT_MAX_LEN)
+        off = off[:h] + off[h:]
+        mean, var = mean[:h] + mean[h:], var[:h] + var[h:]
+        degree = degree[:h] + degree[h:]
         polys, off = _trim(polys, off, mean, var, degree)
+    return polys[0], int(off[0]), float(mean[0]), float(var[0]), int(degree[0])
+
+
+def _pmf_fft_windowed(p: np.ndarray) -> np.ndarray:
+    """The divide and conquer of :func:`_pmf_fft` for many targets, keeping each partial
+    product only on its significant support (:func:`_window`).
+
+    The targets are taken a chunk of :data:`_CHUNK_BLOCKS` blocks of :data:`_BLOCK` targets at
+    a time (arrays of a few MB, so memory stays bounded and the work stays in cache).  In a
+    chunk, each block is multiplied out exactly, its coefficient rows stored at their exact
+    length (degree + 1) so that the FFT sizes are powers of two without a zero half
+    (:func:`_conv_halves`); then the block products are cut to their significant support and
+    multiplied down to one window per chunk (:func:`_reduce_windowed`), and finally the chunk
+    windows are multiplied together the same way.  A window's width grows like the partial
+    sum's standard deviation, not like its number of targets, so 1e7 targets cost about two
+    seconds and tens of MB beyond the pmf, instead of a minute and ~3 GB unwindowed.  Same
+    products as the previous pairwise version (kept in ``tests/test_risk_fast_paths.py`` as
+    the reference), in a different order: the two agree to FFT round-off."""
+    n = p.size
+    span = _CHUNK_BLOCKS * _BLOCK
+    parts: list[tuple[np.ndarray, int, float, float, int]] = []
+    for c in range(0, n, span):
+        chunk = p[c:c + span]
+        nb = -(-chunk.size // _BLOCK)
+        if chunk.size < nb * _BLOCK:  # the last block: pad with p = 0 (the identity factor)
+            chunk = np.concatenate([chunk, np.zeros(nb * _BLOCK - chunk.size)])
+        blocks = chunk.reshape(nb, _BLOCK)
+        mean = blocks.sum(axis=1)
+        var = (blocks * (1 - blocks)).sum(axis=1)
+        degree = np.full(nb, _BLOCK, dtype=np.int64)
+        q = blocks.T  # (_BLOCK, nb): the k-th target of every block of the chunk
+        polys = np.empty(q.shape + (2,))
+        polys[..., 0] = 1.0 - q
+        polys[..., 1] = q
+        while polys.shape[0] > 1:  # _BLOCK is a power of two: halves pair up exactly
+            polys = _conv_halves(polys)
+        rows, off = _trim(polys[0], np.zeros(nb, dtype=np.int64), mean, var, degree)
+        parts.append(_reduce_windowed(rows, off, mean, var, degree))
+    width = max(x.size for x, *_ in parts)
+    polys = np.stack([np.pad(x, (0, width - x.size)) for x, *_ in parts])
+    row, o, _, _, _ = _reduce_windowed(
+        polys, np.array([x[1] for x in parts], dtype=np.int64),
+        np.array([x[2] for x in parts]), np.array([x[3] for x in parts]),
+        np.array([x[4] for x in parts], dtype=np.int64))
     pmf = np.zeros(n + 1)
-    o = int(off[0])
-    w = min(polys.shape[1], n + 1 - o)
-    pmf[o:o + w] = polys[0, :w]
-    pmf = np.clip(pmf, 0.0, None)
-    return pmf / pmf.sum()
+    w = min(row.size, n + 1 - o)
+    pmf[o:o + w] = row[:w]
+    np.clip(pmf, 0.0, None, out=pmf)
+    pmf /= pmf.sum()
+    return pmf
 
 
 def _binomial_pmf(n: int, q: float) -> np.ndarray:
@@ -212,9 +262,23 @@ def _binomial_pmf(n: int, q: float) -> np.ndarray:
     probabilities: closed form, O(n), accurate relative to each entry)."""
     k = np.arange(n + 1, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        logpmf = (special.gammaln(n + 1.0) - special.gammaln(k + 1) - special.gammaln(n - k + 1)
-                  + special.xlogy(k, q) + special.xlog1py(n - k, -q))
-    return np.exp(logpmf)
+        # in place (three n-arrays at 1e7 instead of six), the same operations in the same
+        # order as gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1) + xlogy(k, q)
+        # + xlog1py(n - k, -q)
+        out = k + 1
+        special.gammaln(out, out=out)
+        np.subtract(special.gammaln(n + 1.0), out, out=out)
+        tmp = n - k
+        tmp += 1
+        special.gammaln(tmp, out=tmp)
+        out -= tmp
+        special.xlogy(k, q, out=tmp)
+        out += tmp
+        np.subtract(n, k, out=tmp)
+        special.xlog1py(tmp, -q, out=tmp)
+        out += tmp
+        np.exp(out, out=out)
+    return out
 
 
 def poisson_binomial_pmf(probs: Any, *, method: str = "auto") -> np.ndarray:
@@ -245,10 +309,13 @@ def poisson_binomial_tail(probs: Any, *, method: str = "auto") -> np.ndarray:
     non-increasing so that rounding never produces a non-monotone tail.
     """
     pmf = poisson_binomial_pmf(probs, method=method)
-    tail = np.zeros(pmf.size + 1)
-    tail[:-1] = np.cumsum(pmf[::-1])[::-1]
+    tail = np.empty(pmf.size + 1)
+    np.cumsum(pmf[::-1], out=tail[-2::-1])  # in place: one n-array at 1e7 targets
+    del pmf
+    tail[-1] = 0.0
     tail[0] = 1.0
-    tail = np.minimum.accumulate(np.clip(tail, 0.0, 1.0))
+    np.clip(tail, 0.0, 1.0, out=tail)
+    np.minimum.accumulate(tail, out=tail)
     return tail
 
 
