@@ -9,7 +9,12 @@ import pytest
 from scipy import stats
 
 import dpaudit as da
-from dpaudit.estimators.multi_run import epsilon_from_rates, multi_run, multi_run_counts
+from dpaudit.estimators.multi_run import (
+    epsilon_from_rates,
+    multi_run,
+    multi_run_counts,
+    roc_summary,
+)
 
 
 def _gaussian_trials(rng, n, mu):
@@ -174,3 +179,29 @@ def test_bad_input(kwargs, match):
 def test_counts_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         multi_run_counts(**kwargs)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_roc_summary_equals_rank_and_brute_force_definitions(seed):
+    """AUROC by SciPy's mid-ranks and TPR at FPR <= f over every threshold by brute force,
+    on heavily tied, lightly tied and untied scores (the summary reads run ends of one sort)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(5, 400))
+    member = rng.random(n) < rng.uniform(0.2, 0.8)
+    member[0], member[1] = True, False
+    score = rng.standard_normal(n) + member
+    if seed % 3 == 0:
+        score = np.round(score, 0)
+    elif seed % 3 == 1:
+        score = np.round(score, 1)
+    out = roc_summary(member, score, fprs=(0.01, 0.1, 0.3))
+    n1, n0 = int(member.sum()), int((~member).sum())
+    ranks = stats.rankdata(score)
+    auroc = (ranks[member].sum() - n1 * (n1 + 1) / 2) / (n1 * n0)
+    assert out["auroc"] == pytest.approx(auroc, rel=1e-12)
+    thr = np.unique(score)
+    tpr = (score[member][None, :] >= thr[:, None]).mean(axis=1)
+    fpr = (score[~member][None, :] >= thr[:, None]).mean(axis=1)
+    for f in (0.01, 0.1, 0.3):
+        ok = fpr <= f
+        assert out[f"tpr_at_fpr_{f:g}"] == (tpr[ok].max() if ok.any() else 0.0)

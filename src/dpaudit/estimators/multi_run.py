@@ -127,21 +127,29 @@ class _Sorted:
     scores: np.ndarray
     pos: np.ndarray
     neg: np.ndarray
+    member: np.ndarray
 
     @classmethod
     def of(cls, obs: MembershipObservations) -> _Sorted:
-        order = np.argsort(obs.score, kind="stable")
+        # any sort order will do: equal scores are interchangeable in every array kept here
+        # (the sorted scores, the sorted member / non-member scores, and the member count of
+        # each run of equal scores), so the faster unstable sort gives the same results
+        order = np.argsort(obs.score)
         ss = obs.score[order]
         mem = obs.member[order]
-        return cls(ss, ss[mem], ss[~mem])
+        return cls(ss, ss[mem], ss[~mem], mem)
 
-    def unique(self) -> np.ndarray:
-        """np.unique(score) from the sorted scores."""
+    def run_starts(self) -> np.ndarray:
+        """True at the first position of every run of equal sorted scores."""
         ss = self.scores
         keep = np.empty(ss.size, dtype=bool)
         keep[:1] = True
         np.not_equal(ss[1:], ss[:-1], out=keep[1:])
-        return ss[keep]
+        return keep
+
+    def unique(self) -> np.ndarray:
+        """np.unique(score) from the sorted scores."""
+        return self.scores[self.run_starts()]
 
 
 def _sweep(srt: _Sorted, thresholds: np.ndarray) -> _Sweep:
@@ -186,16 +194,21 @@ def _roc_summary(srt: _Sorted, fprs: tuple[float, ...] = (1e-3, 1e-2, 1e-1)
     ``scipy.stats.rankdata``); the member rank sum is taken over the runs.
     """
     n1, n0 = srt.pos.size, srt.neg.size
-    ss = srt.scores
-    thr = srt.unique()
-    # run of equal scores k: positions [first_k, last_k] (1-based), members m_k in the run
-    last = np.searchsorted(ss, thr, side="right")
-    first = np.concatenate([[0], last[:-1]]) + 1
-    members = np.diff(np.concatenate([[0], np.searchsorted(srt.pos, thr, side="right")]))
+    n = n1 + n0
+    # run of equal scores k: positions [first_k, last_k] (1-based), members m_k in the run;
+    # c[i] = members among the i lowest scores, read at the run ends (no search needed)
+    start = np.flatnonzero(srt.run_starts())
+    c = np.concatenate([[0], np.cumsum(srt.member, dtype=np.int64)])
+    below = c[start]                                   # members strictly below run k
+    last = np.concatenate([start[1:], [n]])
+    first = start + 1
+    members = np.diff(np.concatenate([below, [n1]]))
     rank_sum = float(np.sum(members * (first + last) / 2.0))
     auroc = (rank_sum - n1 * (n1 + 1) / 2) / (n1 * n0)
-    sw = _sweep(srt, thr)
-    tpr, fpr = sw.tp / n1, sw.fp / n0
+    # at threshold = run k's score ("member iff score >= threshold"): tp = members from run k
+    # on, fp = non-members from run k on (as _sweep with side="left")
+    tpr = (n1 - below) / n1
+    fpr = ((n - start) - (n1 - below)) / n0
     out: dict[str, Any] = {"auroc": float(auroc)}
     for f in fprs:
         ok = fpr <= f
