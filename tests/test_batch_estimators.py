@@ -306,3 +306,14 @@ def test_batch_equals_audit_one_run_grid():
     ma = MA.mahloujifar_many(n, cnt["guesses"], cnt["correct"], confidence=conf)
     assert rows[0].details["grid_epsilons"] == [x.epsilon for x in st]
     assert rows[1].details["grid_epsilons"] == [x.epsilon for x in ma]
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: ST.steinke_many(100, [10, 20], [5]), "same length"),
+    (lambda: MA.mahloujifar_many(100, [10], [11]), r"correct must be <= guesses"),
+    (lambda: ST.steinke_many(100, [101], [1]), r"guesses must be <= m"),
+    (lambda: MA.mahloujifar_many(0, [0], [0]), "m must be"),
+])
+def test_batch_bad_counts_name_the_argument(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()

@@ -28,6 +28,7 @@ __all__ = [
     "check_choice",
     "check_real_array",
     "check_count_array",
+    "check_nested_count_arrays",
 ]
 
 
@@ -176,6 +177,23 @@ def check_nested_counts(**counts: object) -> tuple[int, ...]:
         check_counts_le(name, v, names[len(vals) - 1], vals[-1])
         vals.append(v)
     return tuple(vals)
+
+
+def check_nested_count_arrays(total_name: str, total: object, outer_name: str, outer: object,
+                              inner_name: str, inner: object
+                              ) -> tuple[int, np.ndarray, np.ndarray]:
+    """:func:`check_nested_counts` for many observations of one total: ``total`` >= 1 and,
+    elementwise, total >= outer >= inner >= 0 (e.g. m, guesses, correct of a guess-count
+    grid).  Returns (total, outer, inner) with the arrays as 1-D int64."""
+    total_v = check_count(total_name, total, minimum=1)
+    o = check_count_array(outer_name, outer).reshape(-1)
+    i = check_count_array(inner_name, inner).reshape(-1)
+    if o.size != i.size:
+        raise ValueError(f"{outer_name} and {inner_name} must have the same length, got "
+                         f"{o.size} and {i.size}")
+    for a, b in zip(o.tolist(), i.tolist(), strict=True):
+        check_nested_counts(**{total_name: total_v, outer_name: a, inner_name: b})
+    return total_v, o.astype(np.int64), i.astype(np.int64)
 
 
 def check_finite_array(name: str, values: object, *, min_size: int = 1) -> np.ndarray:

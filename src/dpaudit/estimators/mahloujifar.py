@@ -55,8 +55,8 @@ from dpaudit.search import largest_rejected_grid
 from dpaudit.validation import (
     check_confidence,
     check_count,
-    check_count_array,
     check_delta,
+    check_nested_count_arrays,
     check_nested_counts,
     check_positive,
 )
@@ -275,14 +275,7 @@ def mahloujifar_many(m: int, guesses: Any, correct: Any, delta: float = 1e-5,
     grid_points=grid_points)`` (same search grids, same parameter, same fields); the
     searches and the recursion steps are shared across observations (module docstring).
     """
-    m = check_count("m", m, minimum=1)
-    g_arr = check_count_array("guesses", guesses).reshape(-1)
-    c_arr = check_count_array("correct", correct).reshape(-1)
-    if g_arr.size != c_arr.size:
-        raise ValueError(f"guesses and correct must have the same length, got {g_arr.size} "
-                         f"and {c_arr.size}")
-    for gi, ci in zip(g_arr.tolist(), c_arr.tolist(), strict=True):
-        _check_counts(m, gi, ci)
+    m, g_arr, c_arr = check_nested_count_arrays("m", m, "guesses", guesses, "correct", correct)
     delta = check_delta(delta)
     confidence = check_confidence(confidence)
     tol = check_positive("tol", tol, upper=0.1)

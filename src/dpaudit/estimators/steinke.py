@@ -49,10 +49,10 @@ from dpaudit.validation import (
     check_binary_array,
     check_choice,
     check_confidence,
-    check_count,
     check_count_array,
     check_delta,
     check_finite_array,
+    check_nested_count_arrays,
     check_nested_counts,
     check_positive,
     check_same_length,
@@ -274,14 +274,7 @@ def steinke_many(m: int, guesses: Any, correct: Any, delta: float = 1e-5,
     :func:`dpaudit.search.largest_rejected_root`).  Contract: the returned epsilon is an
     actually rejected point within tol * max(1, eps) below the boundary.
     """
-    m = check_count("m", m, minimum=1)
-    g_arr = check_count_array("guesses", guesses).reshape(-1)
-    c_arr = check_count_array("correct", correct).reshape(-1)
-    if g_arr.size != c_arr.size:
-        raise ValueError(f"guesses and correct must have the same length, got {g_arr.size} "
-                         f"and {c_arr.size}")
-    for gi, ci in zip(g_arr.tolist(), c_arr.tolist(), strict=True):
-        _check_counts(m, gi, ci)
+    m, g_arr, c_arr = check_nested_count_arrays("m", m, "guesses", guesses, "correct", correct)
     delta = check_delta(delta)
     confidence = check_confidence(confidence)
     check_choice("variant", variant, STEINKE_VARIANTS)

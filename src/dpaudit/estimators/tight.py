@@ -67,8 +67,8 @@ from dpaudit.stats.order_statistics import (
 from dpaudit.validation import (
     check_choice,
     check_confidence,
-    check_count,
     check_delta,
+    check_nested_count_arrays,
     check_nested_counts,
     check_positive,
 )
@@ -290,13 +290,8 @@ def tight_many(n: int, r: Any, u: Any, family: Any = "gdp", delta: float = 1e-5,
     :func:`dpaudit.search.largest_rejected_roots`).  Other families and modes run point by
     point.
     """
-    n = check_count("n", n, minimum=1)
-    rs = np.atleast_1d(np.asarray(r, dtype=object))
-    us = np.atleast_1d(np.asarray(u, dtype=object))
-    if rs.shape != us.shape or rs.ndim != 1:
-        raise ValueError(f"r and u must be 1-D sequences of the same length, got shapes "
-                         f"{rs.shape} and {us.shape}")
-    pts = [_check_counts(n, a, b)[1:] for a, b in zip(rs.tolist(), us.tolist(), strict=True)]
+    n, rs, us = check_nested_count_arrays("n", n, "r", r, "u", u)
+    pts = list(zip(rs.tolist(), us.tolist(), strict=True))
     delta = check_delta(delta)
     confidence = check_confidence(confidence)
     for a, _ in pts:
