@@ -53,6 +53,17 @@ def default_family(mechanism: SimulatedMechanism) -> Any:
     return "gdp"
 
 
+def _claim_null(mechanism: SimulatedMechanism, fam: Any, delta: float) -> Any:
+    """The default null of a simulated mechanism as the family of its claimed curve
+    (``dpaudit.curves.claim_family``: no assumption).  DP-SGD's "gdp" is not the family of its
+    claimed (PLD) curve, so it stays an assumption."""
+    from dpaudit.curves import claim_family
+
+    if isinstance(mechanism, DPSGDSimulator):
+        return fam
+    return claim_family(fam, delta)
+
+
 def available_methods() -> tuple[str, ...]:
     """The one-run methods whose estimator module is installed (all four once they land)."""
     from dpaudit.estimators.one_run import ONE_RUN_METHODS
@@ -109,9 +120,12 @@ def one_run_audit(mechanism: SimulatedMechanism, n: int, seed: int, *, delta: fl
     seed = check_count("seed", seed)
     obs = mechanism.simulate(n, as_rng(seed))
     fam = default_family(mechanism) if family is None else family
+    # the default family is the claimed curve's own (valid for that claim: no assumption);
+    # an explicitly given family is resolved as usual (an assumption unless eps_delta)
+    null = _claim_null(mechanism, fam, delta) if family is None else fam
     results = audit_one_run(obs.member, obs.score, delta=delta, confidence=confidence,
                             methods=tuple(methods) if methods else available_methods(),
-                            family=fam, bits_threshold=0.0, simultaneous=simultaneous,
+                            family=null, bits_threshold=0.0, simultaneous=simultaneous,
                             seed=seed)
     return OneRunReport(
         mechanism=mechanism.describe(), observations=obs, results=results,
