@@ -1,6 +1,6 @@
 """Privacy curves (f-DP trade-off functions), conversions and families."""
 
-from dpaudit.curves.accounting import PLDCurve, dpsgd_curve
+from dpaudit.curves.accounting import PLDCurve, ProfileCurve, dpsgd_curve, dpsgd_family
 from dpaudit.curves.base import Curve, numeric_delta, numeric_epsilon
 from dpaudit.curves.eps_delta import EpsDeltaDP
 from dpaudit.curves.families import (
@@ -19,4 +19,5 @@ __all__ = [
     "Curve", "GaussianDP", "LaplaceDP", "EpsDeltaDP", "SubsampledGaussianDP", "NumericCurve",
     "PLDCurve", "dpsgd_curve", "Family", "resolve_family", "FAMILY_NAMES", "numeric_delta",
     "numeric_epsilon", "gdp_delta", "claim_family", "DEFAULT_FAMILY",
+    "dpsgd_family", "ProfileCurve",
 ]
