@@ -58,7 +58,7 @@ def run_result(run: AuditRun, *, spec: str | None = None) -> dict[str, Any]:
     r = run.run
     out: dict[str, Any] = {"results": [res.to_dict()]}
     if claim is not None:
-        v = verdict(res.epsilon, claim)
+        v = verdict(res.epsilon, claim, res.assumption)
         if run.sequential is not None:
             s = run.sequential
             v = (f"violation: the e-process reached {s.e_value:.4g} >= "
