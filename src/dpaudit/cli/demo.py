@@ -70,13 +70,15 @@ def demo_cmd(
                  f"at delta={s['delta']:g}")
         # the card states the same verdict as `demo --json`
         cards.append(build_report({**json_payload(results, claimed_epsilon=claimed),
-                                   "verdict": verdict(results[0].epsilon, claimed)},
+                                   "verdict": verdict(results[0].epsilon, claimed,
+                                                      results[0].assumption)},
                                   observations=rep.observations, title=title,
                                   settings={**s, "flawed": flawed, "seed": seed},
                                   command="dpaudit demo"))
         if as_json:
-            out[name] = {"claimed_epsilon": claimed, "verdict": verdict(results[0].epsilon,
-                                                                        claimed),
+            out[name] = {"claimed_epsilon": claimed,
+                         "verdict": verdict(results[0].epsilon, claimed, results[0].assumption),
+                         "family": rep.settings["family"],
                          "results": [r.to_dict() for r in results]}
         else:
             print_results(results, claimed_epsilon=claimed, title=title)
