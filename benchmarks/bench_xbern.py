@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from dpaudit.estimators.lifted import lifted_epsilon_curve, threshold_grid, trials_to_reach
-from dpaudit.experiments.lidp import ESTIMATORS, _gaussian_rows, _summ
+from dpaudit.papers.experiments.lidp import ESTIMATORS, _gaussian_rows, _summ
 from dpaudit.stats.intervals_xbern import xbern_interval_from_moments
 from dpaudit.stats.xbern import empirical_moments, xbern_counts
 

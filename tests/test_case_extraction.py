@@ -8,15 +8,16 @@ import math
 import numpy as np
 import pytest
 
-from dpaudit.casestudies.corpus import generate_corpus, load_corpus
-from dpaudit.casestudies.extraction import (
+from dpaudit.curves import GaussianDP
+from dpaudit.papers.casestudies.corpus import generate_corpus, load_corpus
+from dpaudit.papers.casestudies.extraction import (
     ExtractionGame,
     ExtractionSetting,
     canary_text,
     digit_secret_prior,
     run_extraction,
 )
-from dpaudit.casestudies.ngram import (
+from dpaudit.papers.casestudies.ngram import (
     NgramSpec,
     clip_scales,
     encode,
@@ -24,8 +25,7 @@ from dpaudit.casestudies.ngram import (
     record_events,
     train_dp_ngram,
 )
-from dpaudit.curves import GaussianDP
-from dpaudit.experiments.registry import get_experiment
+from dpaudit.papers.experiments.registry import get_experiment
 from dpaudit.risk.priors import password_prior, pii_like_prior
 
 UNIFORM = digit_secret_prior(np.full(10, 0.1), name="uniform")

@@ -9,7 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from dpaudit.casestudies.census import (
+from dpaudit.curves import GaussianDP
+from dpaudit.papers.casestudies.census import (
     ACS_COLUMNS,
     BayesNet,
     acs_generator_network,
@@ -18,15 +19,14 @@ from dpaudit.casestudies.census import (
     shipped_pums_sample_path,
     write_pums_csv,
 )
-from dpaudit.casestudies.marginals import MAISetting, run_mai, visit_order_split, window_mass
-from dpaudit.casestudies.rap import (
+from dpaudit.papers.casestudies.marginals import MAISetting, run_mai, visit_order_split, window_mass
+from dpaudit.papers.casestudies.rap import (
     RAPOptions,
     marginal_workload,
     marginals_sigma,
     noisy_marginals,
     rap_attack,
 )
-from dpaudit.curves import GaussianDP
 from dpaudit.risk.priors import within_distance_success
 
 

@@ -1,4 +1,4 @@
-"""Batched character n-gram DP-SGD (dpaudit.training.charlm) against Opacus and closed forms."""
+"""Batched character n-gram DP-SGD (dpaudit.papers.charlm) against Opacus and closed forms."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from needs import need
 torch = need("torch")
 opacus = need("opacus")
 
-from dpaudit.training.charlm import (  # noqa: E402
+from dpaudit.papers.charlm import (  # noqa: E402
     CharMLP,
     DPSGDOptions,
     batched_logits,

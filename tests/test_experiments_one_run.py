@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpaudit.experiments.registry import EXPERIMENTS, get_experiment, load_all
-from dpaudit.experiments.tight_figures import (
+from dpaudit.papers.experiments.registry import EXPERIMENTS, get_experiment, load_all
+from dpaudit.papers.experiments.tight_figures import (
     extreme_correct,
     steinke_k_sweep,
     top_r_errors,

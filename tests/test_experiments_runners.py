@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpaudit.experiments.registry import get_experiment
+from dpaudit.papers.experiments.registry import get_experiment
 
 
 def _run(name: str, tmp_path: Path, **kw) -> dict[str, list[dict[str, str]]]:

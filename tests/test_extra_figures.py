@@ -8,7 +8,7 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from dpaudit.experiments.extra_figures import run_bits_figure3, run_lidp_figure6
+from dpaudit.papers.experiments.extra_figures import run_bits_figure3, run_lidp_figure6
 
 #: spec/000 Table D (u_f(p) at p = 0.1, 0.3, 0.5)
 TABLE_D = {"G_0.5": (0.01028, 0.02382, 0.02830), "G_1": (0.04044, 0.09190, 0.10852),

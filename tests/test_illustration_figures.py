@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from dpaudit.experiments.illustration_figures import (
+from dpaudit.papers.experiments.illustration_figures import (
     run_bits_figure4,
     run_lidp_figure4,
     run_tight_figure2,
@@ -138,7 +138,7 @@ PAPER_SLOPE_SE = 0.26
 
 
 def test_lidp_figure4_slopes_vs_independence_and_paper(tmp_path) -> None:
-    from dpaudit.experiments.illustration_figures import PAPER_K_SLOPES, loglog_slope
+    from dpaudit.papers.experiments.illustration_figures import PAPER_K_SLOPES, loglog_slope
 
     paths = run_lidp_figure4(tmp_path, size="tiny")
     assert paths[-1].stat().st_size > 0

@@ -14,7 +14,7 @@ from needs import need
 torch = need("torch")
 need("sklearn")
 
-from dpaudit.casestudies.lidp_real import (  # noqa: E402
+from dpaudit.papers.casestudies.lidp_real import (  # noqa: E402
     LiDPRealSetting,
     audit_scores,
     calibrate_dpsgd,
@@ -22,7 +22,7 @@ from dpaudit.casestudies.lidp_real import (  # noqa: E402
     low_variance_directions,
     purchase_like,
 )
-from dpaudit.training.lidp_dpsgd import MLPSpec, _clipped_sum, _init  # noqa: E402
+from dpaudit.papers.lidp_dpsgd import MLPSpec, _clipped_sum, _init  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -103,7 +103,7 @@ def test_poisoning_canaries_interfere_on_digits_gradient_canaries_do_not() -> No
 
 
 def test_lidp_real_tiny_runner_writes_table_beside_the_paper(tmp_path) -> None:
-    from dpaudit.experiments.lidp_real import PAPER_TABLE1, run_lidp_real
+    from dpaudit.papers.experiments.lidp_real import PAPER_TABLE1, run_lidp_real
 
     paths = run_lidp_real(tmp_path, size="tiny", seed=0)
     rows = list(csv.DictReader(open(paths[0])))
@@ -128,7 +128,7 @@ def test_lidp_figure12_canaries_barely_change_test_accuracy(tmp_path) -> None:
     training examples (K = 16 canaries are 5% of them, vs 0.03% of FMNIST in the paper): the
     mean accuracy of 48 models moves by less than 2 points from K = 1 to K = 16 (measured
     drops <= 1 point, ~2 s.e.; see docs/lidp_real.md), and the models learn (> 70%)."""
-    from dpaudit.experiments.lidp_real import run_lidp_figure12
+    from dpaudit.papers.experiments.lidp_real import run_lidp_figure12
 
     rows = list(csv.DictReader(open(run_lidp_figure12(tmp_path, size="tiny")[0])))
     for can in ("poison", "gradient"):

@@ -25,16 +25,18 @@ from dpaudit.estimators.lifted import (
 )
 from dpaudit.games.lidp import (
     ClipBKDCanaries,
-    LogisticDPSGD,
     RandomGradientCanaries,
     UnitSphereCanaries,
+    lidp_game,
+)
+from dpaudit.papers.lidp_simulators import (
+    LogisticDPSGD,
     dpsgd_lidp_scores,
     dpsgd_noise_for_epsilon,
     dpsgd_rdp_epsilon,
     gaussian_lidp_scores,
     gaussian_rdp_epsilon,
     gaussian_sigma_for_epsilon,
-    lidp_game,
 )
 from dpaudit.stats import binomial
 from dpaudit.stats.intervals_xbern import xbern_bounds
@@ -322,7 +324,7 @@ def test_dpsgd_simulator_calibration_and_training() -> None:
 
 
 def test_experiments_registered() -> None:
-    from dpaudit.experiments.registry import get_experiment
+    from dpaudit.papers.experiments.registry import get_experiment
 
     for name in ("lidp-gaussian", "lidp-k-sweep", "lidp-d-sweep", "lidp-dpsgd"):
         assert "seed 002" in get_experiment(name).source

@@ -12,7 +12,7 @@ from needs import need
 need("torch")
 need("faker")
 
-from dpaudit.casestudies.lm_extraction import (  # noqa: E402
+from dpaudit.papers.casestudies.lm_extraction import (  # noqa: E402
     LMExtractionSetting,
     calibrate,
     run_lm_extraction,
@@ -45,7 +45,7 @@ def test_figure3_tiny_bound_holds_at_every_epsilon(tmp_path) -> None:
     above the 95% Clopper-Pearson lower limit at every (prior, epsilon); the attack leaks
     (uniform: accuracy at eps = 16 clearly above the 10% baseline) and, starting from the public
     prior, matches the prior's best guess at eps = 1 (password: paper 38.0%, p* = 0.373)."""
-    from dpaudit.experiments.lm_extraction import run_figure3_dpsgd
+    from dpaudit.papers.experiments.lm_extraction import run_figure3_dpsgd
 
     paths = run_figure3_dpsgd(tmp_path, size="tiny", seed=0)
     assert {p.suffix for p in paths} == {".csv", ".png"}
@@ -67,8 +67,8 @@ def test_measured_pii_prior_is_the_normalised_full_sequence_likelihood() -> None
     the WHOLE filled-in email (spec/003 §3.1): recomputed here by scoring every full sequence
     character by character.  Like the paper's PII prior it is very skewed (seed 003 §5.1: the
     most likely canary is far more exposed than the median one)."""
-    from dpaudit.casestudies import pii
-    from dpaudit.training.charlm import fit_char_lm, next_char_logprob
+    from dpaudit.papers.casestudies import pii
+    from dpaudit.papers.charlm import fit_char_lm, next_char_logprob
 
     p = pii.measure_pii_prior(n_sequences=30, n_public=200, epochs=1, seed=3)
     np.testing.assert_allclose(p.prior.sum(1), 1.0, atol=1e-9)

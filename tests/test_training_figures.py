@@ -17,7 +17,7 @@ def test_training_dpsgd_tiny_reproduces_the_claims(tmp_path: Path) -> None:
     """Seed 001 Fig. 6 / seed 000 Fig. 9: on the same scores of one correct run, ours (tight)
     is at least Steinke's bound and no method exceeds the theoretical epsilon; seed 000 Fig. 10:
     with backprop clipping, ours exceeds the claimed epsilon (the bug is caught in one run)."""
-    from dpaudit.experiments.registry import get_experiment
+    from dpaudit.papers.experiments.registry import get_experiment
 
     paths = get_experiment("training-dpsgd").run(tmp_path, size="tiny", seed=0)
     assert [p.name for p in paths] == ["training-dpsgd.csv", "training-dpsgd.png"]

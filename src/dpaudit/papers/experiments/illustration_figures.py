@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.experiments.plotting import resolve_size, seed_sequence, write_csv
-from dpaudit.experiments.registry import experiment
+from dpaudit.papers.experiments.plotting import resolve_size, seed_sequence, write_csv
+from dpaudit.papers.experiments.registry import experiment
 
 __all__ = ["run_bits_figure4", "run_tight_figure2", "run_lidp_figure4", "FIG2_CURVES",
            "base_pair_table", "loglog_slope", "PAPER_K_SLOPES"]
@@ -229,7 +229,7 @@ def loglog_slope(x: Any, y: Any, *, n_boot: int = 0,
 def run_lidp_figure4(out_dir: Path, *, full: bool = False, seed: int = 0,
                      size: str | None = None, fixed_rate: float = 0.1) -> list[Path]:
     """Gaussian mechanism, claimed eps = 2 (sigma^2 = 4.62), d = 10^6, n = 1024 trials; per K
-    the W2 threshold is tuned once on a hold-out run (:func:`dpaudit.experiments.lidp.
+    the W2 threshold is tuned once on a hold-out run (:func:`dpaudit.papers.experiments.lidp.
     tuned_epsilons`, the paper's protocol), then the diagnostics are measured on ``reps`` fresh
     runs.  The paper plots one run per K ("noisy single-threshold estimates", spec/002 §4.3.3);
     here the mean over repetitions is fitted, with a bootstrap standard error of the slope.
@@ -240,12 +240,12 @@ def run_lidp_figure4(out_dir: Path, *, full: bool = False, seed: int = 0,
     Sampler: "tiny" uses the i.i.d.-score approximation at d = 10^6 (spec/002 §2.11: the
     cross-canary score correlation is 1/(sigma^2 d) ~ 2e-7, far below the sampling noise);
     "small"/"full" use the exact sampler up to K = 32 and the approximation above, as
-    :mod:`dpaudit.experiments.lidp` does.
+    :mod:`dpaudit.papers.experiments.lidp` does.
     """
     from scipy import special
 
-    from dpaudit.experiments.lidp import CONFIDENCE, DELTA, IID_ABOVE_K, tuned_epsilons
-    from dpaudit.games.lidp import gaussian_lidp_scores, gaussian_sigma_for_epsilon
+    from dpaudit.papers.experiments.lidp import CONFIDENCE, DELTA, IID_ABOVE_K, tuned_epsilons
+    from dpaudit.papers.lidp_simulators import gaussian_lidp_scores, gaussian_sigma_for_epsilon
     from dpaudit.stats.xbern import correlation_diagnostics, moments_at_thresholds
     from dpaudit.validation import check_probability
 

@@ -21,7 +21,7 @@ and are data independent, so releasing them costs no privacy).  ``test_charlm.py
 clipped update against Opacus' ``DPOptimizer`` on a small case.
 
 :func:`train_public` trains one model without DP (Adam, cross-entropy) -- the "public" model
-that measures the PII prior (:mod:`dpaudit.casestudies.pii`).
+that measures the PII prior (:mod:`dpaudit.papers.casestudies.pii`).
 
 This module imports torch; nothing outside :mod:`dpaudit.training` does.
 """

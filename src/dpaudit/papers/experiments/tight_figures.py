@@ -39,8 +39,8 @@ from typing import Any
 import numpy as np
 
 from dpaudit.curves import EpsDeltaDP, GaussianDP, LaplaceDP, SubsampledGaussianDP
-from dpaudit.experiments.plotting import plot_panels, resolve_size, seed_sequence, write_csv
-from dpaudit.experiments.registry import experiment
+from dpaudit.papers.experiments.plotting import plot_panels, resolve_size, seed_sequence, write_csv
+from dpaudit.papers.experiments.registry import experiment
 
 __all__ = [
     "DELTA", "CONFIDENCE", "COLUMNS", "DPSGDConfig", "gdp_ceiling", "observe", "top_r_errors",

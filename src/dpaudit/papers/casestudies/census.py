@@ -547,6 +547,6 @@ if __name__ == "__main__":  # pragma: no cover - regenerates the shipped synthet
     _recs = acs_generator_network().sample(500, _rng)
     write_pums_csv(_out, _recs, _rng, comment=(
         "SYNTHETIC DATA - not real ACS records. 500 person records sampled from\n"
-        "dpaudit.casestudies.census.acs_generator_network(seed=2025) and written in ACS PUMS code\n"
-        "format by write_pums_csv (regenerate: python -m dpaudit.casestudies.census)."))
+        "dpaudit.papers.casestudies.census.acs_generator_network(seed=2025) and written in ACS PUMS code\n"  # noqa: E501
+        "format by write_pums_csv (regenerate: python -m dpaudit.papers.casestudies.census)."))
     print(f"wrote {_out}")

@@ -48,11 +48,11 @@ def experiment(name: str, description: str, source: str) -> Callable[[Runner], R
 
 def load_all() -> None:
     """Import every runner module of this package (they self-register)."""
-    import dpaudit.experiments as pkg
+    import dpaudit.papers.experiments as pkg
 
     for info in pkgutil.iter_modules(pkg.__path__):
         if info.name not in ("registry", "plotting"):
-            importlib.import_module(f"dpaudit.experiments.{info.name}")
+            importlib.import_module(f"dpaudit.papers.experiments.{info.name}")
 
 
 def get_experiment(name: str) -> Experiment:

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.experiments.plotting import resolve_size, write_csv
-from dpaudit.experiments.registry import experiment
+from dpaudit.papers.experiments.plotting import resolve_size, write_csv
+from dpaudit.papers.experiments.registry import experiment
 
 __all__ = ["run_figure1", "run_figure2", "run_marginals"]
 
@@ -107,16 +107,16 @@ def run_figure1(out_dir: Path, *, full: bool = False, seed: int = 0,
 # --------------------------------------------------------------------------------------------
 
 def _measured_pii(size: str, seed: int) -> Any:
-    """The measured PII prior (Faker emails + public character LM; dpaudit.casestudies.pii)."""
-    from dpaudit.casestudies.pii import measure_pii_prior
-    from dpaudit.experiments.lm_extraction import SIZE_SETTINGS
+    """The measured PII prior (Faker emails + public character LM; papers.casestudies.pii)."""
+    from dpaudit.papers.casestudies.pii import measure_pii_prior
+    from dpaudit.papers.experiments.lm_extraction import SIZE_SETTINGS
 
     n_seq, n_pub, epochs = SIZE_SETTINGS[size]["pii"]
     return measure_pii_prior(n_sequences=n_seq, n_public=n_pub, epochs=epochs, seed=seed)
 
 
 def _extraction_priors(pii: Any) -> dict[str, Any]:
-    from dpaudit.casestudies.extraction import digit_secret_prior
+    from dpaudit.papers.casestudies.extraction import digit_secret_prior
     from dpaudit.risk.priors import password_prior
 
     # scaled down to 10 candidates (paper §5.2); the password top-10 is Zipf(1.1, 10) for any
@@ -136,8 +136,8 @@ def _extraction_priors(pii: Any) -> dict[str, Any]:
 def run_figure2(out_dir: Path, *, full: bool = False, seed: int = 0,
                 size: str | None = None) -> list[Path]:
     """Fig. 2 bounds and the Fig. 3 extraction case study (runs: 300 small / 2000 full)."""
-    from dpaudit.casestudies.corpus import load_corpus
-    from dpaudit.casestudies.extraction import ExtractionSetting, run_extraction
+    from dpaudit.papers.casestudies.corpus import load_corpus
+    from dpaudit.papers.casestudies.extraction import ExtractionSetting, run_extraction
     from dpaudit.risk import advantage_bound, epsilon_protect
     from dpaudit.risk.priors import UniformPrior, password_prior, pii_like_prior
 
@@ -252,16 +252,17 @@ def run_marginals(out_dir: Path, *, full: bool = False, seed: int = 0,
                   size: str | None = None, prior_weight: float = 0.0) -> list[Path]:
     """Case study 2 on census-like data.
 
-    ``prior_weight`` is the KL penalty of :class:`~dpaudit.casestudies.rap.RAPOptions`
+    ``prior_weight`` is the KL penalty of :class:`~dpaudit.papers.casestudies.rap.RAPOptions`
     (0 = plain RAP, as in the paper).
 
     The "raw" data are ``public_records`` (e.g. ``load_pums_csv(path)`` on a real ACS PUMS file)
-    or, by default, 20,000 records of :func:`~dpaudit.casestudies.census.acs_generator_network`; the
+    or, by default, 20,000 records of
+    :func:`~dpaudit.papers.casestudies.census.acs_generator_network`; the
     BayNet prior is fitted to them and every 100-record original dataset is sampled from it.
     """
-    from dpaudit.casestudies.census import acs_generator_network, fit_acs_network
-    from dpaudit.casestudies.marginals import MAISetting, run_mai, visit_order_split
-    from dpaudit.casestudies.rap import RAPOptions
+    from dpaudit.papers.casestudies.census import acs_generator_network, fit_acs_network
+    from dpaudit.papers.casestudies.marginals import MAISetting, run_mai, visit_order_split
+    from dpaudit.papers.casestudies.rap import RAPOptions
 
     size = resolve_size(full, size)
     full = size == "full"

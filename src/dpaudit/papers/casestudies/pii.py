@@ -7,7 +7,7 @@ cannot be downloaded here, so every ingredient is rebuilt locally and seeded:
 1. **Data.** Short emails generated with Faker (en_US, seeded) from a fixed set of templates,
    each containing people's names (:func:`email_corpus`).  Faker draws first names from US
    frequency tables, so names are non-uniform as in real text.
-2. **Public model.** A small character n-gram network (:class:`dpaudit.training.charlm.CharMLP`)
+2. **Public model.** A small character n-gram network (:class:`dpaudit.papers.charlm.CharMLP`)
    trained *without* DP on a public email corpus drawn with a different seed (the stand-in for
    GPT-2 and its public training data).
 3. **Targets.** ``n_sequences`` further emails each with one masked first name (Lukas et al.):
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dpaudit.casestudies.ngram import ALPHABET, encode
+from dpaudit.papers.casestudies.ngram import ALPHABET, encode
 from dpaudit.validation import check_count
 
 __all__ = ["TEMPLATES", "PIIPrior", "email_corpus", "masked_sequences", "measure_pii_prior"]
@@ -133,7 +133,7 @@ def measure_pii_prior(*, n_sequences: int = 500, n_public: int = 3000, context: 
                       hidden: int = 128, epochs: int = 3, seed: int = 0) -> PIIPrior:
     """Measure the PII prior (module docstring): public model on ``n_public`` emails (seed
     ``seed + 1``), ``n_sequences`` masked sequences (seed ``seed``)."""
-    from dpaudit.training.charlm import fit_char_lm, next_char_logprob
+    from dpaudit.papers.charlm import fit_char_lm, next_char_logprob
 
     check_count("context", context, minimum=1)
     public = email_corpus(n_public, seed + 1)

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dpaudit.experiments.plotting import plot_panels, resolve_size, write_csv
-from dpaudit.experiments.registry import experiment
+from dpaudit.papers.experiments.plotting import plot_panels, resolve_size, write_csv
+from dpaudit.papers.experiments.registry import experiment
 
 __all__ = ["TrainingFigureSize", "SIZES_TRAINING", "run_training_dpsgd"]
 

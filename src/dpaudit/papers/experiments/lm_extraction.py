@@ -2,14 +2,15 @@
 
 For each prior (uniform, numerical password, PII -- all scaled down to 10 digits) and each
 epsilon (delta = 1e-5), ``models`` networks are trained with DP-SGD on one canary each
-(:mod:`dpaudit.casestudies.lm_extraction`), attacked with the most likely digit, and the attack
+(:mod:`dpaudit.papers.casestudies.lm_extraction`), attacked with the most likely digit, and the
+attack
 accuracy with its Clopper-Pearson 95% interval is written beside the Thm 3.5 (n = 1) and
 Cor 3.4 bounds, the MMC G_mu bound (uniform) and the prior baseline.
 
 Priors are measured or literal, never back-solved: the password prior is the top 10 of
 Zipf(s, N) (= Zipf(s, 10) for any N >= 10, so the literal and "implied" supports agree here);
 the PII prior of each canary is its masked sequence's measured prior
-(:func:`dpaudit.casestudies.pii.measure_pii_prior`), top 10 renormalised.
+(:func:`dpaudit.papers.casestudies.pii.measure_pii_prior`), top 10 renormalised.
 
 Sizes: tiny (the tests: 150 models, 2 epsilons, small PII measurement), small (400 models,
 5 epsilons, < 1 min), full (the paper: 2,000 models per point, 7 epsilons).
@@ -22,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.experiments.plotting import resolve_size, write_csv
-from dpaudit.experiments.registry import experiment
+from dpaudit.papers.experiments.plotting import resolve_size, write_csv
+from dpaudit.papers.experiments.registry import experiment
 
 __all__ = ["run_figure3_dpsgd", "SIZE_SETTINGS"]
 
@@ -42,7 +43,7 @@ SIZE_SETTINGS: dict[str, dict[str, Any]] = {
 
 def fig3_priors(size: str, seed: int, *, zipf_exponent: float = 1.1) -> dict[str, np.ndarray]:
     """The three 10-digit priors of Fig. 3: uniform, password (Zipf), PII rows (S, 10)."""
-    from dpaudit.casestudies.pii import measure_pii_prior
+    from dpaudit.papers.casestudies.pii import measure_pii_prior
     from dpaudit.risk.priors import password_prior
 
     n_seq, n_pub, epochs = SIZE_SETTINGS[size]["pii"]
@@ -56,7 +57,7 @@ def fig3_priors(size: str, seed: int, *, zipf_exponent: float = 1.1) -> dict[str
             "Thm 3.5 / MMC bounds (measured priors)", "seed 003 Fig. 3, §5.2")
 def run_figure3_dpsgd(out_dir: Path, *, full: bool = False, seed: int = 0,
                       size: str | None = None) -> list[Path]:
-    from dpaudit.casestudies.lm_extraction import LMExtractionSetting, run_lm_extraction
+    from dpaudit.papers.casestudies.lm_extraction import LMExtractionSetting, run_lm_extraction
 
     size = resolve_size(full, size)
     cfg = SIZE_SETTINGS[size]

@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 
 from dpaudit.estimators.lifted import lifted_epsilon_curve, threshold_grid, trials_to_reach
-from dpaudit.experiments.plotting import resolve_size, write_csv
-from dpaudit.experiments.registry import experiment
-from dpaudit.games.lidp import (
-    LiDPScores,
+from dpaudit.games.lidp import LiDPScores
+from dpaudit.papers.experiments.plotting import resolve_size, write_csv
+from dpaudit.papers.experiments.registry import experiment
+from dpaudit.papers.lidp_simulators import (
     LogisticDPSGD,
     dpsgd_lidp_scores,
     gaussian_lidp_scores,

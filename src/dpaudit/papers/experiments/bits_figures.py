@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from dpaudit.curves import EpsDeltaDP, GaussianDP, LaplaceDP
-from dpaudit.experiments.plotting import plot_panels, resolve_size, seed_sequence
-from dpaudit.experiments.registry import experiment
-from dpaudit.experiments.tight_figures import (
+from dpaudit.papers.experiments.plotting import plot_panels, resolve_size, seed_sequence
+from dpaudit.papers.experiments.registry import experiment
+from dpaudit.papers.experiments.tight_figures import (
     DELTA,
     DPSGDConfig,
     _bits,

@@ -2,7 +2,7 @@
 
 For each (data set / model, canary kind, epsilon) the "fewer trials" factor n / n* of LiDP
 (K = 16, XBern Wilson intervals of order 2 and 4) against the one-canary baseline (K = 1,
-first-order Wilson) is computed by :func:`dpaudit.casestudies.lidp_real.fewer_trials` and
+first-order Wilson) is computed by :func:`dpaudit.papers.casestudies.lidp_real.fewer_trials` and
 written beside the paper's Table 1 value for the analogous setting (FMNIST -> digits).
 
 Sizes: tiny (the tests: linear model on digits, poison canaries, eps 16, n = 48), small
@@ -17,8 +17,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from dpaudit.experiments.plotting import resolve_size, write_csv
-from dpaudit.experiments.registry import experiment
+from dpaudit.papers.experiments.plotting import resolve_size, write_csv
+from dpaudit.papers.experiments.registry import experiment
 
 __all__ = ["PAPER_TABLE1", "run_lidp_real", "run_lidp_figure12"]
 
@@ -54,7 +54,7 @@ SIZES: dict[str, dict[str, Any]] = {
             "seed 002 Table 1, §5-6")
 def run_lidp_real(out_dir: Path, *, full: bool = False, seed: int = 0,
                   size: str | None = None) -> list[Path]:
-    from dpaudit.casestudies.lidp_real import LiDPRealSetting, fewer_trials
+    from dpaudit.papers.casestudies.lidp_real import LiDPRealSetting, fewer_trials
 
     size = resolve_size(full, size)
     cfg = SIZES[size]
@@ -116,7 +116,7 @@ def run_lidp_figure12(out_dir: Path, *, full: bool = False, seed: int = 0,
     """Claim (seed 002 Fig. 12): adding K canaries has no impact on the final test accuracy."""
     import numpy as np
 
-    from dpaudit.casestudies.lidp_real import LiDPRealSetting, accuracy_vs_k
+    from dpaudit.papers.casestudies.lidp_real import LiDPRealSetting, accuracy_vs_k
 
     size = resolve_size(full, size)
     models = {"tiny": 48, "small": 200, "full": 1000}[size]

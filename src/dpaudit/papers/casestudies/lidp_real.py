@@ -12,7 +12,7 @@ Models: linear (softmax regression) and a 2x256 ReLU MLP (seed 002 Table 1).  DP
 Poisson sampling, accounted with :func:`dpaudit.curves.dpsgd_curve` (PLD, add/remove, the
 paper's and Opacus' convention) and calibrated by :func:`dpaudit.search.solve_monotone`.
 
-Canaries (:mod:`dpaudit.training.lidp_dpsgd`): data poisoning on the p lowest-variance
+Canaries (:mod:`dpaudit.papers.lidp_dpsgd`): data poisoning on the p lowest-variance
 principal directions with a flipped (fixed) label, and random gradients of norm C.
 
 :func:`fewer_trials` runs the Table 1 protocol (spec/002 §3): the threshold is tuned on a
@@ -128,7 +128,7 @@ class LiDPRealSetting:
 def audit_scores(setting: LiDPRealSetting, *, runs: int, k: int, seed: int
                  ) -> tuple[np.ndarray, np.ndarray]:
     """x_scores, y_scores (runs, K) of ``runs`` DP-SGD trainings with K canaries each."""
-    from dpaudit.training.lidp_dpsgd import MLPSpec, TrainSpec, train_many
+    from dpaudit.papers.lidp_dpsgd import MLPSpec, TrainSpec, train_many
 
     x, y, classes = load_dataset(setting.dataset, n=setting.n_examples, seed=0)
     widths = (x.shape[1], classes) if setting.model == "linear" else \
@@ -152,11 +152,27 @@ def audit_scores(setting: LiDPRealSetting, *, runs: int, k: int, seed: int
     return np.concatenate(xs), np.concatenate(ys)
 
 
+def _tuned_epsilons(tune: Any, evals: list[Any], order: int
+                    ) -> tuple[list[float], list[dict[str, float]]]:
+    """Raw eps_hat and the x-correlation diagnostics of each of ``evals`` with the threshold
+    tuned on ``tune`` (:func:`dpaudit.estimators.lifted.lifted_tuned`: the reference code's
+    500-point quantile grid, Wilson intervals of the given order, delta = 1e-5, 95%)."""
+    from dpaudit.estimators.lifted import lifted_tuned
+
+    eps, diags = [], []
+    for ev in evals:
+        r = lifted_tuned(tune.x_scores, tune.y_scores, ev.x_scores, ev.y_scores, 1e-5, 0.95,
+                         "wilson", order)
+        eps.append(float(r.details["epsilon_raw"]))
+        diags.append({key[2:]: float(v) for key, v in r.details.items()
+                      if key.startswith("x_") and ev.x_scores.shape[1] >= 4})
+    return eps, diags
+
+
 def fewer_trials(setting: LiDPRealSetting, *, n: int, k: int = 16, seed: int = 0
                  ) -> dict[str, Any]:
     """The Table 1 factor n / n* for XBern orders 2 and 4 (module docstring)."""
     from dpaudit.estimators.lifted import trials_to_reach
-    from dpaudit.experiments.lidp import tuned_epsilons
     from dpaudit.games.lidp import LiDPScores
 
     n = check_count("n", n, minimum=8)
@@ -164,12 +180,12 @@ def fewer_trials(setting: LiDPRealSetting, *, n: int, k: int = 16, seed: int = 0
     e1 = LiDPScores(*audit_scores(setting, runs=n, k=1, seed=seed * 4 + 2))
     tk = LiDPScores(*audit_scores(setting, runs=n, k=k, seed=seed * 4 + 3))
     ek = LiDPScores(*audit_scores(setting, runs=n, k=k, seed=seed * 4 + 4))
-    _, (base,), _ = tuned_epsilons(t1, [e1], 1, True)
+    (base,), _ = _tuned_epsilons(t1, [e1], 1)
     grid = [n // 8, n // 4, n // 2, n]
     out: dict[str, Any] = {"baseline_epsilon": base, "n": n, "k": k}
     for name, order in (("W2", 2), ("W4", 4)):
         subs = [LiDPScores(ek.x_scores[:m], ek.y_scores[:m]) for m in grid]
-        _, eps_n, diags = tuned_epsilons(tk, subs, order, False)
+        eps_n, diags = _tuned_epsilons(tk, subs, order)
         nstar = trials_to_reach(grid, eps_n, base, space="linear") if base > 0 else math.nan
         out[f"eps_{name}"] = eps_n
         out[f"n_star_{name}"] = nstar
@@ -187,7 +203,7 @@ def accuracy_vs_k(setting: LiDPRealSetting, ks: tuple[int, ...], *, models: int,
     """Held-out accuracy of ``models`` DP-SGD runs per number of canaries K (seed 002 Fig. 12:
     "adding K canaries has no impact on final test accuracy").  The models train on
     ``setting.n_examples`` examples; every other example of the data set is the test set."""
-    from dpaudit.training.lidp_dpsgd import MLPSpec, TrainSpec, train_many
+    from dpaudit.papers.lidp_dpsgd import MLPSpec, TrainSpec, train_many
 
     x_all, y_all, classes = load_dataset(setting.dataset, seed=0)
     idx = np.random.default_rng(0).permutation(x_all.shape[0])

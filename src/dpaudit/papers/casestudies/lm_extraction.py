@@ -1,7 +1,7 @@
 """Extraction of a canary's last digit from DP-SGD-trained character n-gram models (seed 003 §5.2).
 
 Setting (seed 003 §5.2, spec/003 §3.3): a fully connected character n-gram network
-(:mod:`dpaudit.training.charlm`) is trained *lazily* with DP-SGD on a single 9-digit canary:
+(:mod:`dpaudit.papers.charlm`) is trained *lazily* with DP-SGD on a single 9-digit canary:
 the first 8 digits are fixed (the context) and the 9th digit, the secret, is drawn from a prior
 scaled down to 10 digits.  ``models`` networks per (epsilon, prior) are trained at once
 (torch.func vmap); the attack outputs the digit of highest model probability and its accuracy
@@ -142,7 +142,7 @@ def _draw(priors: np.ndarray, n: int, rng: np.random.Generator) -> tuple[np.ndar
 
 def _train(rows: np.ndarray, secrets: np.ndarray, s: float, steps: int, lr: float,
            setting: LMExtractionSetting, seed: int) -> np.ndarray:
-    from dpaudit.training.charlm import DPSGDOptions, train_canary_models
+    from dpaudit.papers.charlm import DPSGDOptions, train_canary_models
 
     opts = DPSGDOptions(clip=1.0, noise_multiplier=2.0 * math.sqrt(steps) * s,
                         learning_rate=lr, steps=steps)

@@ -8,7 +8,7 @@ The attack game (Algorithm 1 of the paper with n targets):
    scaled down to the candidate set as in the paper ("scale down the distributions ... to 10
    possible digits", §5.2);
 2. a character n-gram model is trained on corpus + canaries with the Gaussian mechanism
-   calibrated to (epsilon, delta) (:mod:`dpaudit.casestudies.ngram`); by default lazily, i.e.
+   calibrated to (epsilon, delta) (:mod:`dpaudit.papers.casestudies.ngram`); by default lazily, i.e.
    only the context rows that precede a secret are trained (as in the paper, after Stock et al.);
 3. the extraction attack ranks the K candidates of each target by model likelihood
    ("model", the paper's attack: "the character with the highest probability assigned by the
@@ -27,7 +27,7 @@ Monte Carlo: thousands of models per (epsilon, prior) are simulated exactly and 
 The attack reads only the released rows whose contexts precede a candidate secret ("view
 rows"); their released values are the (fixed) clipped corpus counts, plus the clipped canary
 counts of the drawn secrets, plus independent N(0, s^2) noise -- the same numbers
-:func:`dpaudit.casestudies.ngram.train_dp_ngram` would release in those rows (same event and
+:func:`dpaudit.papers.casestudies.ngram.train_dp_ngram` would release in those rows (same event and
 clipping code; the noise of the other rows never reaches the attack).
 ``tests/test_case_extraction.py`` checks the equality against full training.
 """
@@ -42,7 +42,8 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.casestudies.ngram import (
+from dpaudit.curves import GaussianDP
+from dpaudit.papers.casestudies.ngram import (
     NgramModel,
     NgramSpec,
     clip_scales,
@@ -50,7 +51,6 @@ from dpaudit.casestudies.ngram import (
     ngram_noise_std,
     record_events,
 )
-from dpaudit.curves import GaussianDP
 from dpaudit.risk.bounds import TailBound, cor34_tail, single_target_bound, thm35_tail
 from dpaudit.risk.comparators import mmc_bound
 from dpaudit.risk.fdp import gdp_mu
@@ -148,7 +148,7 @@ class ExtractionSetting:
 
     @property
     def noise_std(self) -> float:
-        """s = sqrt(2) clip / mu (see :func:`dpaudit.casestudies.ngram.ngram_noise_std`)."""
+        """s = sqrt(2) clip / mu (see :func:`dpaudit.papers.casestudies.ngram.ngram_noise_std`)."""
         return ngram_noise_std(self.epsilon, self.delta, self.clip)
 
     @property

@@ -7,7 +7,7 @@ One run of :func:`run_mai` is the paper's experiment for one (dataset, target co
    draws from a product distribution (Thm 3.5's requirement);
 2. release every 3-way marginal that touches a target column with Gaussian noise calibrated to
    (epsilon, delta) by GDP accounting over T = C(d,3) - C(d-d',3) releases
-   (:mod:`dpaudit.casestudies.rap`);
+   (:mod:`dpaudit.papers.casestudies.rap`);
 3. run the modified RAP M-AI attack (known columns frozen, unknown columns initialised at the
    prior conditioned on the known columns) and round;
 4. score it: a record counts when all its target columns are right (exact match), or, for one
@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.casestudies.census import BayesNet
-from dpaudit.casestudies.rap import (
+from dpaudit.papers.casestudies.census import BayesNet
+from dpaudit.papers.casestudies.rap import (
     RAPOptions,
     marginal_workload,
     marginals_sigma,

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.experiments.plotting import resolve_size, write_csv
-from dpaudit.experiments.registry import experiment
+from dpaudit.papers.experiments.plotting import resolve_size, write_csv
+from dpaudit.papers.experiments.registry import experiment
 
 __all__ = ["run_bits_figure3", "run_lidp_figure6", "FIG3_CURVES"]
 

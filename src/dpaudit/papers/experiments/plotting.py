@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.experiments.registry import SIZES
+from dpaudit.papers.experiments.registry import SIZES
 from dpaudit.validation import check_choice
 
 __all__ = [

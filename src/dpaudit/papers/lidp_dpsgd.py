@@ -3,7 +3,7 @@
 
 Models (:class:`MLPSpec`): a linear (softmax regression) model and a ReLU MLP with two hidden
 layers of 256 units, as in seed 002 Table 1, on a shared base dataset D (scikit-learn digits or
-the generated Purchase-100-like data of :mod:`dpaudit.casestudies.lidp_real`).
+the generated Purchase-100-like data of :mod:`dpaudit.papers.casestudies.lidp_real`).
 
 Training (:func:`train_many`): M independent DP-SGD runs at once (one per trial), each on
 D plus its own K canaries, with Poisson sampling at rate q, per-example clipping to C and
