@@ -232,7 +232,7 @@ def _summary_reference(eps: float, delta: float, priors: np.ndarray, c: float,
     (300, 1.0, 1.0, 1e-5)])
 def test_risk_summary_one_prior_shortcut_is_exact(n: int, prior: float, eps: float,
                                                   delta: float) -> None:
-    from dpaudit.cli.risk import risk_summary
+    from dpaudit.risk.summary import risk_summary
 
     priors = np.full(n, prior)
     out = risk_summary(eps, delta, priors, confidence=0.95, tau=0.05)

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from dpaudit.cli.common import app, check_claimed_epsilon, json_payload, print_results
+from dpaudit.cli.report_options import format_option, maybe_write_report, report_option
 from dpaudit.cli.table_options import (
     aggregate_option,
     group_col_option,
@@ -16,7 +17,6 @@ from dpaudit.cli.table_options import (
     score_col_option,
 )
 from dpaudit.estimators.multi_run import multi_run
-from dpaudit.report.cli import format_option, maybe_write_report, report_option
 
 
 def _threshold(text: str) -> str | float:

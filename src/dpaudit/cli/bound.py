@@ -17,6 +17,7 @@ from typing import Any
 import typer
 
 from dpaudit.cli.common import (
+    app,
     bound_app,
     check_claimed_epsilon,
     normalize_name,
@@ -31,6 +32,8 @@ from dpaudit.estimators.tight import tight
 from dpaudit.validation import check_nested_counts
 
 __all__ = ["parse_family"]
+
+app.add_typer(bound_app, name="bound")  # the sub-commands: this module and dpaudit.cli.lifted
 
 
 def parse_family(text: str, delta: float = 0.0) -> Any:

@@ -25,66 +25,17 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import typer
-import typer.core
 from rich.console import Console
 from rich.table import Table
 
+from dpaudit.cli.aliases import OPTION_ALIASES, normalize_name, rewrite_aliases
+from dpaudit.cli.app import app, bound_app
 from dpaudit.results import AuditResult, json_safe
 from dpaudit.validation import check_nested_counts
 
 __all__ = ["app", "bound_app", "console", "fmt_number", "json_payload", "print_results",
            "print_json", "verdict", "OPTION_ALIASES", "rewrite_aliases", "normalize_name",
            "resolve_wrong_correct", "check_claimed_epsilon", "given_options", "reject_unused"]
-
-#: Old option spellings, per command path, kept as hidden aliases for one release (0.2 removes
-#: them).  Keys are the command path ("bound tight"); values map old -> new spelling.
-OPTION_ALIASES: dict[str, dict[str, str]] = {
-    "bound tight": {"--n": "--canaries", "--r": "--guesses", "--u": "--wrong"},
-    "bound bits": {"--n": "--canaries", "--errors": "--wrong"},
-    "bound steinke": {"--m": "--canaries"},
-    "bound mahloujifar": {"--m": "--canaries"},
-    "curve": {"--eps": "--epsilon", "--q": "--sampling-rate"},
-    "simulate": {"--eps": "--epsilon", "--q": "--sampling-rate",
-                 "--true-epsilon": "--compute-true-epsilon"},
-}
-
-
-def rewrite_aliases(argv: Sequence[str], *,
-                    notes: list[str] | None = None) -> list[str]:
-    """Rewrite the old option spellings of :data:`OPTION_ALIASES` to the current ones.
-
-    The command path is the longest key of the table that the leading words of ``argv`` spell;
-    both ``--old VALUE`` and ``--old=VALUE`` are rewritten.  A deprecation note per alias is
-    appended to ``notes``; :func:`dpaudit.cli.main` prints them on stderr after a successful run
-    (never on stdout, so ``--json`` stays parseable; never before an ``error:`` line)."""
-    args = list(argv)
-    words: list[str] = []
-    for a in args:
-        if a.startswith("-"):
-            break
-        words.append(a)
-    table: dict[str, str] = {}
-    for k in range(len(words), 0, -1):
-        key = " ".join(words[:k])
-        if key in OPTION_ALIASES:
-            table = OPTION_ALIASES[key]
-            break
-    if not table:
-        return args
-    out: list[str] = []
-    for a in args:
-        name, eq, val = a.partition("=")
-        if name in table:
-            if notes is not None:
-                notes.append(f"note: {name} is deprecated, use {table[name]}")
-            a = table[name] + eq + val
-        out.append(a)
-    return out
-
-
-def normalize_name(text: str) -> str:
-    """Values naming things are spelt with underscores; hyphens and case are forgiven."""
-    return text.strip().lower().replace("-", "_")
 
 
 def resolve_wrong_correct(guesses: int, wrong: int | None, correct: int | None, *,
@@ -109,11 +60,10 @@ def check_claimed_epsilon(value: float | None) -> float | None:
 
 
 def given_options(ctx: typer.Context) -> set[str]:
-    """Names (Python parameter names) of the options typed on the command line."""
-    from typer._click.core import ParameterSource
-
+    """Names (Python parameter names) of the options typed on the command line (click's
+    ``ParameterSource.COMMANDLINE``, compared by name: typer may vendor click)."""
     return {p.name for p in ctx.command.params if p.name is not None
-            and ctx.get_parameter_source(p.name) is ParameterSource.COMMANDLINE}
+            and getattr(ctx.get_parameter_source(p.name), "name", None) == "COMMANDLINE"}
 
 
 def reject_unused(ctx: typer.Context, used: Iterable[str], what: str) -> None:
@@ -126,39 +76,6 @@ def reject_unused(ctx: typer.Context, used: Iterable[str], what: str) -> None:
     if bad:
         raise ValueError(f"{what} does not use {', '.join(bad)}")
 
-
-# Help without type noise on flags ("--json <bool>"): a flag takes no value.
-_display_type_rich = typer.core.TyperOption.display_type_rich
-
-
-def _flag_display_type(self: typer.core.TyperOption, ctx: Any) -> str | None:
-    if getattr(self, "is_flag", False):
-        return None
-    return _display_type_rich(self, ctx)
-
-
-typer.core.TyperOption.display_type_rich = _flag_display_type  # type: ignore[method-assign]
-
-app = typer.Typer(
-    name="dpaudit", add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-    help="Empirical privacy auditing of differential privacy, and attack-risk bounds.")
-bound_app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False,
-                        help="Compute an epsilon lower bound from counts (no raw data needed).")
-app.add_typer(bound_app, name="bound")
-
-
-def _version(value: bool) -> None:
-    if value:
-        from dpaudit import __version__
-
-        typer.echo(f"dpaudit {__version__}")
-        raise typer.Exit(0)
-
-
-@app.callback()
-def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                       help="Print the version and exit.")) -> None:
-    """Empirical privacy auditing of differential privacy, and attack-risk bounds."""
 
 console = Console()
 

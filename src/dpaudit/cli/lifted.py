@@ -17,9 +17,9 @@ from dpaudit.cli.common import (
     json_payload,
     print_results,
 )
+from dpaudit.cli.report_options import format_option, maybe_write_report, report_option
 from dpaudit.estimators.lifted import lifted
 from dpaudit.io import load_lifted
-from dpaudit.report.cli import format_option, maybe_write_report, report_option
 
 
 @bound_app.command("lifted")

@@ -20,8 +20,8 @@ from typing import Any
 import typer
 
 from dpaudit.cli.common import app, console, print_json, print_results, verdict
+from dpaudit.cli.report_options import format_option, maybe_write_report, report_option
 from dpaudit.engine.audit import AuditRun
-from dpaudit.report.cli import format_option, maybe_write_report, report_option
 from dpaudit.validation import check_choice, check_count
 
 

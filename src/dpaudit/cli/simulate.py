@@ -35,22 +35,17 @@ from dpaudit.cli.common import (
     reject_unused,
     verdict,
 )
-from dpaudit.estimators.verdict import verdict_from_results
-from dpaudit.mechanisms import (
-    FLAWS,
-    DPSGDSimulator,
-    GaussianMechanism,
-    LaplaceMechanism,
-    RandomizedResponse,
-    SimulatedMechanism,
-    SubsampledGaussianMechanism,
-    WrongSensitivityMechanism,
+from dpaudit.cli.report_options import (
+    REPORT_PARAMS,
+    format_option,
+    maybe_write_report,
+    report_option,
 )
+from dpaudit.estimators.verdict import verdict_from_results
+from dpaudit.mechanisms.factory import MECHANISM_NAMES, build_mechanism
 from dpaudit.mechanisms.svt import SVT_VARIANTS, SparseVector, default_construction, svt_audit
-from dpaudit.report.cli import REPORT_PARAMS, format_option, maybe_write_report, report_option
 from dpaudit.validation import check_choice, check_count
 
-MECHANISM_NAMES = ("gaussian", "laplace", "rr", "subsampled_gaussian", "dpsgd", "svt")
 _COMMON = ("mechanism", "flawed", "canaries", "seed", "delta", "confidence", "as_json",
            *REPORT_PARAMS)
 _ONE_RUN = (*_COMMON, "simultaneous", "true_eps")
@@ -68,34 +63,6 @@ MECHANISM_OPTIONS = {
 MAX_CANARIES = 10_000_000
 #: Default sampling rate per mechanism.
 DEFAULT_SAMPLING_RATE = {"subsampled_gaussian": 0.5, "dpsgd": 0.01}
-
-
-def build_mechanism(name: str, flawed: str | None, *, mu: float, eps: float, rr_delta: float,
-                    q: float, sensitivity: float, noise_multiplier: float,
-                    sampling_rate: float, steps: int, batch_size: int, threat: str,
-                    score: str) -> SimulatedMechanism:
-    """The simulator named ``name`` (optionally with flaw ``flawed``); ValueError otherwise."""
-    check_choice("MECHANISM", name, MECHANISM_NAMES)
-    if flawed is not None:
-        allowed = [f for f, ms in FLAWS.items() if name in ms]
-        if flawed not in allowed:
-            raise ValueError(f"--flawed for {name} must be one of "
-                             f"{', '.join(allowed) or '(none)'}; got {flawed!r}")
-    if flawed == "wrong_sensitivity":
-        return WrongSensitivityMechanism(name, mu if name == "gaussian" else eps, sensitivity)
-    if name == "gaussian":
-        return GaussianMechanism(mu)
-    if name == "laplace":
-        return LaplaceMechanism(eps)
-    if name == "rr":
-        return RandomizedResponse(eps, rr_delta)
-    if name == "subsampled_gaussian":
-        return SubsampledGaussianMechanism(mu, q)
-    if threat == "last_iterate":
-        score = "sum"
-    return DPSGDSimulator(noise_multiplier=noise_multiplier, sampling_rate=sampling_rate,
-                          steps=steps, threat=threat, score_kind=score, flaw=flawed,
-                          batch_size=batch_size if flawed == "backprop_clipping" else 1)
 
 
 @app.command("simulate")

@@ -1,6 +1,6 @@
 """CLI helpers: ``--report PATH`` / ``--format html|png`` on any command in two lines.
 
-    from dpaudit.report.cli import format_option, maybe_write_report, report_option
+    from dpaudit.cli.report_options import format_option, maybe_write_report, report_option
     ...
     report: Path | None = report_option(),
     report_format: str = format_option(),
