@@ -17,8 +17,8 @@ COMMAND_MODULES = sorted({f"dpaudit.cli.{m}" for c in COMMANDS.values() for m in
 
 
 def _modules_after(argv: list[str]) -> tuple[set[str], str]:
-    code = ("import sys, json\nfrom dpaudit.cli import main\nrc = main(%r)\n"
-            "print(json.dumps(sorted(sys.modules)), file=sys.stderr)" % (argv,))
+    code = (f"import sys, json\nfrom dpaudit.cli import main\nrc = main({argv!r})\n"
+            "print(json.dumps(sorted(sys.modules)), file=sys.stderr)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     return set(json.loads(proc.stderr.strip().splitlines()[-1])), proc.stdout
@@ -58,3 +58,12 @@ def test_table_matches_the_registered_commands():
 def test_no_arguments_prints_the_help_and_is_a_usage_error(capsys):
     assert main([]) == 2
     assert capsys.readouterr().out.strip() == root_help()
+
+
+def test_a_command_split_over_modules_loads_them_all(capsys):
+    # one-run imports dpaudit.cli.bound (parse_family) but not dpaudit.cli.lifted: the bound
+    # group must still hold `lifted` afterwards
+    code = ("import sys\nimport dpaudit.cli.bound\nfrom dpaudit.cli import main\n"
+            "sys.exit(main(['bound', 'lifted', '--help']))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0 and "--interval" in proc.stdout

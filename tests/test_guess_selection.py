@@ -20,12 +20,12 @@ from scipy import stats
 import dpaudit.estimators.guess_select as gs
 from dpaudit import estimators as E
 from dpaudit.estimators.guess_select import lowest_member_counts
-from dpaudit.estimators.one_run import _balance_p_value, audit_one_run, guess_counts
-from dpaudit.estimators.steinke import (
+from dpaudit.estimators.guessing import (
     _guesses_from_sorted,
     _guesses_from_sorted_reference,
     tie_break_rng,
 )
+from dpaudit.estimators.one_run import _balance_p_value, audit_one_run, guess_counts
 from dpaudit.observations import MembershipObservations
 
 KINDS = ("normal", "coarse", "zeros", "signed_zeros", "integers", "two_levels", "sorted")

@@ -30,8 +30,8 @@ import pytest
 from scipy import stats
 
 from dpaudit.curves import EpsDeltaDP
+from dpaudit.estimators.guess_select import ascending_order
 from dpaudit.estimators.one_run import default_grid, guess_counts
-from dpaudit.estimators.steinke import ascending_order
 from dpaudit.estimators.tight import tight, tight_p_value
 from dpaudit.mechanisms import RandomizedResponse
 from dpaudit.mechanisms.base import as_rng, draw_bits

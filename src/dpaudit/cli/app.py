@@ -10,6 +10,7 @@ the command line names that command.  A command module registers itself as befor
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import Any
 
 import typer
@@ -95,15 +96,16 @@ class LazyGroup(Group):
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         name, cmd, rest = super().resolve_command(ctx, args)
-        if getattr(cmd, "dpaudit_lazy", False) or (name in _table() and _is_empty_group(cmd)):
+        if name in _table() and (getattr(cmd, "dpaudit_lazy", False) or not _loaded(name)):
+            # not yet imported, or only some of its modules (``bound``: bound and lifted)
             load_command(name)
             cmd = typer.main.get_group(app).commands[name]
             self.add_command(cmd, name)
         return name, cmd, rest
 
 
-def _is_empty_group(cmd: Any) -> bool:
-    return isinstance(cmd, typer.core.TyperGroup) and not cmd.commands
+def _loaded(name: str) -> bool:
+    return all(f"{PACKAGE}.{m}" in sys.modules for m in _table()[name].modules)
 
 
 app = App(name="dpaudit", cls=LazyGroup, add_completion=False, no_args_is_help=True,

@@ -30,18 +30,13 @@ from typing import Any
 import numpy as np
 
 from dpaudit.observations import MembershipObservations
+from dpaudit.randomness import split_seeds
 from dpaudit.results import AuditResult
 from dpaudit.validation import check_choice, check_confidence, check_count, check_delta
 
 __all__ = ["multi_split", "SPLIT_COMBINE"]
 
 SPLIT_COMBINE = ("median", "bonferroni")
-
-
-def split_seeds(seed: int, n_splits: int) -> list[int]:
-    """S independent 32-bit seeds derived from ``seed`` (SeedSequence entropy)."""
-    ss = np.random.SeedSequence(check_count("seed", seed))
-    return [int(x) for x in ss.generate_state(check_count("n_splits", n_splits, minimum=1))]
 
 
 def multi_split(member: Any, score: Any, delta: float = 0.0, confidence: float = 0.95, *,

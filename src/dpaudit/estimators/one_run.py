@@ -43,8 +43,9 @@ from scipy import stats
 
 from dpaudit.curves import resolve_family
 from dpaudit.estimators.bits import CI_METHODS, bits
+from dpaudit.estimators.guessing import _guesses_from_sorted
 from dpaudit.estimators.mahloujifar import mahloujifar_many
-from dpaudit.estimators.steinke import _guesses_from_sorted, steinke_many
+from dpaudit.estimators.steinke import steinke_many
 from dpaudit.estimators.tight import tight_many
 from dpaudit.observations import MembershipObservations
 from dpaudit.results import AuditResult

@@ -19,7 +19,7 @@ pool, Ray) with a durable trial store, resume and sequential stopping; :func:`ru
 (below) is the in-memory shortcut kept from earlier versions.
 
 Reproducibility.  Trial t draws all its randomness from its own generator,
-:func:`trial_rng` (seed, t) -- Philox with counter block t (:mod:`dpaudit.engine.seeding`); the
+:func:`trial_rng` (seed, t) -- Philox with counter block t (:mod:`dpaudit.randomness`); the
 secret bit is its first draw.  Results are stored by trial index, so the same seed gives the
 same observations whatever the executor, the number of workers, the chunking or restarts.
 (Before dpaudit 0.1 the stream was child t of ``SeedSequence(seed)``: same law, other draws.)
@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 
 from dpaudit.engine.game import describe_callable
-from dpaudit.engine.seeding import TrialStreams, trial_rng
 from dpaudit.observations import MembershipObservations
+from dpaudit.randomness import TrialStreams, trial_rng
 from dpaudit.validation import check_choice, check_count
 
 __all__ = ["BlackBoxAudit", "run_trials", "trial_rng"]

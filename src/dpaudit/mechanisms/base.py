@@ -28,27 +28,13 @@ import numpy as np
 
 from dpaudit.curves.base import Curve
 from dpaudit.observations import MembershipObservations
-from dpaudit.validation import check_binary_array, check_count, check_delta
+from dpaudit.randomness import as_rng, draw_bits
+from dpaudit.validation import check_binary_array, check_delta
 
 __all__ = ["SimulatedMechanism", "as_rng", "draw_bits"]
 
 #: finite stand-in for an infinite log-likelihood ratio (scores must be finite).
 INFINITE_SCORE = 1e6
-
-
-def as_rng(rng: np.random.Generator | int | None) -> np.random.Generator:
-    """An explicit NumPy Generator from a Generator or an integer seed (None is rejected)."""
-    if isinstance(rng, np.random.Generator):
-        return rng
-    if rng is None:
-        raise ValueError("rng must be a numpy Generator or an integer seed; got None "
-                         "(randomness is always explicit)")
-    return np.random.default_rng(check_count("seed", rng))
-
-
-def draw_bits(n: int, rng: np.random.Generator, p: float = 0.5) -> np.ndarray:
-    """n i.i.d. Bernoulli(p) secret bits (seed 000 Def. 5 item 1), as a bool array."""
-    return rng.random(check_count("n", n, minimum=1)) < p
 
 
 class SimulatedMechanism(ABC):
