@@ -29,7 +29,7 @@ Streams (the derivations are frozen: changing one changes every seeded result):
 * ``"tie_break"`` -- the random priorities that order equal scores in the one-run guessing rule
   (:mod:`dpaudit.estimators.guessing`): ``SeedSequence(seed, spawn_key=(TIE_BREAK_KEY,))``;
 * ``"split"`` -- the seeds of the S threshold splits of
-  :func:`dpaudit.estimators.multi_split.multi_split`:
+  :func:`dpaudit.estimators.multi_run.multi_run_splits`:
   ``SeedSequence(seed).generate_state(S)`` (32-bit words);
 * ``"training"``, ``"input_canaries"`` -- real DP-SGD training (:mod:`dpaudit.training`):
   ``SeedSequence([seed, 0x7A1])`` and ``SeedSequence([seed, 0xB175])``, spawned into the

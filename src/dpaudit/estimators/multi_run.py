@@ -25,7 +25,7 @@ Threshold strategies:
 * ``"split"`` -- choose the threshold on a seeded random half (``split_fraction``), bound on the
   other half at the full confidence: exactly valid.
 * ``"multi_split"`` -- ten seeded splits combined by the median-of-p-values rule
-  (:mod:`dpaudit.estimators.multi_split`): exactly valid, less dependent on one split's luck;
+  (:mod:`dpaudit.estimators.split_rule`): exactly valid, less dependent on one split's luck;
 * a number -- that threshold only.
 
 The GDP-based estimate (``estimate="gdp"``): a test with (alpha, beta) is consistent with mu-GDP
@@ -45,7 +45,9 @@ import numpy as np
 from scipy import stats
 
 from dpaudit.curves.gaussian import GaussianDP
+from dpaudit.estimators.split_rule import SPLIT_COMBINE, combine_splits, per_split_confidence
 from dpaudit.observations import MembershipObservations
+from dpaudit.randomness import split_seeds
 from dpaudit.results import AuditResult
 from dpaudit.stats.binomial import clopper_pearson
 from dpaudit.validation import (
@@ -57,7 +59,7 @@ from dpaudit.validation import (
 )
 
 __all__ = ["multi_run", "multi_run_counts", "epsilon_from_rates", "gdp_mu_from_rates",
-           "roc_summary"]
+           "roc_summary", "multi_run_splits"]
 
 DIRECTIONS = ("both", "positive")
 ESTIMATES = ("eps_delta", "gdp")
@@ -263,7 +265,7 @@ def multi_run(member: Any, score: Any, delta: float = 0.0, confidence: float = 0
       delta: the delta of the claimed guarantee, in [0, 1).
       confidence: probability that the bound holds, in (0, 1).
       threshold: "bonferroni", "split", "multi_split" (10 seeded splits, median rule: see
-        :mod:`dpaudit.estimators.multi_split`) or a number (member when score >= threshold).
+        :mod:`dpaudit.estimators.split_rule`) or a number (member when score >= threshold).
       direction: "both" (Eqs. 13-16) or "positive" (Eqs. 13-14 only).
       estimate: "eps_delta" (the privacy-region bound) or "gdp" (the GDP-based estimate).
     """
@@ -276,12 +278,10 @@ def multi_run(member: Any, score: Any, delta: float = 0.0, confidence: float = 0
     srt = _Sorted.of(obs)
     settings: dict[str, Any] = {"n": obs.n, "n_members": obs.n_members, "direction": direction,
                                 "estimate": estimate, "interval": "clopper_pearson"}
-    if threshold == "multi_split":  # S seeded splits combined validly (estimators.multi_split)
-        from dpaudit.estimators.multi_split import multi_split
-
-        return multi_split(obs.member, obs.score, delta, confidence, seed=seed,
-                           split_fraction=split_fraction, direction=direction,
-                           estimate=estimate, max_thresholds=max_thresholds)
+    if threshold == "multi_split":  # S seeded splits combined validly (estimators.split_rule)
+        return multi_run_splits(obs.member, obs.score, delta, confidence, seed=seed,
+                                split_fraction=split_fraction, direction=direction,
+                                estimate=estimate, max_thresholds=max_thresholds)
     if isinstance(threshold, str):
         check_choice("threshold", threshold, ("bonferroni", "split", "multi_split"))
         settings["threshold"] = threshold
@@ -333,3 +333,24 @@ def multi_run(member: Any, score: Any, delta: float = 0.0, confidence: float = 0
                "n_nonmembers": n_neg, "tpr_bounds": b_i[:2], "fpr_bounds": b_i[2:],
                **_roc_summary(srt)}
     return _result(value, n_pos, n_neg, delta, confidence, estimate, settings, details)
+
+
+def multi_run_splits(member: Any, score: Any, delta: float = 0.0, confidence: float = 0.95, *,
+                     n_splits: int = 10, combine: str = "median", split_fraction: float = 0.5,
+                     seed: int = 0, direction: str = "both", estimate: str = "eps_delta",
+                     max_thresholds: int = 1000) -> AuditResult:
+    """S seeded ``threshold="split"`` audits combined by :mod:`dpaudit.estimators.split_rule`
+    (``multi_run(threshold="multi_split")`` and :func:`dpaudit.estimators.multi_split.
+    multi_split`)."""
+    obs = MembershipObservations.from_arrays(member, score)
+    obs.require_both_classes()
+    delta, gamma = check_delta(delta), check_confidence(confidence)
+    how = check_choice("combine", combine, SPLIT_COMBINE)
+    s_count = check_count("n_splits", n_splits, minimum=1)
+    per = per_split_confidence(gamma, how, s_count)
+    seeds = split_seeds(seed, s_count)
+    rows = [multi_run(obs.member, obs.score, delta=delta, confidence=per, threshold="split",
+                      direction=direction, estimate=estimate, split_fraction=split_fraction,
+                      seed=sd, max_thresholds=max_thresholds) for sd in seeds]
+    return combine_splits(rows, delta=delta, confidence=gamma, combine=how, per=per, seed=seed,
+                          seeds=seeds)
