@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpaudit.curves import GaussianDP
+from dpaudit.curves.calibration import gdp_mu
 from dpaudit.estimators.multi_run import multi_run
-from dpaudit.search import solve_monotone
 
 __all__ = ["gaussian_mu_for_epsilon", "multi_run_demo_data", "multi_run_demo", "TRAINING_DEMO"]
 
 
 def gaussian_mu_for_epsilon(epsilon: float, delta: float) -> float:
-    """mu of the Gaussian mechanism that is exactly (epsilon, delta)-DP."""
-    return solve_monotone(lambda m: GaussianDP(m).epsilon(delta), epsilon, 0.01, 10.0)
+    """mu of the Gaussian mechanism that is exactly (epsilon, delta)-DP
+    (:func:`dpaudit.curves.calibration.gdp_mu`)."""
+    return gdp_mu(epsilon, delta)
 
 
 def multi_run_demo_data(claimed_epsilon: float = 2.0, delta: float = 1e-5,

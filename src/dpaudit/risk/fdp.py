@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.curves import Curve, gdp_delta
+from dpaudit.curves import Curve
+from dpaudit.curves.calibration import gdp_mu
 from dpaudit.risk.bounds import (
     TailBound,
     pure_tail,
@@ -32,8 +33,7 @@ from dpaudit.risk.bounds import (
     thm35_bound,
     thm35_tail,
 )
-from dpaudit.risk.flipping import check_epsilon, check_prior_array
-from dpaudit.search import solve_monotone
+from dpaudit.risk.flipping import check_prior_array
 from dpaudit.validation import check_delta
 
 __all__ = [
@@ -55,19 +55,6 @@ def _check_curve(curve: Any) -> Curve:
         raise ValueError(f"curve must be a dpaudit Curve (GaussianDP, LaplaceDP, ...), "
                          f"got {type(curve).__name__}")
     return curve
-
-
-def gdp_mu(epsilon: float, delta: float) -> float:
-    """The mu such that mu-GDP has delta(eps) = delta exactly (Dong-Roth-Su Cor. 2.13 inverted
-    with the shared monotone solver; spec/003 §2.3).  E.g. (1, 1e-5) -> 0.26805."""
-    e = check_epsilon(epsilon)
-    if not isinstance(e, float) or not math.isfinite(e):
-        raise ValueError(f"epsilon must be a finite number >= 0, got {epsilon!r}")
-    d = check_delta(delta)
-    if d == 0:
-        raise ValueError("delta must be > 0 for a Gaussian guarantee (mu-GDP is never pure DP)")
-    return solve_monotone(lambda mu: float(gdp_delta(mu, e)), d, 1e-8, 8.0 + 2.0 * e,
-                          xtol=1e-13, max_hi=1e4)
 
 
 def curve_epsilon(curve: Curve, delta: float) -> float:

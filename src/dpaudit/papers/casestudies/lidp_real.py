@@ -32,8 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.curves import dpsgd_curve
-from dpaudit.search import solve_monotone
+from dpaudit.curves.calibration import dpsgd_noise_multiplier
 from dpaudit.validation import check_choice, check_count, check_positive, check_probability
 
 __all__ = ["DATASETS", "MODELS", "load_dataset", "purchase_like", "low_variance_directions",
@@ -88,15 +87,8 @@ def low_variance_directions(features: np.ndarray, p: int) -> np.ndarray:
 @functools.lru_cache(maxsize=128)
 def calibrate_dpsgd(epsilon: float, delta: float, sampling_rate: float, steps: int) -> float:
     """Noise multiplier sigma with dpsgd_curve(sigma, q, T).epsilon(delta) = epsilon (PLD,
-    add/remove), by Brent root finding in log sigma."""
-    eps = check_positive("epsilon", epsilon)
-
-    def f(log_s: float) -> float:
-        return -dpsgd_curve(math.exp(log_s), sampling_rate, steps,
-                            value_discretization_interval=1e-3).epsilon(delta)
-
-    return math.exp(solve_monotone(f, -eps, math.log(0.3), math.log(3.0), xtol=1e-4,
-                                   rtol=1e-6))
+    add/remove; :func:`dpaudit.curves.calibration.dpsgd_noise_multiplier`)."""
+    return dpsgd_noise_multiplier(epsilon, delta, sampling_rate, steps, xtol=1e-4)
 
 
 @dataclass(frozen=True)

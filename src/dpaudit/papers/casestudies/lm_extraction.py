@@ -37,11 +37,10 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.curves import GaussianDP, dpsgd_curve
+from dpaudit.curves import GaussianDP
+from dpaudit.curves.calibration import dpsgd_noise_multiplier
 from dpaudit.risk.bounds import single_target_bound
 from dpaudit.risk.comparators import mmc_bound
-from dpaudit.risk.fdp import gdp_mu
-from dpaudit.search import solve_monotone
 from dpaudit.stats.binomial import clopper_pearson
 from dpaudit.validation import check_choice, check_count, check_delta, check_positive
 
@@ -54,24 +53,10 @@ PREFIX = (3, 1, 4, 1, 5, 9, 2, 6)
 
 @functools.lru_cache(maxsize=256)
 def calibrate(epsilon: float, delta: float) -> float:
-    """Sensitivity-1 Gaussian noise multiplier s whose release is (epsilon, delta)-DP, from
-    :func:`dpaudit.curves.dpsgd_curve` (sampling rate 1, one step) by root finding.
-
-    The bracket starts at the closed form s0 = 1 / gdp_mu(epsilon, delta) (a Gaussian
-    mechanism is mu-GDP, Dong et al.), so Brent needs a handful of PLD evaluations; the PLD
-    discretisation (1e-3) is pessimistic, so the returned s is never too small."""
-    eps = check_positive("epsilon", epsilon)
-    d = check_delta(delta)
-    if d == 0:
-        raise ValueError("delta must be > 0 for the Gaussian mechanism, got 0")
-    s0 = 1.0 / gdp_mu(eps, d)
-
-    def eps_of(log_s: float) -> float:  # decreasing in s: solve -eps(s) = -epsilon
-        return -dpsgd_curve(math.exp(log_s), 1.0, 1,
-                            value_discretization_interval=1e-3).epsilon(d)
-
-    return math.exp(solve_monotone(eps_of, -eps, math.log(0.97 * s0), math.log(1.1 * s0),
-                                   xtol=1e-5, rtol=1e-6))
+    """Sensitivity-1 Gaussian noise multiplier s whose release is (epsilon, delta)-DP under the
+    PLD accountant (:func:`dpaudit.curves.calibration.dpsgd_noise_multiplier`, sampling rate 1,
+    one step); the PLD discretisation (1e-3) is pessimistic, so s is never too small."""
+    return dpsgd_noise_multiplier(epsilon, delta, 1.0, 1)
 
 
 @dataclass(frozen=True)
