@@ -102,19 +102,26 @@ def assert_dp(mechanism: Callable[[Any, np.random.Generator], Any],
 
     Passing is not a proof of privacy (see the module docstring).
     """
-    from dpaudit.estimators.multi_run import multi_run
-    from dpaudit.games.blackbox import BlackBoxAudit, run_trials
+    from dpaudit.engine.audit import run_audit
+    from dpaudit.games.blackbox import BlackBoxAudit
 
     eps = check_nonnegative("epsilon", epsilon)
     delta = check_delta(delta)
     gamma = check_confidence(confidence)
     n = check_count("trials", trials, minimum=2)
     seed = check_count("seed", seed)
+    if workers is not None:
+        check_count("workers", workers, minimum=1)
     audit = BlackBoxAudit(mechanism, neighbours, score, adjacency)
-    obs = run_trials(audit, n, seed, workers=workers, progress=False)
-    if obs.n_members == 0 or obs.n_nonmembers == 0:  # pragma: no cover - needs trials ~ 2
-        raise ValueError(f"trials = {n} drew only one side of the coin; use more trials")
-    res = multi_run(obs.member, obs.score, delta=delta, confidence=gamma, threshold=threshold)
+    # the engine's black-box driver; a failing trial fails the gate (no retries)
+    run = run_audit(audit, trials=n, seed=seed, executor="inline" if workers == 1 else "process",
+                    workers=workers, claimed_epsilon=eps, delta=delta, confidence=gamma,
+                    threshold=threshold, retries=0)
+    if run.failures:
+        f = run.failures[0]
+        raise ValueError(f"trial {f.trial} failed ({len(run.failures)} of {n} trials failed): "
+                         f"{f.error}")
+    res = run.result
     if res.epsilon > eps:
         raise DPViolation(_evidence(res, eps, n, seed), res)
     return res

@@ -126,12 +126,18 @@ def one_run_audit(mechanism: SimulatedMechanism, n: int, seed: int, *, delta: fl
 def multi_run_audit(audit: Any, trials: int, seed: int, *, delta: float = 0.0,
                     confidence: float = 0.95, workers: int | None = None,
                     progress: bool = True) -> tuple[MembershipObservations, AuditResult]:
-    """Black-box multi-run audit: parallel trials, then ``estimators.multi_run``."""
-    from dpaudit.estimators.multi_run import multi_run
-    from dpaudit.games.blackbox import run_trials
+    """Black-box multi-run audit on the engine (:func:`dpaudit.engine.audit.run_audit`):
+    parallel trials, then ``estimators.multi_run``; a failing trial raises ValueError."""
+    from dpaudit.engine.audit import run_audit
 
-    obs = run_trials(audit, trials, seed, workers=workers, progress=progress)
-    return obs, multi_run(obs.member, obs.score, delta=delta, confidence=confidence)
+    run = run_audit(audit, trials=trials, seed=seed,
+                    executor="inline" if workers == 1 else "process", workers=workers,
+                    delta=delta, confidence=confidence, retries=0, progress=progress)
+    if run.failures:
+        f = run.failures[0]
+        raise ValueError(f"trial {f.trial} failed ({len(run.failures)} of {trials} trials "
+                         f"failed): {f.error}")
+    return run.observations, run.result
 
 
 #: settings of the demo: claimed epsilon about 1.8 at delta = 1e-5.
