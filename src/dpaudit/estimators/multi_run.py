@@ -50,6 +50,7 @@ from dpaudit.observations import MembershipObservations
 from dpaudit.randomness import split_seeds
 from dpaudit.results import AuditResult
 from dpaudit.stats.binomial import clopper_pearson
+from dpaudit.stats.roc import auroc_from_counts, counts_from_sorted, tpr_at_fpr_from_counts
 from dpaudit.validation import (
     check_choice,
     check_confidence,
@@ -189,32 +190,13 @@ def roc_summary(member: Any, score: Any, fprs: tuple[float, ...] = (1e-3, 1e-2, 
 
 def _roc_summary(srt: _Sorted, fprs: tuple[float, ...] = (1e-3, 1e-2, 1e-1)
                  ) -> dict[str, Any]:
-    """:func:`roc_summary` from the sorted scores.
-
-    AUROC = (sum of the members' mid-ranks - n1 (n1 + 1) / 2) / (n1 n0), the mid-rank of a run
-    of equal scores at sorted positions i..j (1-based) being (i + j) / 2 (as
-    ``scipy.stats.rankdata``); the member rank sum is taken over the runs.
-    """
-    n1, n0 = srt.pos.size, srt.neg.size
-    n = n1 + n0
-    # run of equal scores k: positions [first_k, last_k] (1-based), members m_k in the run;
-    # c[i] = members among the i lowest scores, read at the run ends (no search needed)
-    start = np.flatnonzero(srt.run_starts())
-    c = np.concatenate([[0], np.cumsum(srt.member, dtype=np.int64)])
-    below = c[start]                                   # members strictly below run k
-    last = np.concatenate([start[1:], [n]])
-    first = start + 1
-    members = np.diff(np.concatenate([below, [n1]]))
-    rank_sum = float(np.sum(members * (first + last) / 2.0))
-    auroc = (rank_sum - n1 * (n1 + 1) / 2) / (n1 * n0)
-    # at threshold = run k's score ("member iff score >= threshold"): tp = members from run k
-    # on, fp = non-members from run k on (as _sweep with side="left")
-    tpr = (n1 - below) / n1
-    fpr = ((n - start) - (n1 - below)) / n0
-    out: dict[str, Any] = {"auroc": float(auroc)}
-    for f in fprs:
-        ok = fpr <= f
-        out[f"tpr_at_fpr_{f:g}"] = float(tpr[ok].max()) if ok.any() else 0.0
+    """:func:`roc_summary` from the sorted scores (the ROC core,
+    :mod:`dpaudit.stats.roc`: counts per distinct score)."""
+    c = counts_from_sorted(srt.scores, srt.member)
+    tpr, _, _ = tpr_at_fpr_from_counts(c, fprs)
+    out: dict[str, Any] = {"auroc": auroc_from_counts(c)}
+    for f, t in zip(fprs, tpr.tolist(), strict=True):
+        out[f"tpr_at_fpr_{f:g}"] = float(t)
     return out
 
 
