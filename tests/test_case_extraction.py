@@ -1,4 +1,5 @@
-"""Case study 1 (seed 003 §5): DP n-gram model, canary extraction, bounds, and the runners."""
+"""Case study 1 (Beyond Worst Case §5): DP n-gram model, canary extraction, bounds, and the
+runners."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ def corpus() -> list[str]:
 
 # ----------------------------------------------------------------------------- mechanism
 def test_noise_calibration_matches_gdp() -> None:
-    # mu(1, 1e-5) = 0.26805 (spec/003 §6.8); Delta = sqrt(2) clip for non-negative counts
+    # mu(1, 1e-5) = 0.26805 (BWC notes §6.8); Delta = sqrt(2) clip for non-negative counts
     s = ngram_noise_std(1.0, 1e-5, clip=2.0)
     assert s == pytest.approx(math.sqrt(2) * 2.0 / 0.26805, rel=2e-5)
     for eps in (0.5, 4.0, 16.0):
@@ -156,7 +157,7 @@ def test_prior_only_success_equals_best_guess(corpus: list[str]) -> None:
             trials = res.success.size * res.n
             # prior_success ~ Binomial(trials, p*): 4 sd
             assert abs(res.prior_rate - p) < 4 * math.sqrt(p * (1 - p) / trials)
-    assert PASSWORD.top_k_mass(1) == pytest.approx(0.37311, abs=1e-5)  # spec/003 §3.3
+    assert PASSWORD.top_k_mass(1) == pytest.approx(0.37311, abs=1e-5)  # BWC notes §3.3
 
 
 # ----------------------------------------------------------------------------- data & inputs
@@ -187,7 +188,7 @@ def test_figure1_runner_values(tmp_path) -> None:
     rows = list(csv.DictReader(open(paths[0])))
     mmc = {(float(r["epsilon"]), int(r["K"])): float(r["mmc_pure"]) for r in rows
            if r["panel"] == "mmc"}
-    # spec/003 §6.2: MMC f_{eps,0} at K = 10 equals beta(0.1, eps)
+    # BWC notes §6.2: MMC f_{eps,0} at K = 10 equals beta(0.1, eps)
     assert mmc[(1.0, 10)] == pytest.approx(0.231969, abs=1e-6)
     assert mmc[(4.0, 2)] == pytest.approx(0.982014, abs=1e-6)
     cur = [r for r in rows if r["panel"] == "curve" and float(r["epsilon"]) == 2.0]
@@ -199,7 +200,7 @@ def test_figure1_runner_values(tmp_path) -> None:
 
 def test_runners_registered() -> None:
     for name in ("risk-figure2", "risk-marginals"):
-        assert get_experiment(name).source.startswith("seed 003")
+        assert get_experiment(name).source.startswith("Beyond Worst Case")
 
 
 @pytest.mark.parametrize("eps", [1.0, 4.0])

@@ -1,4 +1,5 @@
-"""Case study 2 (seed 003 §6, App. A): census generator, BayNet inference, PUMS loader, noisy
+"""Case study 2 (Beyond Worst Case §6, App. A): census generator, BayNet inference, PUMS loader,
+noisy
 marginals calibration, RAP attack and the Thm 3.5 bound on the attack."""
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def _joint(bn: BayesNet) -> np.ndarray:
     (1.0, 105, 38.228), (3.0, 105, 14.249), (1.0, 274, 61.753), (3.0, 559, 32.878),
     (1.0, 36, 22.384), (3.0, 119, 15.170)])
 def test_sigma_matches_spec_table(eps: float, t: int, sigma: float) -> None:
-    # spec/003 §6.8 (Interpretation A), 3-decimal table values
+    # BWC notes §6.8 (Interpretation A), 3-decimal table values
     assert marginals_sigma(eps, 1e-5, t) == pytest.approx(sigma, abs=6e-4)
     # and the calibrated release is exactly (eps, 1e-5)-DP: sqrt(T) compositions of 1/sigma-GDP
     assert GaussianDP(math.sqrt(t) / marginals_sigma(eps, 1e-5, t)).epsilon(1e-5) == \

@@ -20,7 +20,7 @@ def run_json(capsys, argv):
 
 
 def test_bound_bits_json_matches_table_a(capsys):
-    # spec/000 Table A: n=1000, k=300, Hoeffding -> eps 3.542 (GDP), 0.669 ((eps,d) family)
+    # BT notes Table A: n=1000, k=300, Hoeffding -> eps 3.542 (GDP), 0.669 ((eps,d) family)
     d = run_json(capsys, ["bound", "bits", "--canaries", "1000", "--wrong", "300",
                           "--ci", "hoeffding"])
     assert d["method"] == "bits" and d["epsilon"] == pytest.approx(3.542, abs=6e-4)
@@ -37,7 +37,7 @@ def test_bound_bits_json_matches_table_a(capsys):
 
 
 def test_bound_tight_matches_spec(capsys):
-    # spec/001 §4.6: exact mode, (n, r, u) = (1000, 100, 10) -> 3.16445
+    # TOR notes §4.6: exact mode, (n, r, u) = (1000, 100, 10) -> 3.16445
     d = run_json(capsys, ["bound", "tight", "--canaries", "1000", "--guesses", "100",
                           "--wrong", "10"])
     assert d["method"] == "tight" and d["epsilon"] == pytest.approx(3.1645, abs=2e-4)
@@ -55,7 +55,7 @@ def test_bound_mahloujifar_matches_estimator(capsys):
     ref = E.mahloujifar(m=10000, guesses=500, correct=463, delta=1e-5, confidence=0.95,
                         family="gdp")
     assert d["method"] == "mahloujifar" and d["epsilon"] == pytest.approx(ref.epsilon, rel=1e-9)
-    assert 2.0 < d["epsilon"] < 4.3772  # spec/001 §4.5 r-sweep: 2.9966 at (10000, 500, 37)
+    assert 2.0 < d["epsilon"] < 4.3772  # TOR notes §4.5 r-sweep: 2.9966 at (10000, 500, 37)
 
 
 def test_bound_table_output_and_verdict(capsys):

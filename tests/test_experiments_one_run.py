@@ -1,10 +1,12 @@
-"""Figure runners of seeds 000 and 001 at tiny size: files, columns and the papers' claims.
+"""Figure runners of Bits Transmission and Tight One-Run at tiny size: files, columns and the
+papers' claims.
 
 Each runner is run once (module-scoped fixture) with ``size="tiny"`` and seed 0; the checks
 read the CSV it wrote.  Validity checks ("bound <= theoretical epsilon") are 95% statements per
 bound: with fixed seeds they are deterministic, and each holds with probability >= 0.95 for any
 seed, so a failure after a change is a real signal.  Checks of the *anti-conservative* variants
-(the literal ACI of seed 000 Algorithm 3, and Steinke "best k" = max over a k-grid without a
+(the literal ACI of Bits Transmission Algorithm 3, and Steinke "best k" = max over a k-grid without
+a
 multiplicity correction) are deliberately left out of the validity checks.
 """
 
@@ -87,7 +89,7 @@ def test_all_runners_registered() -> None:
     load_all()
     for name in RUNNERS:
         assert name in EXPERIMENTS
-        assert EXPERIMENTS[name].source.startswith(("seed 000", "seed 001"))
+        assert EXPERIMENTS[name].source.startswith(("Bits Transmission", "Tight One-Run"))
 
 
 @pytest.mark.parametrize("name", RUNNERS)
@@ -126,7 +128,8 @@ def test_top_r_errors_and_extremes_match_brute_force() -> None:
     assert steinke_k_sweep(x, score, [10], rng) == [(20, want)]
 
 
-# --------------------------------------------------------------------------- seed 000 claims
+# --------------------------------------------------------------------------- Bits Transmission
+# claims
 VALID_000 = ("bits_hoeffding", "bits_cp", "steinke_no_abstain")
 
 
@@ -137,7 +140,7 @@ def test_bits_bounds_below_theory(outputs, name: str) -> None:
 
 
 def test_bits_ci_ordering_and_gaussian_claim(outputs) -> None:
-    """Same errors: Hoeffding <= Clopper-Pearson (spec/000 Table A); on the Gaussian the
+    """Same errors: Hoeffding <= Clopper-Pearson (BT notes Table A); on the Gaussian the
     bits audit beats Steinke (Fig. 6 claim: (eps, delta) baselines are not tight)."""
     _, rows = outputs("bits-gaussian")
     for _, m in _by(rows, "panel", "n", "rep").items():
@@ -148,7 +151,7 @@ def test_bits_ci_ordering_and_gaussian_claim(outputs) -> None:
 
 
 def test_bits_rr_matches_steinke_without_abstention(outputs) -> None:
-    """spec/000 §7.3: with no abstention, Steinke's binomial test and ACI-exact with the
+    """BT notes §7.3: with no abstention, Steinke's binomial test and ACI-exact with the
     (eps, delta) family nearly coincide on randomized response."""
     _, rows = outputs("bits-rr")
     for _, m in _by(rows, "panel", "n", "rep").items():
@@ -157,7 +160,7 @@ def test_bits_rr_matches_steinke_without_abstention(outputs) -> None:
 
 
 def test_flawed_dpsgd_detected(outputs) -> None:
-    """seed 000 Fig. 10: the backprop-clipping bug is caught (bound > claimed epsilon)."""
+    """Bits Transmission Fig. 10: the backprop-clipping bug is caught (bound > claimed epsilon)."""
     _, rows = outputs("bits-dpsgd-flawed")
     ours = [r for r in rows if r["method"] in ("bits_hoeffding", "bits_cp")]
     assert ours
@@ -174,7 +177,7 @@ def test_dpsgd_gdp_ceiling_below_claim(outputs) -> None:
             assert _f(r, "epsilon") <= _f(r, "gdp_ceiling") + 1e-9
 
 
-# --------------------------------------------------------------------------- seed 001 claims
+# --------------------------------------------------------------------------- Tight One-Run claims
 @pytest.mark.parametrize("name", ["tight-gaussian-special", "tight-laplace-special",
                                   "tight-gaussian", "tight-dpsgd", "tight-rr", "tight-sgm",
                                   "tight-ablation-n", "tight-ablation-r"])
@@ -184,7 +187,7 @@ def test_tight_bounds_below_theory_and_above_steinke(outputs, name: str) -> None
     n_cmp = 0
     for _, m in _by(rows, "panel", "n", "r", "rep").items():
         if "tight" in m and "steinke" in m:
-            # seed 001 claim 1: ours >= Steinke on the same (n, r, u) (60/60 in the authors'
+            # Tight One-Run claim 1: ours >= Steinke on the same (n, r, u) (60/60 in the authors'
             # recorded comparison); Laplace is pure DP where Steinke is also tight.
             slack = 0.1 if name == "tight-laplace-special" else 1e-9
             assert _f(m["tight"], "epsilon") >= _f(m["steinke"], "epsilon") - slack, m
@@ -195,7 +198,7 @@ def test_tight_bounds_below_theory_and_above_steinke(outputs, name: str) -> None
 
 
 def test_tight_special_close_to_xiang(outputs) -> None:
-    """seed 001 claim 2: ours ~ Xiang et al. in the special case (same n, seed)."""
+    """Tight One-Run claim 2: ours ~ Xiang et al. in the special case (same n, seed)."""
     _, rows = outputs("tight-gaussian-special")
     big = [m for k, m in _by(rows, "panel", "n", "rep").items() if int(k[1]) >= 2000]
     assert big
@@ -205,8 +208,8 @@ def test_tight_special_close_to_xiang(outputs) -> None:
 
 
 def test_tight_rr_steinke_collapses_for_large_delta(outputs) -> None:
-    """seed 001 Fig. 7 / claim 5: with delta = 1e-2 Steinke's 2 n delta term kills the bound
-    at large n while ours stays near eps = 2 (spec/001 §4.5: 0.087 vs 1.836 at n = 1000)."""
+    """Tight One-Run Fig. 7 / claim 5: with delta = 1e-2 Steinke's 2 n delta term kills the bound
+    at large n while ours stays near eps = 2 (TOR notes §4.5: 0.087 vs 1.836 at n = 1000)."""
     _, rows = outputs("tight-rr")
     for (panel, n, _r, _rep), m in _by(rows, "panel", "n", "r", "rep").items():
         if panel == "delta=0.01" and int(n) >= 2000:
@@ -216,7 +219,7 @@ def test_tight_rr_steinke_collapses_for_large_delta(outputs) -> None:
 
 def test_ablation_pvalue_modes_and_steinke(outputs) -> None:
     """Fig. 10: exact <= paper for u >= 1 (Chernoff on top of Theorem 3 is conservative,
-    spec/001 §4.7; at u = 0 the paper mode is the product of (1 - p_i), which is not) and every
+    TOR notes §4.7; at u = 0 the paper mode is the product of (1 - p_i), which is not) and every
     p-value in [0, 1], non-decreasing in u; with delta = 1e-2 Steinke rejects at no error
     count (its 2 m delta term), while ours still rejects for few errors."""
     _, rows = outputs("tight-ablation-pvalue")

@@ -1,4 +1,5 @@
-"""The LiDP (seed 002) and risk (seed 003) reproduction runners at their "tiny" size: each writes
+"""The LiDP (Pillutla et al.) and risk (Beyond Worst Case) reproduction runners at their "tiny"
+size: each writes
 its CSV + PNG, and the numbers satisfy the claims they are meant to show."""
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def test_lidp_runners_never_exceed_the_claim(name, tmp_path):
 
 
 def test_lidp_gaussian_needs_fewer_trials_than_the_baseline(tmp_path):
-    """spec/002 §4.1: LiDP with 2nd-order Wilson reaches the K = 1 baseline's bound with
+    """LiDP notes §4.1: LiDP with 2nd-order Wilson reaches the K = 1 baseline's bound with
     several times fewer trials (at n = 256 the ratio is ~3.5 in this seeded run)."""
     ratio = _run("lidp-gaussian", tmp_path, size="tiny")["lidp_gaussian_ratio.csv"]
     assert float(ratio[0]["ratio"]) > 2.0

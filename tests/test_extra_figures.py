@@ -1,4 +1,5 @@
-"""Runners bits-figure3 (seed 000 Fig. 3) and lidp-figure6 (seed 002 Fig. 6), tiny size."""
+"""Runners bits-figure3 (Bits Transmission Fig. 3) and lidp-figure6 (Pillutla et al. Fig. 6), tiny
+size."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 from dpaudit.papers.experiments.extra_figures import run_bits_figure3, run_lidp_figure6
 
-#: spec/000 Table D (u_f(p) at p = 0.1, 0.3, 0.5)
+#: BT notes Table D (u_f(p) at p = 0.1, 0.3, 0.5)
 TABLE_D = {"G_0.5": (0.01028, 0.02382, 0.02830), "G_1": (0.04044, 0.09190, 0.10852),
            "G_2": (0.14879, 0.31733, 0.36892), "f_{1,1e-5}": (0.05909, 0.13527, 0.16006),
            "f_{2,1e-5}": (0.18549, 0.40492, 0.47294), "f_{4,1e-5}": (0.38304, 0.75993, 0.87002),
@@ -35,9 +36,9 @@ def test_bits_figure3_matches_table_d_and_orders_curves(tmp_path) -> None:
 
 
 def test_lidp_figure6_binomial_intervals_agree_bernstein_does_not(tmp_path) -> None:
-    """Seed 002 Fig. 6 caption: nearly equivalent for n >~ 1/min(p,1-p)^2 = 100 -- here the
+    """Pillutla et al. Fig. 6 caption: nearly equivalent for n >~ 1/min(p,1-p)^2 = 100 -- here the
     binomial intervals' half-widths agree within 10% for n >= 1000 and 25% from n = 100;
-    Bernstein stays about 1.39x wider (spec/002 §4.3.6) even at n = 10^4."""
+    Bernstein stays about 1.39x wider (LiDP notes §4.3.6) even at n = 10^4."""
     paths = run_lidp_figure6(tmp_path, size="tiny")
     rows = list(csv.DictReader(open(paths[0])))
     hw = defaultdict(dict)

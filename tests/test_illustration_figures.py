@@ -1,5 +1,6 @@
-"""Runners bits-figure4 (seed 000 Fig. 4), tight-figure2 (seed 001 Fig. 2) and lidp-figure4
-(seed 002 Fig. 4), tiny size."""
+"""Runners bits-figure4 (Bits Transmission Fig. 4), tight-figure2 (Tight One-Run Fig. 2) and
+lidp-figure4
+(Pillutla et al. Fig. 4), tiny size."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from dpaudit.papers.experiments.illustration_figures import (
     run_tight_figure2,
 )
 
-#: spec/000 Table G (GDP, n = 1000, e_bar = 0.3, gamma = 0.95, delta = 1e-5):
+#: BT notes Table G (GDP, n = 1000, e_bar = 0.3, gamma = 0.95, delta = 1e-5):
 #: (p_min^e, v, eps_L(p), eps_L(e_bar + v), contradiction)
 TABLE_G = [(0.28, 0.0230, 5.232, 3.969, True), (0.30, 0.0240, 4.626, 3.941, True),
            (0.32, 0.0240, 4.052, 3.941, True), (0.324, 0.0240, 3.941, 3.941, False),
@@ -42,7 +43,7 @@ def test_bits_figure4_reproduces_table_g_and_beats_hoeffding(tmp_path) -> None:
     for panel in ("a", "b"):
         pr = [r for r in rows if r["panel"] == panel]
         # contradictions lie left of the fixed point (caption of Fig. 4); the exact end of the
-        # fixed-point level set is the one-sided Clopper-Pearson limit (spec/000 §3.8)
+        # fixed-point level set is the one-sided Clopper-Pearson limit (BT notes §3.8)
         cp = float(bounds[panel, "clopper_pearson"]["p_up"])
         left = [float(r["p_min"]) for r in pr if r["contradiction"] == "True"]
         right = [float(r["p_min"]) for r in pr if r["contradiction"] == "False"]
@@ -51,7 +52,7 @@ def test_bits_figure4_reproduces_table_g_and_beats_hoeffding(tmp_path) -> None:
         assert all(r["contradiction"] == "False" for r in pr if float(r["p_min"]) > cp)
         # the fixed point beats Hoeffding, by more at small n (§3.8, "mainly for small n")
         assert float(bounds[panel, "aci"]["epsilon"]) > float(bounds[panel, "hoeffding"]["epsilon"])
-    # spec/000: Hoeffding p_up = 0.3387, eps = 3.542 (n = 1000); Table A: literal ACI 0.37525 vs
+    # BT notes: Hoeffding p_up = 0.3387, eps = 3.542 (n = 1000); Table A: literal ACI 0.37525 vs
     # Clopper-Pearson 0.38422 at n = 100, k = 30
     assert float(bounds["a", "hoeffding"]["p_up"]) == pytest.approx(0.3387, abs=1e-4)
     assert float(bounds["a", "hoeffding"]["epsilon"]) == pytest.approx(3.542, abs=6e-4)
@@ -63,7 +64,7 @@ def test_bits_figure4_reproduces_table_g_and_beats_hoeffding(tmp_path) -> None:
 
 
 def _spec_densities():
-    """spec/001 §2.4 closed forms of q(x) and Q's atom (independent of dpaudit.curves)."""
+    """TOR notes §2.4 closed forms of q(x) and Q's atom (independent of dpaudit.curves)."""
     from scipy import special
 
     e = 1.0

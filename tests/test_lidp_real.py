@@ -1,4 +1,4 @@
-"""LiDP on real DP-SGD (seed 002 Table 1): ghost clipping vs Opacus, accounting, and the
+"""LiDP on real DP-SGD (Pillutla et al. Table 1): ghost clipping vs Opacus, accounting, and the
 measured reason why data-poisoning LiDP loses on the 64-dimensional digits data."""
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ def test_bad_settings_name_the_argument() -> None:
 
 
 def test_lidp_figure12_canaries_barely_change_test_accuracy(tmp_path) -> None:
-    """Seed 002 Fig. 12: adding K canaries has no material impact on test accuracy.  Here 300
+    """Pillutla et al. Fig. 12: adding K canaries has no material impact on test accuracy.  Here 300
     training examples (K = 16 canaries are 5% of them, vs 0.03% of FMNIST in the paper): the
     mean accuracy of 48 models moves by less than 2 points from K = 1 to K = 16 (measured
     drops <= 1 point, ~2 s.e.; see docs/lidp_real.md), and the models learn (> 70%)."""

@@ -1,4 +1,5 @@
-"""Seed 003 Fig. 3 on DP-SGD-trained character n-gram networks (tiny size) and its priors."""
+"""Beyond Worst Case Fig. 3 on DP-SGD-trained character n-gram networks (tiny size) and its
+priors."""
 
 from __future__ import annotations
 
@@ -64,8 +65,9 @@ def test_figure3_tiny_bound_holds_at_every_epsilon(tmp_path) -> None:
 
 def test_measured_pii_prior_is_the_normalised_full_sequence_likelihood() -> None:
     """prior(c | s) = L(s with c) / sum_c' L(s with c'), L = the public model's likelihood of
-    the WHOLE filled-in email (spec/003 §3.1): recomputed here by scoring every full sequence
-    character by character.  Like the paper's PII prior it is very skewed (seed 003 §5.1: the
+    the WHOLE filled-in email (BWC notes §3.1): recomputed here by scoring every full sequence
+    character by character.  Like the paper's PII prior it is very skewed (Beyond Worst Case §5.1:
+    the
     most likely canary is far more exposed than the median one)."""
     from dpaudit.papers.casestudies import pii
     from dpaudit.papers.charlm import fit_char_lm, next_char_logprob

@@ -1,4 +1,5 @@
-"""The real-training reproduction (seed 000 Figs. 9-10, seed 001 Fig. 6) at tiny size."""
+"""The real-training reproduction (Bits Transmission Figs. 9-10, Tight One-Run Fig. 6) at tiny
+size."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ need("sklearn")
 
 
 def test_training_dpsgd_tiny_reproduces_the_claims(tmp_path: Path) -> None:
-    """Seed 001 Fig. 6 / seed 000 Fig. 9: on the same scores of one correct run, ours (tight)
-    is at least Steinke's bound and no method exceeds the theoretical epsilon; seed 000 Fig. 10:
+    """Tight One-Run Fig. 6 / Bits Transmission Fig. 9: on the same scores of one correct run, ours
+    (tight)
+    is at least Steinke's bound and no method exceeds the theoretical epsilon; Bits Transmission
+    Fig. 10:
     with backprop clipping, ours exceeds the claimed epsilon (the bug is caught in one run)."""
     from dpaudit.papers.experiments.registry import get_experiment
 

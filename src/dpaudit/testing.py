@@ -6,7 +6,8 @@ mechanism leaks more than claimed.
     def test_my_mechanism_is_private():
         assert_dp(my_mechanism, my_neighbours, my_score, epsilon=1.0, delta=1e-5)
 
-It runs a black-box multi-run audit (seed 000 Algorithm 1 / seed 004: ``trials`` independent
+It runs a black-box multi-run audit (Bits Transmission Algorithm 1 / Hypothesis Interpretation:
+``trials`` independent
 runs, each on D0 or D1 chosen by a fair coin; :func:`dpaudit.games.blackbox.run_trials`, i.e.
 the trial engine) and the classical Clopper-Pearson audit (:func:`dpaudit.estimators.multi_run`,
 Bonferroni over thresholds by default).  If the epsilon lower bound exceeds the claimed

@@ -26,8 +26,8 @@ class Command(NamedTuple):
 
 #: command name -> (modules that register it, one-line help for ``dpaudit --help``)
 COMMANDS: dict[str, Command] = {
-    "audit": Command(("audit",), "Multi-run audit (seed 004, Clopper-Pearson): epsilon lower "
-                     "bound + GDP-based estimate."),
+    "audit": Command(("audit",), "Multi-run audit (Hypothesis Interpretation, "
+                     "Clopper-Pearson): epsilon lower bound + GDP-based estimate."),
     "curve": Command(("curve",), "Print epsilon(delta) and the optimal single-bit error e* of "
                      "a privacy curve."),
     "demo": Command(("demo",), "Run the showcase audits: one-run DP-SGD (correct vs flawed), "

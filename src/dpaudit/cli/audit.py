@@ -51,7 +51,8 @@ def audit_cmd(
     report: Path | None = report_option(),
     report_format: str = format_option(),
 ) -> None:
-    """Multi-run audit (seed 004, Clopper-Pearson): epsilon lower bound + GDP-based estimate."""
+    """Multi-run audit (Hypothesis Interpretation, Clopper-Pearson): epsilon lower bound + GDP-based
+    estimate."""
     obs = load_table(scores, member_col, score_col, group_col, aggregate)
     th = _threshold(threshold)
     if seed is not None and th not in ("split", "multi_split"):

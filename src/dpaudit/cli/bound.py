@@ -87,7 +87,7 @@ def bits_cmd(
     claimed_epsilon: float | None = _CLAIM,
     as_json: bool = _JSON,
 ) -> None:
-    """Bits-transmission audit (seed 000): every bit guessed, `wrong` of them wrong."""
+    """Bits-transmission audit (Bits Transmission): every bit guessed, `wrong` of them wrong."""
     claimed_epsilon = check_claimed_epsilon(claimed_epsilon)
     errors = resolve_wrong_correct(n, wrong, correct, total_name="--canaries")
     r = bits(n=n, errors=errors, family=parse_family(family, delta), delta=delta,
@@ -110,7 +110,7 @@ def tight_cmd(
     claimed_epsilon: float | None = _CLAIM,
     as_json: bool = _JSON,
 ) -> None:
-    """Tight one-run audit (seed 001): f-DP null, exact order-statistics tail."""
+    """Tight one-run audit (Tight One-Run): f-DP null, exact order-statistics tail."""
     claimed_epsilon = check_claimed_epsilon(claimed_epsilon)
     check_nested_counts(**{"--canaries": n, "--guesses": r})
     u = resolve_wrong_correct(r, wrong, correct)

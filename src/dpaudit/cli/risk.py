@@ -1,4 +1,4 @@
-"""``dpaudit risk``: what an (epsilon, delta) guarantee means for n targets (seed 003).
+"""``dpaudit risk``: what an (epsilon, delta) guarantee means for n targets (Beyond Worst Case).
 
     dpaudit risk --epsilon 4 --delta 1e-5 --prior 0.1 --targets 100 [--confidence 0.95] [--json]
     dpaudit risk --epsilon 1 --delta 1e-5 --prior-file priors.csv
@@ -8,10 +8,12 @@ target (or per-person priors from ``--prior-file``):
 
 * the per-target success bound (Thm 3.5 at n = 1: beta + (1 - beta) delta);
 * v_UB: with probability >= confidence at most v_UB of the n targets are attacked successfully
-  (Thm 3.5 over n targets, spec/003 §1.8(e));
-* the bits leaked per person except with probability 1 - confidence (seed 003 §3.2; a pure-DP
+  (Thm 3.5 over n targets, BWC notes §1.8(e));
+* the bits leaked per person except with probability 1 - confidence (Beyond Worst Case §3.2; a
+pure-DP
   statement in epsilon);
-* the advantage bound (Cor 3.4, seed 003 §5.3) and eps_protect (smallest epsilon with advantage
+* the advantage bound (Cor 3.4, Beyond Worst Case §5.3) and eps_protect (smallest epsilon with
+advantage
   <= tau).
 """
 

@@ -3,11 +3,12 @@
 Audits a simulated mechanism of :mod:`dpaudit.mechanisms` end to end and prints every method
 side by side with the verdict against the mechanism's claimed epsilon:
 
-* gaussian, laplace, rr, subsampled_gaussian, dpsgd -- ONE run with N canaries (seed 000
+* gaussian, laplace, rr, subsampled_gaussian, dpsgd -- ONE run with N canaries (Bits Transmission
   Algorithm 2), all one-run methods (``dpaudit.audit_one_run``); the verdict rests on the
   primary (first) method, or on the best row with ``--simultaneous``;
 * svt -- the Sparse Vector Technique (Lyu, Su, Li 2017), audited with N independent runs
-  (seed 000 Algorithm 1) and the classical Clopper-Pearson audit (``estimators.multi_run``).
+  (Bits Transmission Algorithm 1) and the classical Clopper-Pearson audit
+  (``estimators.multi_run``).
 
 Flaws (``--flawed``): wrong_sensitivity (gaussian, laplace), backprop_clipping and
 reused_noise (dpsgd), alg3 / alg4 / alg5 / alg6 (svt; alg1 is the correct SVT).

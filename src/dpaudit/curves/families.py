@@ -11,7 +11,7 @@ with a search range [lo, hi].  Estimators accept ``family`` as
 * a callable ``theta -> Curve`` (monotone in theta), range [0.001, 60] unless a
   :class:`Family` with its own range is given.
 
-Ranges follow spec/001 §2.11.
+Ranges follow TOR notes §2.11.
 
 The one rule at the top of a range (every estimator, every family): when the search rejects even
 the family's largest member theta_hi, the estimator reports ``epsilon = Family.epsilon(theta_hi,
@@ -57,7 +57,7 @@ class Family:
         return self.build(theta)
 
     def epsilon(self, theta: float, delta: float) -> float:
-        """epsilon at ``delta`` of the family member theta (Algorithm 2 of seed 001).
+        """epsilon at ``delta`` of the family member theta (Algorithm 2 of Tight One-Run).
 
         A family whose members state no finite epsilon at ``delta`` (GDP or the subsampled
         Gaussian at delta = 0) cannot turn a rejection into an epsilon bound: +inf would claim

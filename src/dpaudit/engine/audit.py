@@ -2,7 +2,8 @@
 behind ``dpaudit run``.
 
 Fixed n (default): all ``trials`` run, then the classical multi-run audit
-:func:`dpaudit.estimators.multi_run` (seed 004, Clopper-Pearson, Bonferroni over thresholds)
+:func:`dpaudit.estimators.multi_run` (Hypothesis Interpretation, Clopper-Pearson, Bonferroni over
+thresholds)
 exactly as before.  Sequential (``sequential=True``, needs ``claimed_epsilon``): the e-process of
 :mod:`dpaudit.estimators.sequential` is watched as trials finish (in index order) and the audit
 stops at the first trial where it reaches 1 / (1 - confidence) -- a violation of the claim at the

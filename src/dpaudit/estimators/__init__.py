@@ -1,7 +1,9 @@
 """Estimators: observations (+ family, delta, confidence) -> AuditResult.
 
-One module per method: multi_run (seed 004), tight (seed 001), bits (seed 000), steinke
-(Steinke-Nasr-Jagielski 2023), mahloujifar (Mahloujifar-Melis-Chaudhuri 2024), lifted (seed 002);
+One module per method: multi_run (Hypothesis Interpretation), tight (Tight One-Run), bits (Bits
+Transmission), steinke
+(Steinke-Nasr-Jagielski 2023), mahloujifar (Mahloujifar-Melis-Chaudhuri 2024), lifted (Pillutla et
+al.);
 one_run runs the one-run methods side by side on the same observations.
 """
 

@@ -1,6 +1,6 @@
 """Counts of Steinke et al.'s guessing rule by selection instead of a full sort.
 
-The top-k+ / bottom-k- rule (Steinke, Nasr & Jagielski 2023, §5; spec/001 §2.2) needs, for a
+The top-k+ / bottom-k- rule (Steinke, Nasr & Jagielski 2023, §5; TOR notes §2.2) needs, for a
 handful of ranks k, the prefix count
 
     c(k) = number of 1-bits among the k lowest scores,

@@ -1,8 +1,10 @@
-"""Classical multi-run audit from FPR/FNR (seed 004; Jagielski et al. 2020, Nasr et al. 2021).
+"""Classical multi-run audit from FPR/FNR (Hypothesis Interpretation; Jagielski et al. 2020, Nasr et
+al. 2021).
 
 A membership test "score >= t" has FPR alpha = P[M(D0) in S] and FNR beta = P[M(D1) not in S]
-(seed 004 Eqs. 11-12).  (epsilon, delta)-DP confines (alpha, beta) to the privacy region
-(seed 004 Eqs. 3-6, 13-16); read as lower bounds on e^epsilon:
+(Hypothesis Interpretation Eqs. 11-12).  (epsilon, delta)-DP confines (alpha, beta) to the privacy
+region
+(Hypothesis Interpretation Eqs. 3-6, 13-16); read as lower bounds on e^epsilon:
 
     (13)  (1 - FPR - delta) / FNR <= e^eps        (TNR - delta) / FNR
     (14)  (TPR - delta) / FPR     <= e^eps
@@ -75,7 +77,7 @@ def _safe_log_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
 
 def epsilon_from_rates(tpr_lo: Any, tpr_hi: Any, fpr_lo: Any, fpr_hi: Any, delta: float,
                        direction: str = "both") -> np.ndarray:
-    """max over seed 004 Eqs. 13-16 of log(ratio), floored at 0 (vectorised)."""
+    """max over Hypothesis Interpretation Eqs. 13-16 of log(ratio), floored at 0 (vectorised)."""
     tpr_lo, tpr_hi = np.asarray(tpr_lo, float), np.asarray(tpr_hi, float)
     fpr_lo, fpr_hi = np.asarray(fpr_lo, float), np.asarray(fpr_hi, float)
     e13 = _safe_log_ratio(1 - fpr_hi - delta, 1 - tpr_lo)

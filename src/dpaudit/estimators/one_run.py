@@ -2,14 +2,15 @@
 
 Input: per-canary truth bits ``member`` (1 = canary included / secret bit 1; must be i.i.d.
 uniform) and ``score`` (higher = more likely bit 1) from ONE run of the mechanism.  The guesses
-follow Steinke, Nasr & Jagielski's rule, which every method accepts (spec/001 §2.2): sort by
+follow Steinke, Nasr & Jagielski's rule, which every method accepts (TOR notes §2.2): sort by
 score, guess 1 for the ``k_plus`` highest scores, 0 for the ``k_minus`` lowest, abstain on the
 rest; ``r = k_plus + k_minus`` guesses, ``u`` of them wrong.
 
 Methods (estimators with the contracts of DESIGN.md):
 
-* ``"tight"``        seed 001, exact order-statistics tail: ``E.tight(n, r, u, family)``;
-* ``"bits"``         seed 000, every bit decoded (r = n): ``E.bits(n, errors, family, ci)``;
+* ``"tight"``        Tight One-Run, exact order-statistics tail: ``E.tight(n, r, u, family)``;
+* ``"bits"``         Bits Transmission, every bit decoded (r = n): ``E.bits(n, errors, family,
+ci)``;
 * ``"steinke"``      Steinke et al. 2023, (eps, delta) null: ``E.steinke(m, guesses, correct)``;
 * ``"mahloujifar"``  Mahloujifar et al. 2024, f-DP null: ``E.mahloujifar(m, guesses, correct)``.
 

@@ -1,6 +1,7 @@
 """One-run audit of Steinke, Nasr and Jagielski, *Privacy Auditing with One (1) Training Run*
-(NeurIPS 2023, arXiv:2305.08846) -- the baseline of seeds 000 and 001 (spec/001 §5.1,
-spec/000 §7.1).
+(NeurIPS 2023, arXiv:2305.08846) -- the baseline of Bits Transmission and Tight One-Run (TOR notes
+§5.1,
+BT notes §7.1).
 
 Game: m canaries, each included with probability 1/2; after one run the auditor guesses
 "included" for the k+ highest scores and "excluded" for the k- lowest and abstains on the
@@ -17,7 +18,7 @@ and the bound is the largest eps with p(eps) < 1 - confidence, found by growing 
 bracket by +1 (capped at ``eps_cap``) and root finding on log p - log(1 - confidence) inside
 the last unit bracket (shared helpers :func:`dpaudit.search.largest_rejected_root` /
 ``largest_rejected_roots``).  The 2 m delta term makes the bound collapse to 0 for large
-m delta (seed 001 §6.2, Fig. 7).
+m delta (Tight One-Run §6.2, Fig. 7).
 
 Evaluation (issue 14): :func:`steinke_many` computes the bounds of many observations (the
 guess-count grid of ``audit_one_run``) together, every p-value of a search step in one
@@ -26,8 +27,8 @@ the window average over the window's left end k = v - i, which is quasi-concave 
 (:func:`_alpha`): it is located on a short window of consecutive k with O(1) binomial
 CDF/SF evaluations, not by summing all O(sqrt r) pmf terms.
 
-``variant="port"`` reproduces the seed-001 authors' comparison port (their
-``compare/RESULTS.txt``; spec/001 §4.3, §5.1), whose window is shifted by one:
+``variant="port"`` reproduces the Tight One-Run authors' comparison port (their
+``compare/RESULTS.txt``; TOR notes §4.3, §5.1), whose window is shifted by one:
 alpha = max_i (1/i) (CDF(v) - CDF(v - i)) = max_i (1/i) sum_{j=0..i-1} pmf(v - j).  It is
 offered only to reproduce their numbers; the original is the published statistic.
 """
@@ -376,7 +377,7 @@ def steinke(m: int, guesses: int, correct: int, delta: float = 1e-5,
       delta: delta of the (eps, delta)-DP null (enters through the 2 m delta term).
       confidence: probability that the bound holds; eps is rejected iff
         p(eps) < 1 - confidence (their convention).
-      variant: "original" (published statistic) or "port" (seed-001 authors' port).
+      variant: "original" (published statistic) or "port" (Tight One-Run authors' port).
       tol: relative tolerance of the root finding on eps.
       eps_cap: largest eps searched; ``details["hit_ceiling"]`` is set when reached.
 

@@ -11,7 +11,7 @@ from dpaudit.games.audit import (
 )
 from dpaudit.games.bits import NULL, BitsTranscript, CanaryGenerator, partition_runs, transmit
 from dpaudit.games.blackbox import BlackBoxAudit, run_trials, trial_rng
-from dpaudit.games.lidp import LiDPScores, lidp_game  # seed 002
+from dpaudit.games.lidp import LiDPScores, lidp_game  # Pillutla et al.
 
 __all__ = [
     "CanaryGenerator", "BitsTranscript", "transmit", "partition_runs", "NULL",

@@ -1,18 +1,19 @@
 """End-to-end audits of simulated mechanisms: game -> observations -> estimators -> report.
 
-* :func:`one_run_audit` -- seed 000 Algorithm 2 / seed 001 Def. 6 with a
+* :func:`one_run_audit` -- Bits Transmission Algorithm 2 / Tight One-Run Def. 6 with a
   :class:`dpaudit.mechanisms.SimulatedMechanism`: n uniform canary bits, ONE run, every
   one-run method side by side (``dpaudit.audit_one_run``), and the verdict against the
   mechanism's claimed epsilon.
-* :func:`multi_run_audit` -- seed 000 Algorithm 1 with a :class:`BlackBoxAudit` (parallel
+* :func:`multi_run_audit` -- Bits Transmission Algorithm 1 with a :class:`BlackBoxAudit` (parallel
   trials) and the classical Clopper-Pearson audit ``estimators.multi_run``.
 * :func:`demo_dpsgd` -- the ``dpaudit demo`` scenario: one run of a correct and of a flawed
-  ("backprop clipping", spec/000 §6.5) white-box DP-SGD.
+  ("backprop clipping", BT notes §6.5) white-box DP-SGD.
 
 Null families (the ``family`` of the f-DP one-run methods) default per mechanism:
 Gaussian -> "gdp", Laplace -> "laplace", randomized response -> "eps_delta",
-subsampled Gaussian -> ("subsampled_gaussian", q), DP-SGD -> "gdp" (spec/000 §6.4's suggested
-default, the CLT view of DP-SGD; seed 000 leaves the DP-SGD family unspecified, spec/000 §10
+subsampled Gaussian -> ("subsampled_gaussian", q), DP-SGD -> "gdp" (BT notes §6.4's suggested
+default, the CLT view of DP-SGD; Bits Transmission leaves the DP-SGD family unspecified, BT notes
+§10
 item 10).  For DP-SGD the reported epsilon is therefore that of the fitted GDP curve; the
 claimed epsilon it is compared with comes from the PLD accountant (``dpsgd_curve``).
 """

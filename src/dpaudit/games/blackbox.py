@@ -9,7 +9,8 @@ module-level classes, so that worker processes can receive them):
   it may draw a fresh pair per trial;
 * ``score(output) -> float``             -- the membership score (higher = "D1 was used").
 
-Trial t is one run of seed 000 Algorithm 1 (spec/000 §2.2; seed 004's classical audit): a
+Trial t is one run of Bits Transmission Algorithm 1 (BT notes §2.2; Hypothesis Interpretation's
+classical audit): a
 uniform secret bit b_t chooses D_b, M runs once on it, and (b_t, score) is recorded, so each
 canary bit is in exactly one run (regulation R1) and the score sees only the output (R2).
 

@@ -1,9 +1,9 @@
-"""Lifted-DP audit game (seed 002, Algorithm 1): K + m random canaries per trial.
+"""Lifted-DP audit game (Pillutla et al., Algorithm 1): K + m random canaries per trial.
 
 Per trial i: draw K + m canaries i.i.d. from a canary distribution, run the mechanism on
 D_1 = D + {c_1..c_K} and on D_0 = D + {c_1..c_{K-1}} (two independent runs), score the K
 inserted canaries on the D_1 output (x) and the m fresh canaries on the D_0 output (y).
-``mode="replace_one"`` (seed 002 App. B.2, Eq. 12) scores the fresh canaries on the same D_1
+``mode="replace_one"`` (Pillutla et al. App. B.2, Eq. 12) scores the fresh canaries on the same D_1
 output and runs the mechanism once per trial.  Scores follow the dpaudit convention "higher =
 more likely a member"; thresholding ``score >= tau`` gives the 0/1 matrices the estimator
 :func:`dpaudit.estimators.lifted.lifted` takes.
@@ -11,9 +11,9 @@ more likely a member"; thresholding ``score >= tau`` gives the 0/1 matrices the 
 Contents:
 
 * :class:`LiDPScores` -- the (n, K) and (n, m) score matrices, thresholding to observations;
-* canary distributions: :class:`UnitSphereCanaries` (Gaussian mechanism, seed 002 §4),
-  :class:`RandomGradientCanaries` (seed 002 §5, App. D.2), :class:`ClipBKDCanaries` (lifted
-  ClipBKD data poisoning, seed 002 §5, App. D.1, Eq. 23);
+* canary distributions: :class:`UnitSphereCanaries` (Gaussian mechanism, Pillutla et al. §4),
+  :class:`RandomGradientCanaries` (Pillutla et al. §5, App. D.2), :class:`ClipBKDCanaries` (lifted
+  ClipBKD data poisoning, Pillutla et al. §5, App. D.1, Eq. 23);
 * :func:`lidp_game` -- the black-box driver for a user's callable (loops over trials only);
   :class:`LiDPTrialGame` -- the same game as a trial engine game.
 
@@ -89,7 +89,7 @@ class LiDPScores:
 
 @dataclass(frozen=True)
 class UnitSphereCanaries:
-    """c ~ Uniform(S^{d-1}): c = g/||g||, g ~ N(0, I_d) (seed 002 §4)."""
+    """c ~ Uniform(S^{d-1}): c = g/||g||, g ~ N(0, I_d) (Pillutla et al. §4)."""
 
     d: int
 
@@ -103,12 +103,12 @@ class UnitSphereCanaries:
 
 @dataclass(frozen=True)
 class RandomGradientCanaries:
-    """Random gradient canaries in a dim-dimensional parameter space (seed 002 §5, App. D.2).
+    """Random gradient canaries in a dim-dimensional parameter space (Pillutla et al. §5, App. D.2).
 
     ``law="sphere"`` (reference code; default): uniform on the sphere of radius ``radius`` (the
     clip norm).  ``law="ball"`` (the paper's text): uniform in the ball B(0, radius).  The
     canary loss is <c, theta>, so gradient descent moves theta along -c; the dpaudit score is
-    -cos(c, theta) (higher = member).  spec/002 §7.10.
+    -cos(c, theta) (higher = member).  LiDP notes §7.10.
     """
 
     dim: int
@@ -130,13 +130,13 @@ class RandomGradientCanaries:
 
 @dataclass(frozen=True, eq=False)
 class ClipBKDCanaries:
-    """Lifted ClipBKD data-poisoning canaries (seed 002 §5, App. D.1, Eq. 23).
+    """Lifted ClipBKD data-poisoning canaries (Pillutla et al. §5, App. D.1, Eq. 23).
 
     P_canary = Uniform{(alpha v_j, label) : j among the p right singular vectors of the data
     matrix with the *smallest* singular values}; indices are drawn with replacement (i.i.d.).
     ``label`` is the class y* given to every canary (the paper picks the class with the largest
     average loss over many reference models; the reference code uses a fixed class,
-    spec/002 §7.9 -- both reduce to passing the chosen class here).
+    LiDP notes §7.9 -- both reduce to passing the chosen class here).
     """
 
     directions: np.ndarray  # (p, d) unit vectors
@@ -147,7 +147,7 @@ class ClipBKDCanaries:
     def from_data(cls, features: Any, p: int, alpha: float = 1.0, label: int = 0,
                   center: bool = False) -> ClipBKDCanaries:
         """Tail right singular vectors of ``features`` (N, d).  ``center=True`` centres the
-        columns first (the reference code's PCA; spec/002 §2.10 b)."""
+        columns first (the reference code's PCA; LiDP notes §2.10 b)."""
         X = np.asarray(features, dtype=float)
         if X.ndim != 2 or X.size == 0 or not np.isfinite(X).all():
             raise ValueError("features must be a finite, non-empty (N, d) matrix")
@@ -176,7 +176,7 @@ def _take(canaries: Any, idx: slice) -> Any:
 
 @dataclass(frozen=True)
 class LiDPTrialGame:
-    """One trial of seed 002 Algorithm 1 as a game of :mod:`dpaudit.engine`: records the K
+    """One trial of Pillutla et al. Algorithm 1 as a game of :mod:`dpaudit.engine`: records the K
     inserted-canary scores (x_0..x_{K-1}) and the m fresh-canary scores (y_0..y_{m-1})."""
 
     mechanism: Callable[[Any, np.random.Generator], Any]
@@ -216,7 +216,7 @@ def lidp_game(mechanism: Callable[[Any, np.random.Generator], Any],
               rng: np.random.Generator | int, mode: str = "add_remove",
               executor: str | None = None, workers: int | None = None,
               store: Any = None, resume: bool = False) -> LiDPScores:
-    """Seed 002 Algorithm 1 for a black-box mechanism.
+    """Pillutla et al. Algorithm 1 for a black-box mechanism.
 
     Args:
       mechanism: ``mechanism(canaries, rng) -> output``: runs (trains) on D + canaries; the base

@@ -1,7 +1,7 @@
 """The simulated-mechanism abstraction shared by every simulator and flawed variant.
 
-A :class:`SimulatedMechanism` is a complete one-run bits-transmission channel (seed 000
-Definition 5 / Algorithm 2, spec/000 §2.1 and §2.3; seed 001 Def. 6, spec/001 §2.2) for an
+A :class:`SimulatedMechanism` is a complete one-run bits-transmission channel (Bits Transmission
+Definition 5 / Algorithm 2, BT notes §2.1 and §2.3; Tight One-Run Def. 6, TOR notes §2.2) for an
 *idealised* mechanism whose dataset generator H is fixed by construction (one-hot canaries, one
 coordinate or output symbol per canary, so the arrangement is memoryless):
 
@@ -75,7 +75,8 @@ class SimulatedMechanism(ABC):
         return float(self.curve.epsilon(check_delta(delta)))
 
     def simulate(self, n: int, rng: np.random.Generator | int) -> MembershipObservations:
-        """One-run game (seed 000 Algorithm 2): n uniform bits, one run, decode all bits."""
+        """One-run game (Bits Transmission Algorithm 2): n uniform bits, one run, decode all
+        bits."""
         g = as_rng(rng)
         bits = draw_bits(n, g)
         return self.transmit(bits, g)

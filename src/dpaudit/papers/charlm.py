@@ -1,6 +1,6 @@
 """Fully connected character n-gram language models, trained many at once (torch.func).
 
-The model of seed 003 §5.2 (after Stock et al. 2022): Pr[c_n | c_1..c_{n-1}] is a fully
+The model of Beyond Worst Case §5.2 (after Stock et al. 2022): Pr[c_n | c_1..c_{n-1}] is a fully
 connected network on the one-hot encoding of the n - 1 context characters,
 
     h = tanh(W1 onehot(c_1..c_{n-1}) + b1),   logits = W2 h + b2,
@@ -199,7 +199,7 @@ def train_public(model: CharMLP, x: torch.Tensor, y: torch.Tensor, *, epochs: in
 
 
 # ---------------------------------------------------------------------------------------------
-# seed 003 §5.2: many lazily trained models on one canary each
+# Beyond Worst Case §5.2: many lazily trained models on one canary each
 # ---------------------------------------------------------------------------------------------
 
 def train_canary_models(prefix: np.ndarray, secrets: np.ndarray, log_prior: np.ndarray,
@@ -208,7 +208,8 @@ def train_canary_models(prefix: np.ndarray, secrets: np.ndarray, log_prior: np.n
     """Train M models, model m with DP-SGD on its single canary ``prefix + secrets[m]``.
 
     The context (``prefix``, n - 1 characters) is the same for every model; the label is the
-    model's secret (the n-th character).  Training is lazy (seed 003 §5.2, after Stock et al.):
+    model's secret (the n-th character).  Training is lazy (Beyond Worst Case §5.2, after Stock et
+    al.):
     only the parameters the fixed context reaches are trained and noised -- the W1 columns of
     the context's one-hot entries, b1, W2, b2.  ``init="prior"`` starts every model at its
     public prior (b2 = log prior, W2 = 0: the untrained model predicts exactly the prior, the

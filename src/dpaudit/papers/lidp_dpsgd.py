@@ -1,8 +1,9 @@
 """LiDP on real DP-SGD: many small networks trained at once, K randomised canaries each
-(seed 002 §3.2 and §5, spec/002 §3).
+(Pillutla et al. §3.2 and §5, LiDP notes §3).
 
 Models (:class:`MLPSpec`): a linear (softmax regression) model and a ReLU MLP with two hidden
-layers of 256 units, as in seed 002 Table 1, on a shared base dataset D (scikit-learn digits or
+layers of 256 units, as in Pillutla et al. Table 1, on a shared base dataset D (scikit-learn digits
+or
 the generated Purchase-100-like data of :mod:`dpaudit.papers.casestudies.lidp_real`).
 
 Training (:func:`train_many`): M independent DP-SGD runs at once (one per trial), each on
@@ -13,15 +14,15 @@ per-example gradient is delta_i a_i^T, whose norm is ||delta_i|| ||(a_i, 1)||, a
 sum is sum_i s_i delta_i a_i^T, one batched matrix product ("ghost clipping", Goodfellow 2015;
 Li et al. 2022).
 
-Canaries (seed 002 §5, App. D):
+Canaries (Pillutla et al. §5, App. D):
 
 * ``"poison"`` (data poisoning, lifted ClipBKD): an example x = alpha v with v a uniformly
   random unit vector in the span of the p principal directions of smallest variance of the
-  (centred) data matrix, and a fixed flipped label y*.  (Seed 002 Eq. 23 draws v among the p
+  (centred) data matrix, and a fixed flipped label y*.  (Pillutla et al. Eq. 23 draws v among the p
   directions themselves, with replacement; with the 64 dimensions of digits p is small, K = 16
   canaries then often share a direction, and a fresh canary on a shared direction scores like
   an inserted one -- see docs/lidp_real.md.  A random direction of the span keeps canaries
-  nearly orthogonal in expectation, seed 002 §5's design criterion 2);
+  nearly orthogonal in expectation, Pillutla et al. §5's design criterion 2);
   inserted canaries are Poisson-sampled like every example.  Score: the gain in
   log-probability of y* at x from the initial to the final model (higher = member; the
   auditor seeds the initialisation, so subtracting the initial value removes the variation
@@ -31,7 +32,7 @@ Canaries (seed 002 §5, App. D):
   cos(c, theta_0 - theta_T) (gradient descent moves theta along -c).
 
 Each trial yields K scores of inserted canaries and K scores of fresh canaries drawn from the
-same law and scored on the same model (seed 002's replace-one leave-one-out test).
+same law and scored on the same model (Pillutla et al.'s replace-one leave-one-out test).
 
 Only this package imports torch.
 """
@@ -142,7 +143,8 @@ def train_many(spec: MLPSpec, train: TrainSpec, features: np.ndarray, labels: np
                ) -> tuple[np.ndarray, ...]:
     """Train ``models`` DP-SGD runs, each with its own K inserted canaries; score the K inserted
     and K fresh canaries of every run.  Returns (x_scores (M, K), y_scores (M, K)), plus the
-    accuracy of every model on ``eval_set`` = (features, labels) when given (seed 002 Fig. 12).
+    accuracy of every model on ``eval_set`` = (features, labels) when given (Pillutla et al. Fig.
+    12).
     """
     check_choice("canary", canary, CANARY_KINDS)
     k = check_count("k", k, minimum=1)

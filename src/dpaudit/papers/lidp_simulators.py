@@ -2,12 +2,12 @@
 Randomization in Auditing Differentially Private ML", NeurIPS 2023, §4-5 and App. E).
 
 * :func:`gaussian_lidp_scores` -- vectorised exact simulator of the Gaussian sum mechanism
-  with unit-sphere canaries (seed 002 §4, App. E.1), with three samplers: "direct" (draw the
+  with unit-sphere canaries (Pillutla et al. §4, App. E.1), with three samplers: "direct" (draw the
   d-dimensional vectors), "wishart" (exact, cost independent of d, via the Bartlett
-  decomposition of the Gram matrix; spec/002 §2.11) and "iid" (the d >> K approximation
+  decomposition of the Gram matrix; LiDP notes §2.11) and "iid" (the d >> K approximation
   x ~ N(1, sigma^2 + (K-1)/d), y ~ N(0, sigma^2 + (K-1)/d));
 * :func:`gaussian_sigma_for_epsilon` / :func:`gaussian_rdp_epsilon` -- the paper's noise
-  calibration (RDP -> DP conversion of Balle et al. 2020, Thm 21; seed 002 App. E.1);
+  calibration (RDP -> DP conversion of Balle et al. 2020, Thm 21; Pillutla et al. App. E.1);
 * :class:`LogisticDPSGD` -- a small vectorised DP-SGD trainer (logistic regression on
   synthetic data, Poisson sampling, per-example clipping) used by the DP-SGD experiment with
   random-gradient and ClipBKD canaries (the mechanisms package's DPSGDSimulator is a
@@ -36,7 +36,8 @@ __all__ = ["gaussian_lidp_scores", "gaussian_rdp_epsilon", "gaussian_sigma_for_e
 def gaussian_rdp_epsilon(sigma: float, delta: float) -> float:
     """eps_delta <= inf_{a>1} a/(2 sigma^2) + log(1/(a delta))/(a-1) + log(1 - 1/a) for the
     Gaussian mechanism with L2 sensitivity 1 and noise sigma ((a, a/(2 sigma^2))-RDP; Balle et
-    al. 2020, Thm 21; seed 002 App. E.1).  Minimised over a by bounded Brent in log(a - 1)."""
+    al. 2020, Thm 21; Pillutla et al. App. E.1).  Minimised over a by bounded Brent in log(a -
+    1)."""
     s = check_positive("sigma", sigma)
     d = check_delta(delta)
     if d == 0:
@@ -52,7 +53,8 @@ def gaussian_rdp_epsilon(sigma: float, delta: float) -> float:
 
 
 def gaussian_sigma_for_epsilon(epsilon: float, delta: float) -> float:
-    """Noise sigma with :func:`gaussian_rdp_epsilon` (sigma, delta) = epsilon (seed 002 App. E.1;
+    """Noise sigma with :func:`gaussian_rdp_epsilon` (sigma, delta) = epsilon (Pillutla et al. App.
+    E.1;
     reproduces the reference table, e.g. sigma^2 = 4.62 at eps = 2, delta = 1e-5)."""
     e = check_positive("epsilon", epsilon)
     d = check_delta(delta)
@@ -78,15 +80,15 @@ def gaussian_lidp_scores(n: int, k: int, sigma: float, d: int, *,
                          method: str = "auto", mode: str = "add_remove",
                          chunk_elems: int = 4_000_000) -> LiDPScores:
     """LiDP game on the Gaussian sum mechanism A(D) = sum_{z in D} z + sigma xi, D = {0_d},
-    with unit-sphere canaries and score <c, A(D)> (seed 002 §4, App. E.1; the reference
-    simulator of spec/002 §2.11, which reuses one noise vector xi for the D_0 and D_1 runs of a
+    with unit-sphere canaries and score <c, A(D)> (Pillutla et al. §4, App. E.1; the reference
+    simulator of LiDP notes §2.11, which reuses one noise vector xi for the D_0 and D_1 runs of a
     trial -- allowed because x and y get separate confidence bounds).
 
     x_k = <u_k, sum_{j<=K} u_j> + sigma <u_k, xi>;  y_j = <u'_j, sum_{2<=k<=K} u_k> +
     sigma <u'_j, xi> (add/remove; replace-one sums over all K canaries).
 
     ``method``: "direct" (O(N d) per trial), "wishart" (exact, O(N^3) per trial, independent of
-    d; needs d >= N = K + m + 1), "iid" (approximation for d >> K, spec/002 §2.11), or "auto"
+    d; needs d >= N = K + m + 1), "iid" (approximation for d >> K, LiDP notes §2.11), or "auto"
     (the cheaper exact one).
     """
     n = check_count("n", n, minimum=1)
@@ -135,14 +137,14 @@ def gaussian_lidp_scores(n: int, k: int, sigma: float, d: int, *,
 
 # ----------------------------------------------------------------------------- DP-SGD
 
-#: RDP orders of the reference code (spec/002 §2.12).
+#: RDP orders of the reference code (LiDP notes §2.12).
 RDP_ORDERS = (1.25, 1.5, 1.75, 2.0, 2.25, 2.5, 3.0, 3.5, 4.0, 4.5, *range(5, 64), 128, 256, 512)
 
 
 def dpsgd_rdp_epsilon(noise_multiplier: float, sampling_rate: float, steps: int,
                       delta: float) -> float:
     """epsilon of T Poisson-subsampled Gaussian steps via dp_accounting's RDP accountant with
-    the reference orders (spec/002 §2.12)."""
+    the reference orders (LiDP notes §2.12)."""
     import logging
 
     import dp_accounting
@@ -162,7 +164,7 @@ def dpsgd_rdp_epsilon(noise_multiplier: float, sampling_rate: float, steps: int,
 def dpsgd_noise_for_epsilon(epsilon: float, delta: float, sampling_rate: float,
                             steps: int) -> float:
     """Noise multiplier with :func:`dpsgd_rdp_epsilon` = epsilon (reference code: brentq on
-    the RDP accountant; spec/002 §2.12)."""
+    the RDP accountant; LiDP notes §2.12)."""
     e = check_positive("epsilon", epsilon)
     return float(math.exp(solve_monotone(
         lambda t: -dpsgd_rdp_epsilon(math.exp(t), sampling_rate, steps, delta), -e, -3.0, 5.0,
@@ -174,12 +176,12 @@ class LogisticDPSGD:
     """Small vectorised DP-SGD trainer: multinomial logistic regression trained with Poisson
     sampling (rate q), per-example clipping to L2 norm C, Gaussian noise N(0, (sigma C)^2 I) on
     the clipped-gradient sum, divided by the expected batch size q N, plain SGD from theta = 0
-    (seed 002 §6 / App. F; spec/002 §2.12), run for many models at once.
+    (Pillutla et al. §6 / App. F; LiDP notes §2.12), run for many models at once.
 
     The base dataset (``features`` (N, d), ``labels`` in 0..classes-1) is shared by every model;
     each model adds its own canaries: data-poisoning examples (lifted ClipBKD) and/or random
     gradient canaries, which replace a per-example clipped gradient and are sampled like an
-    example (seed 002 App. D.2).  Parameters are flattened (d + 1) * classes vectors
+    example (Pillutla et al. App. D.2).  Parameters are flattened (d + 1) * classes vectors
     (weights then bias).  Privacy (add/remove of one example or canary gradient):
     ``dpsgd_rdp_epsilon(noise_multiplier, sampling_rate, steps, delta)``.
     """
@@ -331,14 +333,14 @@ def dpsgd_lidp_scores(sim: LogisticDPSGD, canary: str, n: int, k: int, *,
                       rng: np.random.Generator | int, m: int | None = None,
                       mode: str = "add_remove", clipbkd_p: int | None = None,
                       clipbkd_alpha: float = 4.0, clipbkd_label: int = 0) -> LiDPScores:
-    """LiDP game on :class:`LogisticDPSGD` (seed 002 §6, Algorithm 1), all models trained in
+    """LiDP game on :class:`LogisticDPSGD` (Pillutla et al. §6, Algorithm 1), all models trained in
     one vectorised run.
 
     ``canary="gradient"``: random gradient canaries on the sphere of radius clip_norm, score
-    -cos(c, theta_T) (seed 002 Eq. 24 with the reference code's cosine statistic).
+    -cos(c, theta_T) (Pillutla et al. Eq. 24 with the reference code's cosine statistic).
     ``canary="clipbkd"``: lifted ClipBKD examples alpha v_j with the p tail right singular
     vectors of the base data (default p = d // 2) and label ``clipbkd_label``; score = -loss
-    (seed 002 Eq. 22-23).  Higher score = member.
+    (Pillutla et al. Eq. 22-23).  Higher score = member.
     """
     check_choice("canary", canary, ("gradient", "clipbkd"))
     check_choice("mode", mode, MODES)

@@ -4,7 +4,7 @@
     write_report("audit.html", payload, observations=(member, score))   # payload = --json dict
 
 Modules: :mod:`~dpaudit.report.summaries` (ROC down-sampling, AUROC / TPR intervals,
-privacy-region boxes), :mod:`~dpaudit.report.risk` (seed 003 translation),
+privacy-region boxes), :mod:`~dpaudit.report.risk` (Beyond Worst Case translation),
 :mod:`~dpaudit.report.provenance`, :mod:`~dpaudit.report.model` (the frozen report model),
 :mod:`~dpaudit.report.figures` + :mod:`~dpaudit.report.html` (rendering),
 :mod:`~dpaudit.report.png` (static fallback).  The ``--report`` option of every command is in

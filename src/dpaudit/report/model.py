@@ -234,7 +234,7 @@ def build_report(payload: Mapping[str, Any], *, observations: MembershipObservat
     ``observations`` (member, score) enable the ROC, AUROC / TPR-at-low-FPR intervals and the
     observed privacy-region points; without them those panels say so.  ``risk_prior`` is the
     prior success of reconstructing one target's secret (e.g. 0.01 = one of 100 equally likely
-    values) used by the seed 003 risk translation.
+    values) used by the Beyond Worst Case risk translation.
     """
     rs = _results(payload)
     vm = payload.get("verdict_method")

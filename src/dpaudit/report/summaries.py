@@ -15,7 +15,9 @@ All of them read the counts per distinct score of the ROC core (:mod:`dpaudit.st
   selected threshold.  The threshold is chosen on the same data, so the interval is for the TPR
   *of that threshold* (descriptive), not a bound on the best attack.
 * :func:`region_points` -- observed (FPR, FNR) pairs of a few score thresholds with pointwise
-  Clopper-Pearson boxes, the empirical privacy region of seed 004 (Eqs. 11-12) in the f-DP view.
+  Clopper-Pearson boxes, the empirical privacy region of Hypothesis Interpretation
+  (Eqs. 11-12) in the
+  f-DP view.
 """
 
 from __future__ import annotations

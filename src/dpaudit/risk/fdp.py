@@ -1,7 +1,8 @@
 """Risk bounds from an f-DP curve (GaussianDP, LaplaceDP, dpsgd_curve, ...).
 
-Seed 003's own bounds (Thm 3.2, Cor 3.4, Thm 3.5) are stated for (eps, delta)-DP only; the paper
-uses f-DP solely for the MMC comparator and for calibrating Gaussian noise (spec/003 §0, §2.2,
+Beyond Worst Case's own bounds (Thm 3.2, Cor 3.4, Thm 3.5) are stated for (eps, delta)-DP only; the
+paper
+uses f-DP solely for the MMC comparator and for calibrating Gaussian noise (BWC notes §0, §2.2,
 §2.3).  It gives no f-DP-native version of its bounds, so none is invented here.  What *is* valid
 and implemented:
 
@@ -12,7 +13,7 @@ and implemented:
 * pure DP (Thm 3.2) applies when ``curve.epsilon(0)`` is finite (e.g. LaplaceDP).
 
 :func:`gdp_mu` inverts the GDP privacy profile (mu for a given (eps, delta)), needed for the
-MMC G_mu comparator of Fig. 3 and for the noisy-marginals calibration (spec/003 §2.3, §6.8).
+MMC G_mu comparator of Fig. 3 and for the noisy-marginals calibration (BWC notes §2.3, §6.8).
 The MMC bound itself, which uses the trade-off function directly, is in
 :mod:`dpaudit.risk.comparators` (:func:`~dpaudit.risk.comparators.mmc_bound`).
 """

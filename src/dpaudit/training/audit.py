@@ -2,7 +2,8 @@
 
 * :func:`audit_training` -- the part shared by every entry point: per-canary truth bits and
   scores from ONE training run, the claimed privacy from (sigma, q, T), every one-run method
-  side by side (``dpaudit.audit_one_run``: tight (seed 001), bits (seed 000), Steinke et al.,
+  side by side (``dpaudit.audit_one_run``: tight (Tight One-Run), bits (Bits Transmission), Steinke
+  et al.,
   Mahloujifar et al.) and the verdict.  Use it with a user's own loop and
   :class:`~dpaudit.training.canaries.GradientCanaries`.
 * :func:`train_audit` -- train on digits with canaries (:mod:`.trainer`) and audit.
@@ -11,7 +12,7 @@
 * :func:`simulator_reference` -- the project's DP-SGD simulator at the same
   (sigma, q, T, canaries, threat, score), the yardstick of the white-box tightness target.
 
-Null family: "gdp" (spec/000 §6.4's suggested default, the CLT view of DP-SGD, the same as
+Null family: "gdp" (BT notes §6.4's suggested default, the CLT view of DP-SGD, the same as
 ``dpaudit simulate dpsgd``), so real and simulated audits are compared like for like.  The
 claimed epsilon, against which the verdict is taken, is that of ``dpsgd_curve(sigma, q, T)``
 (dp_accounting PLD); Opacus's accountant's epsilon is reported next to it.

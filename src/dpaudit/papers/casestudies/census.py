@@ -1,6 +1,7 @@
 """Census-like records: ACS-style columns, a Bayesian-network generator/prior, a PUMS loader.
 
-Case study 2 of seed 003 (§6.1, "Datasets"): the paper fits a Bayesian network (BayNet) to a
+Case study 2 of Beyond Worst Case (§6.1, "Datasets"): the paper fits a Bayesian network (BayNet) to
+a
 discretised ACS extract with 16 attributes, samples 100 fresh records from the fitted network as
 the "original" dataset, and uses the same network as the adversary's explicit prior. This module
 provides every piece of that pipeline without downloading anything:
@@ -16,7 +17,7 @@ provides every piece of that pipeline without downloading anything:
   exact conditional inference given per-record evidence (variable elimination vectorised over
   records: sum-product for conditional marginals and P(evidence), max-product with traceback
   for the MAP completion and its probability -- the p*_i of Thm 3.5 for multi-column exact
-  match, spec/003 §4.2).
+  match, BWC notes §4.2).
 * :func:`acs_generator_network` -- a fixed, seeded "census-like" network over the ACS columns
   (a synthetic stand-in for the raw data; no real records involved).
 * :func:`load_pums_csv` / :func:`write_pums_csv` -- read a real ACS PUMS person CSV (the user's
@@ -191,7 +192,8 @@ class BayesNet:
 
     ``parents[j]`` is a tuple of column indices; ``cpts[j]`` has shape
     ``(*sizes[parents[j]], sizes[j])`` and sums to one over its last axis. ``order`` is a
-    topological order (the BayNet "visit order" used for the multi-column experiment, seed 003
+    topological order (the BayNet "visit order" used for the multi-column experiment, Beyond Worst
+    Case
     §6.3). The joint is P(x) = prod_j P(x_j | x_pa(j)), so records are independent draws and the
     prior is a product distribution as Thm 3.5 requires.
     """
@@ -372,7 +374,7 @@ class BayesNet:
                              col: int) -> np.ndarray:
         """P(x_col = v | x_known) for every record, shape (n, sizes[col]).
 
-        Single-column case of spec/003 §4.2: P(x_u | rest) ∝ P(x_u | pa(u)) prod_children
+        Single-column case of BWC notes §4.2: P(x_u | rest) ∝ P(x_u | pa(u)) prod_children
         P(x_c | pa(c)); computed by sum-product elimination of every other unknown column.
         """
         known, known_cols, _, hidden = self._prepare(known, known_cols, [col])
@@ -389,7 +391,7 @@ class BayesNet:
 
         Returns ``(z, p_star)`` with z of shape (n, len(query_cols)) and
         p*_i = max_z P(z | x_known,i) -- the best-guess prior success of multi-column exact match
-        (spec/003 §1.7 "Multi-column exact match", §4.2). Columns that are neither known nor
+        (BWC notes §1.7 "Multi-column exact match", §4.2). Columns that are neither known nor
         queried are summed out first (nuisance variables: max_z sum_h P(z, h, known)), then
         the query columns are max-eliminated and decoded by traceback.
         """

@@ -1,6 +1,7 @@
 """A small generated English-like text corpus (public domain by construction).
 
-The language-model case study (seed 003 §5) needs training text into which canary secrets are
+The language-model case study (Beyond Worst Case §5) needs training text into which canary secrets
+are
 inserted. Nothing is downloaded: :func:`generate_corpus` writes sentences from a tiny seeded
 template grammar (everyday topics, with numbers, times and addresses so that digit contexts
 exist), and ``dpaudit/data/synthetic_corpus.txt`` is its output for ``seed=0``,

@@ -1,4 +1,5 @@
-"""Case study 1: extracting canary secrets from a DP-trained n-gram language model (seed 003 §5).
+"""Case study 1: extracting canary secrets from a DP-trained n-gram language model (Beyond Worst
+Case §5).
 
 The attack game (Algorithm 1 of the paper with n targets):
 
@@ -19,7 +20,7 @@ The attack game (Algorithm 1 of the paper with n targets):
 
 Bounds (all from :mod:`dpaudit.risk`, never re-derived here): the attack-independent Thm 3.5
 with p* = mass of the ``guesses`` heaviest candidates (n = 1: beta + (1 - beta) delta, the
-paper's Fig. 3 "Theorem 3.3" line, spec/003 §8 item 9 option (a)); Cor 3.4 with the prior mass
+paper's Fig. 3 "Theorem 3.3" line, BWC notes §8 item 9 option (a)); Cor 3.4 with the prior mass
 of the guesses actually made (option (b)); the MMC bound with f = G_mu for uniform priors; and
 for n targets the high-probability count v_UB(c) of Thm 3.5.
 

@@ -1,4 +1,4 @@
-"""LiDP audits of real DP-SGD training (seed 002 §5-6, Table 1; spec/002 §2.10, §2.12, §3).
+"""LiDP audits of real DP-SGD training (Pillutla et al. §5-6, Table 1; LiDP notes §2.10, §2.12, §3).
 
 Data sets shipped or generated locally (nothing is downloaded):
 
@@ -8,14 +8,14 @@ Data sets shipped or generated locally (nothing is downloaded):
   every example flips each prototype bit with probability ``flip`` (Purchase-100 are binary
   shopping-basket vectors clustered into 100 classes, Shokri et al. 2017).
 
-Models: linear (softmax regression) and a 2x256 ReLU MLP (seed 002 Table 1).  DP-SGD with
+Models: linear (softmax regression) and a 2x256 ReLU MLP (Pillutla et al. Table 1).  DP-SGD with
 Poisson sampling, accounted with :func:`dpaudit.curves.dpsgd_curve` (PLD, add/remove, the
 paper's and Opacus' convention) and calibrated by :func:`dpaudit.search.solve_monotone`.
 
 Canaries (:mod:`dpaudit.papers.lidp_dpsgd`): data poisoning on the p lowest-variance
 principal directions with a flipped (fixed) label, and random gradients of norm C.
 
-:func:`fewer_trials` runs the Table 1 protocol (spec/002 §3): the threshold is tuned on a
+:func:`fewer_trials` runs the Table 1 protocol (LiDP notes §3): the threshold is tuned on a
 hold-out run; the one-canary baseline eps_hat_DP uses K = 1 and n trials; LiDP uses K = 16 and
 eps_hat(n') for n' in n/8, n/4, n/2, n; n* solves eps_hat_LiDP(n*) = eps_hat_DP(n) by linear
 interpolation/extrapolation; the factor is n / n*.  Multi-run training is one batched call per
@@ -75,7 +75,7 @@ def load_dataset(name: str, *, n: int | None = None, seed: int = 0
 
 
 def low_variance_directions(features: np.ndarray, p: int) -> np.ndarray:
-    """The p principal directions of smallest variance (centred SVD; spec/002 §2.10 (b))."""
+    """The p principal directions of smallest variance (centred SVD; LiDP notes §2.10 (b))."""
     x = np.asarray(features, dtype=float)
     p = check_count("p", p, minimum=1)
     _, _, vt = np.linalg.svd(x - x.mean(0), full_matrices=True)
@@ -192,7 +192,8 @@ def fewer_trials(setting: LiDPRealSetting, *, n: int, k: int = 16, seed: int = 0
 
 def accuracy_vs_k(setting: LiDPRealSetting, ks: tuple[int, ...], *, models: int, seed: int = 0
                   ) -> dict[int, np.ndarray]:
-    """Held-out accuracy of ``models`` DP-SGD runs per number of canaries K (seed 002 Fig. 12:
+    """Held-out accuracy of ``models`` DP-SGD runs per number of canaries K (Pillutla et al. Fig.
+    12:
     "adding K canaries has no impact on final test accuracy").  The models train on
     ``setting.n_examples`` examples; every other example of the data set is the test set."""
     from dpaudit.papers.lidp_dpsgd import MLPSpec, TrainSpec, train_many

@@ -1,13 +1,14 @@
-"""Extraction of a canary's last digit from DP-SGD-trained character n-gram models (seed 003 §5.2).
+"""Extraction of a canary's last digit from DP-SGD-trained character n-gram models (Beyond Worst
+Case §5.2).
 
-Setting (seed 003 §5.2, spec/003 §3.3): a fully connected character n-gram network
+Setting (Beyond Worst Case §5.2, BWC notes §3.3): a fully connected character n-gram network
 (:mod:`dpaudit.papers.charlm`) is trained *lazily* with DP-SGD on a single 9-digit canary:
 the first 8 digits are fixed (the context) and the 9th digit, the secret, is drawn from a prior
 scaled down to 10 digits.  ``models`` networks per (epsilon, prior) are trained at once
 (torch.func vmap); the attack outputs the digit of highest model probability and its accuracy
 is reported with a Clopper-Pearson interval beside the bounds of :mod:`dpaudit.risk`.
 
-Privacy accounting (replace-one adjacency, seed 003 §2).  The dataset is the one canary, so
+Privacy accounting (replace-one adjacency, Beyond Worst Case §2).  The dataset is the one canary, so
 every step is full batch (sampling rate 1) and replacing the canary's secret moves the sum of
 clipped gradients by at most 2C.  T steps with noise std sigma C are then exactly mu-GDP with
 mu = 2 sqrt(T) / sigma, i.e. one Gaussian mechanism of noise multiplier s = sigma / (2 sqrt T)
@@ -22,7 +23,7 @@ active, so only lr * C matters; C = 1 is fixed and (steps, learning rate) is cho
 per (epsilon, prior) by the mean canary loss of ``tune_models`` separately seeded models.
 
 Bounds: Thm 3.5 at n = 1 with p* = the prior of the attack's best guess (the heaviest of the 10
-digits), beta(p*, eps) + (1 - beta) delta (spec/003 §8 item 9 (a)); Cor 3.4 beta + delta; MMC
+digits), beta(p*, eps) + (1 - beta) delta (BWC notes §8 item 9 (a)); Cor 3.4 beta + delta; MMC
 with f = G_mu for the uniform prior (K = 10).  For per-model priors (PII: each model's canary
 comes from a different masked sequence) the bound of the average accuracy is the average of the
 per-model bounds.

@@ -1,4 +1,5 @@
-"""Case study 2: multi-column reconstruction from noisy 3-way marginals (seed 003 §6, App. A).
+"""Case study 2: multi-column reconstruction from noisy 3-way marginals (Beyond Worst Case §6, App.
+A).
 
 One run of :func:`run_mai` is the paper's experiment for one (dataset, target columns, epsilon):
 
@@ -17,7 +18,7 @@ One run of :func:`run_mai` is the paper's experiment for one (dataset, target co
 6. Thm 3.5 with p*_i and (epsilon, delta) bounds the success count; v_UB(c) at c = 5/50/95% are
    the paper's error bars. The bound comes from :func:`dpaudit.risk.bounds.thm35_tail`.
 
-Decisions (spec/003 §8): the prior baseline is reported both as the realised success of
+Decisions (BWC notes §8): the prior baseline is reported both as the realised success of
 mode-guessing and as sum_i p*_i (item 11); for multi-column runs the non-target, non-known columns
 are either ``"dropped"`` from the released dataset (default for the multi-column experiment, so
 the adversary knows exactly the 3 known columns; T = C(3+d',3) - 1) or ``"known"``
@@ -49,7 +50,7 @@ from dpaudit.validation import check_choice, check_count, check_delta
 __all__ = ["MAISetting", "MAIOutcome", "window_mass", "run_mai", "visit_order_split",
            "CONFIDENCES"]
 
-#: the paper's error-bar confidences (seed 003 §6.2, Fig. 4: "5%, 50%, 95%")
+#: the paper's error-bar confidences (Beyond Worst Case §6.2, Fig. 4: "5%, 50%, 95%")
 CONFIDENCES: tuple[float, ...] = (0.05, 0.5, 0.95)
 
 
@@ -115,7 +116,8 @@ class MAIOutcome:
 def visit_order_split(network: BayesNet, n_known: int, n_target: int
                       ) -> tuple[list[int], list[int]]:
     """First ``n_known`` columns of the BayNet visit order are known, the next ``n_target`` are
-    reconstructed (seed 003 §6.3: "reconstruct an increasing number of columns in the visit order
+    reconstructed (Beyond Worst Case §6.3: "reconstruct an increasing number of columns in the visit
+    order
     of the network ... 3 known")."""
     n_known = check_count("n_known", n_known, minimum=1)
     n_target = check_count("n_target", n_target, minimum=1)

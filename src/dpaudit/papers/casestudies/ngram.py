@@ -1,6 +1,6 @@
 """A character n-gram language model trained with differential privacy (Gaussian mechanism).
 
-Case study 1 of seed 003 (§5.2) trains a character n-gram model with DP-SGD on a canary and
+Case study 1 of Beyond Worst Case (§5.2) trains a character n-gram model with DP-SGD on a canary and
 extracts the secret by ranking candidates by model likelihood. On this machine we train the
 count-based n-gram model directly with the Gaussian mechanism, which is the same kind of
 guarantee (a GDP curve) without a deep-learning stack:

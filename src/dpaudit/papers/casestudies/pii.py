@@ -1,6 +1,7 @@
 """A measured PII prior: masked names in short emails, scored by a public character LM.
 
-Seed 003 §5.1 (spec/003 §3.1, item 3) estimates the prior of a masked name from the perplexity
+Beyond Worst Case §5.1 (BWC notes §3.1, item 3) estimates the prior of a masked name from the
+perplexity
 of a pre-trained GPT-2 on each filled-in sequence, normalised over the candidate set.  GPT-2
 cannot be downloaded here, so every ingredient is rebuilt locally and seeded:
 
@@ -11,16 +12,16 @@ cannot be downloaded here, so every ingredient is rebuilt locally and seeded:
    trained *without* DP on a public email corpus drawn with a different seed (the stand-in for
    GPT-2 and its public training data).
 3. **Targets.** ``n_sequences`` further emails each with one masked first name (Lukas et al.):
-   the candidate set is every name that occurs masked in these sequences (spec/003 §3.1 (i)).
+   the candidate set is every name that occurs masked in these sequences (BWC notes §3.1 (i)).
 4. **Prior.** For sequence s and candidate c, log L(s, c) = sum of the model's log-probabilities
    of the characters of the filled-in sequence; prior(c | s) = L(s, c) / sum_c' L(s, c')
-   (spec/003 §3.1 "recommended" normalisation: proportional to the sequence likelihood
+   (BWC notes §3.1 "recommended" normalisation: proportional to the sequence likelihood
    exp(-N_tok ln PPL)).  The characters before the mask are the same for every candidate and
    cancel; the model's context is ``context`` characters, so only the name and the next
    ``context`` characters differ and are scored.
 
 The paper's numbers imply a maximum PII prior of about 0.0055 over ~500 Enron sequences
-(spec/003 §6.4); :class:`PIIPrior` reports what this measurement gives instead (see
+(BWC notes §6.4); :class:`PIIPrior` reports what this measurement gives instead (see
 docs/risk_case_studies.md for the comparison).
 """
 
@@ -98,12 +99,12 @@ class PIIPrior:
 
     @property
     def canary_priors(self) -> np.ndarray:
-        """The prior of each sequence's true name (the canaries of seed 003 Fig. 2)."""
+        """The prior of each sequence's true name (the canaries of Beyond Worst Case Fig. 2)."""
         return self.prior[np.arange(self.prior.shape[0]), self.secret]
 
     def scaled_down(self, k: int = 10) -> np.ndarray:
         """Per sequence, the k heaviest candidates renormalised, sorted by rank: (S, k)
-        (the "scaled down to 10 possible digits" of seed 003 §5.2)."""
+        (the "scaled down to 10 possible digits" of Beyond Worst Case §5.2)."""
         k = check_count("k", k, minimum=2)
         top = -np.sort(-self.prior, axis=1)[:, :k]
         return top / top.sum(axis=1, keepdims=True)

@@ -1,4 +1,5 @@
-"""Noisy k-way marginals (seed 003 App. A) and the modified RAP multi-attribute-inference attack.
+"""Noisy k-way marginals (Beyond Worst Case App. A) and the modified RAP multi-attribute-inference
+attack.
 
 Mechanism (Def. A.1/A.2, §6.1). For an attribute set V (|V| = k) the *full* marginal vector of
 counts ``Q_V(X)[v] = #{i : x_i,V = v}`` is released with i.i.d. Gaussian noise N(0, 2 sigma^2)
@@ -6,10 +7,10 @@ per cell (the paper's parametrisation). Under replace-one adjacency one record m
 count from one cell to another, so the L2 sensitivity of a full vector is sqrt(2); the noisy
 vector is therefore (sqrt(2) / (sqrt(2) sigma)) = (1/sigma)-GDP, and T such releases compose to
 (sqrt(T)/sigma)-GDP (Dong-Roth-Su). Calibration to (epsilon, delta): sigma = sqrt(T) / mu with
-mu = :func:`dpaudit.risk.fdp.gdp_mu` (epsilon, delta) (spec/003 §4.1 "Recipe", §6.8).
+mu = :func:`dpaudit.risk.fdp.gdp_mu` (epsilon, delta) (BWC notes §4.1 "Recipe", §6.8).
 Only marginals that involve an unknown attribute are released and accounted:
 T = C(d, k) - C(d - d', k). We release counts (sensitivity sqrt 2) rather than the fractions of
-Def. A.2 (which normalises by |X| yet states the sensitivity on counts; spec/003 §8) -- dividing
+Def. A.2 (which normalises by |X| yet states the sensitivity on counts; BWC notes §8) -- dividing
 by n afterwards is post-processing.
 
 Attack (§6.1 "Adapting RAP attack"; Aydore et al. 2021, Dick et al. 2023). The dataset is relaxed
@@ -19,7 +20,7 @@ sum_V ||Q~_V(X~) - y_V||_2^2 against the *released noisy* marginals y_V with Ada
 logits, then rounds each unknown column by argmax. The paper's three modifications are all
 implemented: (1) noisy rather than exact marginals; (2) known columns are one-hot and frozen;
 (3) unknown columns start at the Bayesian-network prior conditioned on the known columns.
-Optimiser, learning rate and step count are unspecified in the paper (spec/003 §8 item 11); they
+Optimiser, learning rate and step count are unspecified in the paper (BWC notes §8 item 11); they
 are options here. Everything is vectorised: the relaxed marginals of all released sets come from
 one ``np.bincount`` per step and the gradient is one gather per group of sets sharing the same
 unknown columns.
@@ -62,7 +63,7 @@ def marginal_workload(columns: Sequence[int], unknown: Sequence[int], k: int = 3
 def marginals_sigma(epsilon: float, delta: float, n_marginals: int) -> float:
     """Per-marginal sigma (noise N(0, 2 sigma^2) per count) for (epsilon, delta)-DP overall.
 
-    sigma = sqrt(T) / mu, mu = gdp_mu(epsilon, delta) (spec/003 §4.1; §6.8 e.g. ACS d'=1,
+    sigma = sqrt(T) / mu, mu = gdp_mu(epsilon, delta) (BWC notes §4.1; §6.8 e.g. ACS d'=1,
     T=105, epsilon=1: sigma = 38.228, count-noise std sqrt(2) sigma = 54.062). epsilon = inf
     releases exact marginals (sigma = 0).
     """
@@ -140,12 +141,13 @@ def noisy_marginals(records: np.ndarray, sizes: Sequence[int], workload: Sequenc
 
 @dataclass(frozen=True)
 class RAPOptions:
-    """Settings of the relaxed-projection attack (unspecified in the paper, spec/003 §8.11).
+    """Settings of the relaxed-projection attack (unspecified in the paper, BWC notes §8.11).
 
     The objective is  ||Q~(X~) - y||^2 / (2 s^2) + prior_weight * sum_i,u KL(X~_iu || pi_iu),
     s = max(released noise std, min_noise_std), pi = the initial prior. The default
     ``prior_weight = 0`` is plain RAP (Aydore et al.) with the paper's three modifications
-    (noisy marginals, frozen known columns, BayNet initialisation; seed 003 App. A): the paper
+    (noisy marginals, frozen known columns, BayNet initialisation; Beyond Worst Case App. A): the
+    paper
     adds no penalty.  ``prior_weight = 1`` is an option that makes the objective the negative
     log-posterior of a mean-field relaxation, which keeps the attack from fitting pure noise
     at small epsilon (see docs/risk_case_studies.md for the measured difference).

@@ -1,6 +1,6 @@
-"""Runners reproducing seed 000 ("Privacy Audit as Bits Transmission"), Figures 6-10.
+"""Runners reproducing Bits Transmission ("Privacy Audit as Bits Transmission"), Figures 6-10.
 
-Protocol (spec/000 §6, §9 Table 2): bits are Bernoulli(1/2), one run, every bit decoded (no
+Protocol (BT notes §6, §9 Table 2): bits are Bernoulli(1/2), one run, every bit decoded (no
 abstention) by the MAP rule, gamma = 0.95, epsilon stated at delta = 1e-5, 20 seeds at full
 size.  Methods on the SAME observations:
 
@@ -8,7 +8,7 @@ size.  Methods on the SAME observations:
   (Eq. 24), the paper's literal Algorithm 3 ("ACI"), and its rigorous form (one-sided
   Clopper-Pearson, "ACI-exact"); the family matches the mechanism (GDP / (eps, delta) / Laplace).
 * ``steinke_best_k`` -- Steinke et al. with k+ = k- = k guesses, best over the k-grid of
-  spec/000 §7.1 (the paper does not say which k it used; max over the grid is *optimistic*,
+  BT notes §7.1 (the paper does not say which k it used; max over the grid is *optimistic*,
   it has no multiplicity correction), and ``steinke_no_abstain`` (r = n, the same guesses).
 
 The paper's figures lost their data, so the x-axis (n, log scale) and the sub-panel values
@@ -43,7 +43,7 @@ from dpaudit.papers.experiments.tight_figures import (
 
 __all__ = ["STEINKE_K_FRACTIONS"]
 
-#: k+ = k- = fraction * n, spec/000 §7.1 (k = n/2 is no abstention).
+#: k+ = k- = fraction * n, BT notes §7.1 (k = n/2 is no abstention).
 STEINKE_K_FRACTIONS = (0.5, 0.25, 0.1, 0.05, 0.02, 0.01, 0.005, 0.002, 0.001)
 
 CI_METHODS = (("hoeffding", "bits_hoeffding"), ("aci", "bits_aci"),
@@ -95,7 +95,7 @@ def _idealised(out_dir: Path, *, name: str, figure: str, mech: str, size: str,
     else:
         params = {"tiny": (1.0,), "small": (1.0, 2.0, 4.0), "full": (1.0, 2.0, 4.0)}[size]
         family, key = "laplace", "mu"
-    best_k_max_n = 100_000  # as spec/000 Table 2: the k sweep is skipped at n = 1e6
+    best_k_max_n = 100_000  # as BT notes Table 2: the k sweep is skipped at n = 1e6
     rows: list[dict[str, Any]] = []
     for pi, theta in enumerate(params):
         if mech == "gaussian":
@@ -127,14 +127,14 @@ def _idealised(out_dir: Path, *, name: str, figure: str, mech: str, size: str,
 
     def plot(path: Path, rs: list[dict[str, Any]]) -> Path:
         return plot_panels(path, rs, panel_key="panel", x_key="n", title=str, labels=LABELS,
-                           suptitle=f"seed 000 {figure}: one-run audit of the {mech} mechanism "
-                                    f"(95% conf., delta={DELTA:g}, {reps} seeds)")
+                           suptitle=f"Bits Transmission {figure}: one-run audit of the {mech} "
+                                    f"mechanism (95% conf., delta={DELTA:g}, {reps} seeds)")
 
     return _finish(out_dir, name, rows, plot)
 
 
 @experiment("bits-gaussian", "One-run audit of the Gaussian mechanism (mu-GDP): bits "
-            "transmission vs Steinke over n", "seed 000 Fig. 6")
+            "transmission vs Steinke over n", "Bits Transmission Fig. 6")
 def run_bits_gaussian(out_dir: Path, *, full: bool = False, seed: int = 0,
                       size: str | None = None) -> list[Path]:
     return _idealised(out_dir, name="bits-gaussian", figure="Fig. 6", mech="gaussian",
@@ -142,7 +142,7 @@ def run_bits_gaussian(out_dir: Path, *, full: bool = False, seed: int = 0,
 
 
 @experiment("bits-rr", "One-run audit of randomized response ((eps, 1e-5)-DP, eps in {0.25, 1, "
-            "4}): bits transmission vs Steinke over n", "seed 000 Fig. 7")
+            "4}): bits transmission vs Steinke over n", "Bits Transmission Fig. 7")
 def run_bits_rr(out_dir: Path, *, full: bool = False, seed: int = 0,
                 size: str | None = None) -> list[Path]:
     return _idealised(out_dir, name="bits-rr", figure="Fig. 7", mech="rr",
@@ -150,7 +150,7 @@ def run_bits_rr(out_dir: Path, *, full: bool = False, seed: int = 0,
 
 
 @experiment("bits-laplace", "One-run audit of the Laplace mechanism: bits transmission vs "
-            "Steinke over n", "seed 000 Fig. 8")
+            "Steinke over n", "Bits Transmission Fig. 8")
 def run_bits_laplace(out_dir: Path, *, full: bool = False, seed: int = 0,
                      size: str | None = None) -> list[Path]:
     return _idealised(out_dir, name="bits-laplace", figure="Fig. 8", mech="laplace",
@@ -159,7 +159,7 @@ def run_bits_laplace(out_dir: Path, *, full: bool = False, seed: int = 0,
 
 
 # --------------------------------------------------------------------------- Figs 9-10
-#: backprop-clipping bug: expected batch size |B| (noise |B| times too small, spec/000 §6.5).
+#: backprop-clipping bug: expected batch size |B| (noise |B| times too small, BT notes §6.5).
 FLAWED_BATCH_SIZE = 16
 
 
@@ -198,14 +198,15 @@ def _dpsgd(out_dir: Path, *, name: str, figure: str, size: str, seed: int,
                            xlog=False, ylog=bool(flaw), theory_label="claimed eps",
                            xlabel="claimed epsilon (PLD accountant, delta=1e-5)",
                            labels={**LABELS, "gdp_ceiling": "GDP-family ceiling"},
-                           suptitle=f"seed 000 {figure}: {what}\n(q={cfg.sampling_rate:g}, "
-                                    f"T={cfg.steps}, simulated; 95% conf.)")
+                           suptitle=f"Bits Transmission {figure}: {what}\n"
+                                    f"(q={cfg.sampling_rate:g}, T={cfg.steps}, simulated; "
+                                    "95% conf.)")
 
     return _finish(out_dir, name, rows, plot)
 
 
 @experiment("bits-dpsgd", "White-box DP-SGD (simulated, Dirac canaries): bits transmission vs "
-            "Steinke over the claimed epsilon, n in {1e3, 1e4}", "seed 000 Fig. 9")
+            "Steinke over the claimed epsilon, n in {1e3, 1e4}", "Bits Transmission Fig. 9")
 def run_bits_dpsgd(out_dir: Path, *, full: bool = False, seed: int = 0,
                    size: str | None = None) -> list[Path]:
     return _dpsgd(out_dir, name="bits-dpsgd", figure="Fig. 9", size=resolve_size(full, size),
@@ -213,7 +214,7 @@ def run_bits_dpsgd(out_dir: Path, *, full: bool = False, seed: int = 0,
 
 
 @experiment("bits-dpsgd-flawed", "DP-SGD with the backprop-clipping bug: the one-run audit "
-            "catches the violation, Steinke only for small claims", "seed 000 Fig. 10")
+            "catches the violation, Steinke only for small claims", "Bits Transmission Fig. 10")
 def run_bits_dpsgd_flawed(out_dir: Path, *, full: bool = False, seed: int = 0,
                           size: str | None = None) -> list[Path]:
     return _dpsgd(out_dir, name="bits-dpsgd-flawed", figure="Fig. 10",

@@ -1,15 +1,17 @@
-"""Runners for figures that had none: seed 000 Fig. 3 and seed 002 Fig. 6.
+"""Runners for figures that had none: Bits Transmission Fig. 3 and Pillutla et al. Fig. 6.
 
-* ``bits-figure3`` -- seed 000 Fig. 3 (spec/000 §3.4, Table D): the mutual-information bound
+* ``bits-figure3`` -- Bits Transmission Fig. 3 (BT notes §3.4, Table D): the mutual-information
+bound
   u_f(p) = max_x F_f(x, p) (Theorem 2, Eqs. 17-18, :func:`dpaudit.estimators.bits.mi_bound`)
   against the prior p for G_0.5, G_1, G_2, f_{1,1e-5}, f_{2,1e-5}, f_{4,1e-5} and T_Lap(1).
   Claims: a more private f gives a lower curve at every p; u_f is symmetric in p <-> 1 - p and
   maximal at p = 1/2.
-* ``lidp-figure6`` -- seed 002 Fig. 6 (spec/002 §2.7): half-widths of 95% binomial intervals
+* ``lidp-figure6`` -- Pillutla et al. Fig. 6 (LiDP notes §2.7): half-widths of 95% binomial
+intervals
   at p = 0.1 as n grows: Clopper-Pearson, Jeffreys, Wilson (:mod:`dpaudit.stats.binomial`) and
   first-order Bernstein (:func:`dpaudit.stats.intervals_xbern.xbern_interval_from_moments`, K = 1).
   Claim (caption): the binomial intervals are nearly equivalent once n >~ 1/min(p, 1-p)^2 = 100;
-  Bernstein stays ~ sqrt(2 log(1/b)) / z_b ~ 1.39x wider (spec/002 §4.3.6: the caption's
+  Bernstein stays ~ sqrt(2 log(1/b)) / z_b ~ 1.39x wider (LiDP notes §4.3.6: the caption's
   "equivalence" can only refer to the binomial-specific intervals).
 """
 
@@ -44,7 +46,7 @@ def FIG3_CURVES() -> dict[str, Any]:  # noqa: N802 - a table of curves
 
 
 @experiment("bits-figure3", "mutual-information bound u_f(p) vs the prior p for several "
-            "trade-off functions", "seed 000 Fig. 3")
+            "trade-off functions", "Bits Transmission Fig. 3")
 def run_bits_figure3(out_dir: Path, *, full: bool = False, seed: int = 0,
                      size: str | None = None) -> list[Path]:
     from dpaudit.estimators.bits import mi_bound
@@ -64,7 +66,7 @@ def run_bits_figure3(out_dir: Path, *, full: bool = False, seed: int = 0,
         rr = [r for r in rows if r["curve"] == name]
         ax.plot([r["p"] for r in rr], [r["u_f"] for r in rr], label=name)
     ax.set(xlabel="prior p = Pr[B = 1]", ylabel="u_f(p) (bits)",
-           title="seed 000 Fig. 3: MI bound vs prior")
+           title="Bits Transmission Fig. 3: MI bound vs prior")
     ax.legend(fontsize=7)
     fig.tight_layout()
     png = out_dir / "bits_figure3.png"
@@ -74,7 +76,7 @@ def run_bits_figure3(out_dir: Path, *, full: bool = False, seed: int = 0,
 
 
 @experiment("lidp-figure6", "binomial confidence intervals (Clopper-Pearson, Jeffreys, Wilson, "
-            "Bernstein) at p = 0.1 vs n", "seed 002 Fig. 6")
+            "Bernstein) at p = 0.1 vs n", "Pillutla et al. Fig. 6")
 def run_lidp_figure6(out_dir: Path, *, full: bool = False, seed: int = 0,
                      size: str | None = None, p: float = 0.1,
                      confidence: float = 0.95) -> list[Path]:
@@ -113,7 +115,7 @@ def run_lidp_figure6(out_dir: Path, *, full: bool = False, seed: int = 0,
                 label=name)
     ax.axvline(1 / min(p, 1 - p) ** 2, color="gray", ls=":")
     ax.set(xscale="log", xlabel="n", ylabel="half-width x sqrt(n)",
-           title=f"seed 002 Fig. 6: 95% intervals at p = {p}")
+           title=f"Pillutla et al. Fig. 6: 95% intervals at p = {p}")
     ax.legend(fontsize=7)
     fig.tight_layout()
     png = out_dir / "lidp_figure6.png"

@@ -1,6 +1,6 @@
 """Runners for three illustration figures of issue 11 item 4.
 
-* ``bits-figure4`` -- seed 000 Fig. 4 (spec/000 §3.8, Table G): how the "Advanced CI"
+* ``bits-figure4`` -- Bits Transmission Fig. 4 (BT notes §3.8, Table G): how the "Advanced CI"
   (Algorithm 3) settles.  For each hypothesised error floor p_min^e the radius
   v(p) = p - F^{-1}(1 - gamma; n, p)/n (:func:`dpaudit.estimators.bits.aci_radius`) gives the
   upper limit e_bar + v(p); the lower bounds eps_L(p) and eps_L(e_bar + v(p)) come from the GDP
@@ -8,12 +8,13 @@
   contradiction where eps_L(e_bar + v) < eps_L(p), i.e. left of the fixed point p = e_bar + v(p);
   the Hoeffding bound (Eq. 24) is drawn for comparison.  Panel (a) is Table G's setting
   (n = 1000, e_bar = 0.3); panel (b) uses n = 100 ("advantage mainly for small n").
-* ``tight-figure2`` -- seed 001 Fig. 2 (Def. 9, spec/001 §2.4): the base distribution pair of a
+* ``tight-figure2`` -- Tight One-Run Fig. 2 (Def. 9, TOR notes §2.4): the base distribution pair of
+a
   trade-off function f on [0, 1]: P = U[0, 1]; Q has CDF f(1 - x) on [0, 1), density
   q(x) = -f'(1 - x) and an atom 1 - f(0) at x = 1; T(P, Q) = f.  Drawn for G_1, f_{1, 0.1}
   and T_Lap(1) (the paper does not state its parameters).  The CDF is ``curve.tradeoff``; the
   density is its numerical derivative (no second implementation of any curve).
-* ``lidp-figure4`` -- seed 002 Fig. 4 middle/right: the correlation diagnostics
+* ``lidp-figure4`` -- Pillutla et al. Fig. 4 middle/right: the correlation diagnostics
   |mu2 - mu1^2| and |mu4 - mu2^2| of the LiDP test statistics
   (:func:`dpaudit.stats.xbern.correlation_diagnostics`) against the number of canaries K and the
   dimension d, with log-log slopes fitted by least squares with their standard errors.  Paper:
@@ -45,15 +46,15 @@ def _plt():  # noqa: ANN202
 
 
 # ---------------------------------------------------------------------------------------------
-# seed 000 Fig. 4
+# Bits Transmission Fig. 4
 # ---------------------------------------------------------------------------------------------
 
-#: (panel, n, e_bar): (a) = spec/000 Table G; (b) small n
+#: (panel, n, e_bar): (a) = BT notes Table G; (b) small n
 FIG4_PANELS = (("a", 1000, 0.3), ("b", 100, 0.3))
 
 
 @experiment("bits-figure4", "Advanced-CI illustration: eps_L(p) vs eps_L(e_bar + v(p)) over the "
-            "hypothesised error floor p, fixed point and Hoeffding", "seed 000 Fig. 4")
+            "hypothesised error floor p, fixed point and Hoeffding", "Bits Transmission Fig. 4")
 def run_bits_figure4(out_dir: Path, *, full: bool = False, seed: int = 0,
                      size: str | None = None, confidence: float = 0.95,
                      delta: float = 1e-5) -> list[Path]:
@@ -102,7 +103,7 @@ def run_bits_figure4(out_dir: Path, *, full: bool = False, seed: int = 0,
         ax.axhline(sm["hoeffding"]["epsilon"], color="gray", ls="--", label="Hoeffding")
         ax.axvline(sm["aci"]["p_up"], color="black", label="fixed point (Alg. 3)")
         ax.set(xlabel="hypothesised p_min^e", ylabel="epsilon lower bound (GDP, delta=1e-5)",
-               title=f"seed 000 Fig. 4({panel}): n={n}, e_bar={ebar}")
+               title=f"Bits Transmission Fig. 4({panel}): n={n}, e_bar={ebar}")
         ax.legend(fontsize=7)
     fig.tight_layout()
     png = out_dir / "bits_figure4.png"
@@ -112,11 +113,11 @@ def run_bits_figure4(out_dir: Path, *, full: bool = False, seed: int = 0,
 
 
 # ---------------------------------------------------------------------------------------------
-# seed 001 Fig. 2
+# Tight One-Run Fig. 2
 # ---------------------------------------------------------------------------------------------
 
 def FIG2_CURVES() -> dict[str, Any]:  # noqa: N802 - a table of curves
-    """The pairs drawn (the paper's parameters are not stated; spec/001 §4 "values lost")."""
+    """The pairs drawn (the paper's parameters are not stated; TOR notes §4 "values lost")."""
     from dpaudit.curves import EpsDeltaDP, GaussianDP, LaplaceDP
 
     return {"G_1": GaussianDP(1.0), "f_{1,0.1}": EpsDeltaDP(1.0, 0.1),
@@ -124,7 +125,7 @@ def FIG2_CURVES() -> dict[str, Any]:  # noqa: N802 - a table of curves
 
 
 def base_pair_table(curve: Any, x: np.ndarray, h: float = 1e-7) -> dict[str, np.ndarray]:
-    """Base pair of ``curve`` on [0, 1] (seed 001 Def. 9).
+    """Base pair of ``curve`` on [0, 1] (Tight One-Run Def. 9).
 
     Q's CDF F_Q(x) = f(1 - x); its density q(x) = -f'(1 - x) by a central difference of
     ``curve.tradeoff`` (step min(h, 1e-3 min(x, 1 - x)), accurate where q grows near x = 1);
@@ -144,7 +145,7 @@ def base_pair_table(curve: Any, x: np.ndarray, h: float = 1e-7) -> dict[str, np.
 
 @experiment("tight-figure2", "base distribution pairs (P = U[0,1], Q with CDF f(1-x) and an atom "
             "1 - f(0) at 1) of GDP, (eps, delta) and Laplace trade-off functions",
-            "seed 001 Fig. 2")
+            "Tight One-Run Fig. 2")
 def run_tight_figure2(out_dir: Path, *, full: bool = False, seed: int = 0,
                       size: str | None = None) -> list[Path]:
     size = resolve_size(full, size)
@@ -170,7 +171,7 @@ def run_tight_figure2(out_dir: Path, *, full: bool = False, seed: int = 0,
         atom = float(t["q_atom_at_1"][0])
         if atom > 0:
             ax.vlines(1.0, 0, atom * 10, color="tab:red", lw=3, label=f"Q atom {atom:g} (x10)")
-        ax.set(yscale="log", xlabel="x", ylabel="density", title=f"seed 001 Fig. 2: {name}")
+        ax.set(yscale="log", xlabel="x", ylabel="density", title=f"Tight One-Run Fig. 2: {name}")
         ax.legend(fontsize=7)
     fig.tight_layout()
     png = out_dir / "tight_figure2.png"
@@ -180,10 +181,10 @@ def run_tight_figure2(out_dir: Path, *, full: bool = False, seed: int = 0,
 
 
 # ---------------------------------------------------------------------------------------------
-# seed 002 Fig. 4 (middle): correlation diagnostics vs K
+# Pillutla et al. Fig. 4 (middle): correlation diagnostics vs K
 # ---------------------------------------------------------------------------------------------
 
-#: seed 002 §4 text (spec/002 §4.1): log-log slopes vs K
+#: Pillutla et al. §4 text (LiDP notes §4.1): log-log slopes vs K
 PAPER_K_SLOPES = {"mu2_minus_mu1sq": -0.93, "mu4_minus_mu2sq": -1.05}
 DIAGNOSTICS = tuple(PAPER_K_SLOPES)
 THRESHOLD_MODES = ("tuned", "fixed")
@@ -225,19 +226,19 @@ def loglog_slope(x: Any, y: Any, *, n_boot: int = 0,
 
 @experiment("lidp-figure4", "LiDP correlation diagnostics |mu2 - mu1^2|, |mu4 - mu2^2| vs the "
             "number of canaries K, with log-log slopes and bootstrap standard errors",
-            "seed 002 Fig. 4 middle")
+            "Pillutla et al. Fig. 4 middle")
 def run_lidp_figure4(out_dir: Path, *, full: bool = False, seed: int = 0,
                      size: str | None = None, fixed_rate: float = 0.1) -> list[Path]:
     """Gaussian mechanism, claimed eps = 2 (sigma^2 = 4.62), d = 10^6, n = 1024 trials; per K
     the W2 threshold is tuned once on a hold-out run (:func:`dpaudit.papers.experiments.lidp.
     tuned_epsilons`, the paper's protocol), then the diagnostics are measured on ``reps`` fresh
-    runs.  The paper plots one run per K ("noisy single-threshold estimates", spec/002 §4.3.3);
+    runs.  The paper plots one run per K ("noisy single-threshold estimates", LiDP notes §4.3.3);
     here the mean over repetitions is fitted, with a bootstrap standard error of the slope.
     Two thresholds: "tuned" (per K, as in the paper; it moves into the tail as K grows, which
     steepens the slopes) and "fixed" (one tau for every K with Pr[x >= tau] = ``fixed_rate``),
     which isolates the K-dependence.
 
-    Sampler: "tiny" uses the i.i.d.-score approximation at d = 10^6 (spec/002 §2.11: the
+    Sampler: "tiny" uses the i.i.d.-score approximation at d = 10^6 (LiDP notes §2.11: the
     cross-canary score correlation is 1/(sigma^2 d) ~ 2e-7, far below the sampling noise);
     "small"/"full" use the exact sampler up to K = 32 and the approximation above, as
     :mod:`dpaudit.papers.experiments.lidp` does.
@@ -305,7 +306,7 @@ def run_lidp_figure4(out_dir: Path, *, full: bool = False, seed: int = 0,
             ax.plot(ks, np.exp(np.log(m).mean() + f["slope"] * (lk - lk.mean())), ls=":",
                     color=col)
         ax.set(xscale="log", yscale="log", xlabel="canaries K", ylabel="mean |diagnostic|",
-               title=f"seed 002 Fig. 4 middle, {mode} threshold\n"
+               title=f"Pillutla et al. Fig. 4 middle, {mode} threshold\n"
                      f"eps=2, d=1e6, n={n}, {reps} runs per K")
         ax.legend(fontsize=6)
     fig.tight_layout()

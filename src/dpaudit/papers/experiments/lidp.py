@@ -1,7 +1,8 @@
-"""Reproduction runners for seed 002 (Pillutla et al., Lifted DP): §4 Gaussian mechanism
+"""Reproduction runners for Pillutla et al. (Pillutla et al., Lifted DP): §4 Gaussian mechanism
 (Fig. 3 left / middle / right) and a small DP-SGD version of Table 1.
 
-Protocol (seed 002 App. E.1, spec/002 §2.9 and §3.1): per setting and estimator, the threshold
+Protocol (Pillutla et al. App. E.1, LiDP notes §2.9 and §3.1): per setting and estimator, the
+threshold
 is tuned once on a hold-out run of n trials (seed ``seed + 1000``) over the reference grid (500
 points between the 10% and 90% pooled score quantiles), then eps_hat is reported on fresh runs
 (one per repetition).  beta = 0.05 (confidence 0.95), delta = 1e-5.  Estimators: "DP+W1"
@@ -9,8 +10,8 @@ points between the 10% and 90% pooled score quantiles), then eps_hat is reported
 4).  The Gaussian noise is calibrated with the paper's RDP formula (sigma^2 = 4.62 at eps = 2).
 
 Sampler: "auto" picks the cheaper *exact* sampler (direct or Wishart/Bartlett); for d >= 1e5
-and K > 32 the i.i.d.-score approximation of spec/002 §2.11 is used (cost), which matched the
-exact simulation within standard error at d = 1e6 (spec/002 §4.3.2).
+and K > 32 the i.i.d.-score approximation of LiDP notes §2.11 is used (cost), which matched the
+exact simulation within standard error at d = 1e6 (LiDP notes §4.3.2).
 
 Each runner writes a long CSV (one row per setting x repetition x estimator) and a PNG.
 """
@@ -154,7 +155,7 @@ def _gaussian_rows(seed: int, eps_claim: float, n: int, k: int, d: int, reps: in
 
 @experiment("lidp-gaussian", "LiDP vs DP audit of the Gaussian mechanism: eps lower bound vs "
             "number of trials n (K = sqrt(n), d = 1e6); sample-complexity ratio",
-            "seed 002 Fig. 3 left, §4.1")
+            "Pillutla et al. Fig. 3 left, §4.1")
 def run_gaussian(out_dir: Path, *, full: bool = False, seed: int = 0,
                  size: str | None = None) -> list[Path]:
     out_dir = Path(out_dir)
@@ -196,7 +197,7 @@ def run_gaussian(out_dir: Path, *, full: bool = False, seed: int = 0,
 
 
 @experiment("lidp-k-sweep", "LiDP audit of the Gaussian mechanism vs the number of canaries K "
-            "(bias-variance trade-off; correlation diagnostics)", "seed 002 Fig. 3 middle, "
+            "(bias-variance trade-off; correlation diagnostics)", "Pillutla et al. Fig. 3 middle, "
             "Fig. 4 middle")
 def run_k_sweep(out_dir: Path, *, full: bool = False, seed: int = 0,
                 size: str | None = None) -> list[Path]:
@@ -228,8 +229,8 @@ def run_k_sweep(out_dir: Path, *, full: bool = False, seed: int = 0,
 
 
 @experiment("lidp-d-sweep", "LiDP audit of the Gaussian mechanism vs the dimension d "
-            "(K = 32): less correlated canaries in higher dimension", "seed 002 Fig. 3 right, "
-            "Fig. 4 right")
+            "(K = 32): less correlated canaries in higher dimension",
+            "Pillutla et al. Fig. 3 right, Fig. 4 right")
 def run_d_sweep(out_dir: Path, *, full: bool = False, seed: int = 0,
                 size: str | None = None) -> list[Path]:
     out_dir = Path(out_dir)
@@ -257,7 +258,7 @@ def run_d_sweep(out_dir: Path, *, full: bool = False, seed: int = 0,
 
 @experiment("lidp-dpsgd", "LiDP (K = 16) vs DP (K = 1) audit of a small logistic-regression "
             "DP-SGD simulator with ClipBKD and random-gradient canaries: sample-complexity "
-            "factor n_ref / n*", "seed 002 Table 1 (small simulator version)")
+            "factor n_ref / n*", "Pillutla et al. Table 1 (small simulator version)")
 def run_dpsgd(out_dir: Path, *, full: bool = False, seed: int = 0,
               size: str | None = None) -> list[Path]:
     out_dir = Path(out_dir)

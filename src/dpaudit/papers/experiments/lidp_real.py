@@ -1,4 +1,4 @@
-"""Runner ``lidp-real``: seed 002 Table 1 on real DP-SGD training (digits / Purchase-like).
+"""Runner ``lidp-real``: Pillutla et al. Table 1 on real DP-SGD training (digits / Purchase-like).
 
 For each (data set / model, canary kind, epsilon) the "fewer trials" factor n / n* of LiDP
 (K = 16, XBern Wilson intervals of order 2 and 4) against the one-canary baseline (K = 1,
@@ -22,7 +22,7 @@ from dpaudit.papers.experiments.registry import experiment
 
 __all__ = ["PAPER_TABLE1", "run_lidp_real", "run_lidp_figure12"]
 
-#: seed 002 Table 1 (spec/002 §4.2): (data/model, canary, order) -> {eps: factor}
+#: Pillutla et al. Table 1 (LiDP notes §4.2): (data/model, canary, order) -> {eps: factor}
 PAPER_TABLE1: dict[tuple[str, str, int], dict[float, float]] = {
     ("fmnist/linear", "poison", 2): {2: 0.68, 4: 3.31, 8: 2.55, 16: 4.38},
     ("fmnist/linear", "poison", 4): {2: 0.42, 4: 2.68, 8: 2.29, 16: 3.76},
@@ -51,7 +51,7 @@ SIZES: dict[str, dict[str, Any]] = {
 
 @experiment("lidp-real", "LiDP (K = 16) vs one-canary DP audit of real DP-SGD (linear and 2x256 "
             "MLP on digits / Purchase-like): fewer-trials factor beside the paper's Table 1",
-            "seed 002 Table 1, §5-6")
+            "Pillutla et al. Table 1, §5-6")
 def run_lidp_real(out_dir: Path, *, full: bool = False, seed: int = 0,
                   size: str | None = None) -> list[Path]:
     from dpaudit.papers.casestudies.lidp_real import LiDPRealSetting, fewer_trials
@@ -110,10 +110,11 @@ def run_lidp_real(out_dir: Path, *, full: bool = False, seed: int = 0,
 
 
 @experiment("lidp-figure12", "test accuracy of DP-SGD models vs the number of canaries K "
-            "(digits, linear, poisoning and random-gradient canaries)", "seed 002 Fig. 12")
+            "(digits, linear, poisoning and random-gradient canaries)", "Pillutla et al. Fig. 12")
 def run_lidp_figure12(out_dir: Path, *, full: bool = False, seed: int = 0,
                       size: str | None = None) -> list[Path]:
-    """Claim (seed 002 Fig. 12): adding K canaries has no impact on the final test accuracy."""
+    """Claim (Pillutla et al. Fig. 12): adding K canaries has no impact on the final test
+    accuracy."""
     import numpy as np
 
     from dpaudit.papers.casestudies.lidp_real import LiDPRealSetting, accuracy_vs_k
@@ -142,7 +143,7 @@ def run_lidp_figure12(out_dir: Path, *, full: bool = False, seed: int = 0,
         ax.errorbar([r["k"] for r in rr], [r["accuracy"] for r in rr],
                     yerr=[2 * r["se"] for r in rr], fmt="o-", capsize=3, label=can)
     ax.set(xscale="log", xlabel="canaries K", ylabel="test accuracy",
-           title="seed 002 Fig. 12 (digits, linear, eps = 8)")
+           title="Pillutla et al. Fig. 12 (digits, linear, eps = 8)")
     ax.legend(fontsize=7)
     fig.tight_layout()
     png = out_dir / "lidp_figure12.png"

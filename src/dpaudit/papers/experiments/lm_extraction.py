@@ -1,4 +1,5 @@
-"""Runner ``risk-figure3-dpsgd``: seed 003 Fig. 3 on DP-SGD-trained character n-gram networks.
+"""Runner ``risk-figure3-dpsgd``: Beyond Worst Case Fig. 3 on DP-SGD-trained character n-gram
+networks.
 
 For each prior (uniform, numerical password, PII -- all scaled down to 10 digits) and each
 epsilon (delta = 1e-5), ``models`` networks are trained with DP-SGD on one canary each
@@ -54,7 +55,7 @@ def fig3_priors(size: str, seed: int, *, zipf_exponent: float = 1.1) -> dict[str
 
 
 @experiment("risk-figure3-dpsgd", "LM extraction from DP-SGD-trained char n-gram networks vs "
-            "Thm 3.5 / MMC bounds (measured priors)", "seed 003 Fig. 3, §5.2")
+            "Thm 3.5 / MMC bounds (measured priors)", "Beyond Worst Case Fig. 3, §5.2")
 def run_figure3_dpsgd(out_dir: Path, *, full: bool = False, seed: int = 0,
                       size: str | None = None) -> list[Path]:
     from dpaudit.papers.casestudies.lm_extraction import LMExtractionSetting, run_lm_extraction

@@ -27,7 +27,7 @@ Runner = Callable[..., list[Path]]
 class Experiment:
     name: str
     description: str
-    source: str  # paper / figure reproduced, e.g. "seed 001 Fig. 3"
+    source: str  # paper / figure reproduced, e.g. "Tight One-Run Fig. 3"
     run: Runner
 
 

@@ -1,8 +1,8 @@
-"""Runners for seed 003's figures: ``risk-figure1``, ``risk-figure2``, ``risk-marginals``.
+"""Runners for Beyond Worst Case's figures: ``risk-figure1``, ``risk-figure2``, ``risk-marginals``.
 
 * ``risk-figure1`` -- Fig. 1: posterior-success bounds for one target and one guess vs the prior,
   epsilon in {1, 2, 4}; (a) pure eps-DP: ours (Thm 3.2), MMC f_{eps,0} at p = 1/K, ReRo;
-  (b) (eps, delta)-DP, delta = 1e-5 (unstated in the paper, spec/003 §8 item 5): ours (Thm 3.5),
+  (b) (eps, delta)-DP, delta = 1e-5 (unstated in the paper, BWC notes §8 item 5): ours (Thm 3.5),
   MMC f_{eps,delta}, ReRo + delta, Narcissus.
 * ``risk-figure2`` -- Fig. 2 (advantage bounds of Cor 3.4 vs epsilon for the uniform 9-digit,
   password and PII priors; eps_protect vs prior) and Fig. 3 (case study 1: extraction attack
@@ -45,7 +45,7 @@ def _plt():  # noqa: ANN202 - matplotlib.pyplot module
 # --------------------------------------------------------------------------------------------
 
 @experiment("risk-figure1", "posterior-success bounds vs prior: ours, MMC, ReRo, Narcissus",
-            "seed 003 Fig. 1")
+            "Beyond Worst Case Fig. 1")
 def run_figure1(out_dir: Path, *, full: bool = False, seed: int = 0,
                 size: str | None = None) -> list[Path]:
     """Fig. 1 curves (deterministic; size "full" only refines the prior grid)."""
@@ -132,7 +132,7 @@ def _extraction_priors(pii: Any) -> dict[str, Any]:
 
 
 @experiment("risk-figure2", "advantage / eps_protect vs prior and n-gram extraction attack",
-            "seed 003 Figs. 2-3")
+            "Beyond Worst Case Figs. 2-3")
 def run_figure2(out_dir: Path, *, full: bool = False, seed: int = 0,
                 size: str | None = None) -> list[Path]:
     """Fig. 2 bounds and the Fig. 3 extraction case study (runs: 300 small / 2000 full)."""
@@ -246,7 +246,7 @@ def run_figure2(out_dir: Path, *, full: bool = False, seed: int = 0,
 # --------------------------------------------------------------------------------------------
 
 @experiment("risk-marginals", "M-AI attack on noisy 3-way marginals vs Thm 3.5 bounds and prior",
-            "seed 003 Figs. 4-7")
+            "Beyond Worst Case Figs. 4-7")
 def run_marginals(out_dir: Path, *, full: bool = False, seed: int = 0,
                   public_records: np.ndarray | None = None,
                   size: str | None = None, prior_weight: float = 0.0) -> list[Path]:

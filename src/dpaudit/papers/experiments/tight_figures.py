@@ -1,13 +1,13 @@
-"""Runners reproducing seed 001 ("Tight Privacy Audit in One Run"), Figures 3-12.
+"""Runners reproducing Tight One-Run ("Tight Privacy Audit in One Run"), Figures 3-12.
 
-Settings follow spec/001 §3-§4 (the paper's figures lost their data and most of their
+Settings follow TOR notes §3-§4 (the paper's figures lost their data and most of their
 parameters; where the text is silent the values below are documented choices):
 
 * 95% confidence, epsilon stated at delta = 1e-5 (authors' code), white-box observations.
 * "ours" = ``E.tight`` (exact mode unless stated), "xiang" = ``E.bits`` with the one-sided
-  Clopper-Pearson bound (= ``E.tight`` at r = n, spec/001 §5.3), "steinke" = ``E.steinke`` on the
+  Clopper-Pearson bound (= ``E.tight`` at r = n, TOR notes §5.3), "steinke" = ``E.steinke`` on the
   *same* released guesses (n, r, correct = r - u), "mahloujifar" = ``E.mahloujifar`` on the same.
-* Repetitions: the paper's count is lost; full size uses 20 seeds (as seed 000), small 5.
+* Repetitions: the paper's count is lost; full size uses 20 seeds (as Bits Transmission), small 5.
 
 Decisions where the paper is silent (all documented in docs/reproduction.md):
 
@@ -15,7 +15,7 @@ Decisions where the paper is silent (all documented in docs/reproduction.md):
   tie-break); Fig. 5: k = n/20 per side (Steinke's extremes rule); Fig. 6: k = n/4 per side
   (the paper's 2500 + 2500, n = 10^4 at full size).
 * Fig. 6 (DP-SGD): simulator with q = 0.1, T = 100, sigma grid, optimal LLR score, GDP null
-  family for ours and Mahloujifar (spec/001 §3.4 leaves the family open); the claimed epsilon
+  family for ours and Mahloujifar (TOR notes §3.4 leaves the family open); the claimed epsilon
   comes from the PLD accountant, and the GDP-family ceiling is recorded as a reference.
 * Fig. 7: eps = 2, delta in {1e-5, 1e-3, 1e-2}, r = n.  Figs. 8-9: (mu, q) in {(1, .5),
   (2, .2)} (the authors' recorded settings), ordered-pair SGM null.  Fig. 10: (1, delta) null
@@ -60,9 +60,9 @@ COLUMNS = (
 # --------------------------------------------------------------------------- observations
 def top_r_errors(truth: np.ndarray, guess: np.ndarray, score: np.ndarray, r: int,
                  rng: np.random.Generator) -> int:
-    """Errors u among the r released guesses with the highest scores (seed 001 Eq. 7).
+    """Errors u among the r released guesses with the highest scores (Tight One-Run Eq. 7).
 
-    Ties in score are broken by an independent uniform priority (spec/001 §2.6), so the
+    Ties in score are broken by an independent uniform priority (TOR notes §2.6), so the
     selection never looks at the secret bits.
     """
     n = truth.size
@@ -111,7 +111,7 @@ def observe(mech: Any, n: int, rng: np.random.Generator) -> tuple[np.ndarray, ..
 
     Returns (truth, guess, confidence, signed score): the mechanism's decoder score is the
     log-likelihood ratio (or a monotone transform centred at the MAP threshold), so the MAP
-    guess is ``score > 0`` and ``|score|`` orders guesses by confidence (spec/001 §2.5).
+    guess is ``score > 0`` and ``|score|`` orders guesses by confidence (TOR notes §2.5).
     """
     obs = mech.simulate(n, rng)
     x = np.asarray(obs.member, dtype=np.int64)
@@ -120,27 +120,28 @@ def observe(mech: Any, n: int, rng: np.random.Generator) -> tuple[np.ndarray, ..
 
 
 def _gaussian_bits(n: int, mu: float, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
-    """Seed 001 Eq. 27: y = x + N(0, 1/mu^2); guess 1[y > 1/2]; score |y - 1/2| (prop. |L|)."""
+    """Tight One-Run Eq. 27: y = x + N(0, 1/mu^2); guess 1[y > 1/2]; score |y - 1/2| (prop. |L|)."""
     return observe(_mechanisms().GaussianMechanism(mu=mu), n, rng)
 
 
 def _laplace_bits(n: int, eps: float, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
-    """Seed 001 Eq. 28: y = x + Lap(0, 1/eps); guess 1[y > 1/2]; score |y - 1/2|."""
+    """Tight One-Run Eq. 28: y = x + Lap(0, 1/eps); guess 1[y > 1/2]; score |y - 1/2|."""
     return observe(_mechanisms().LaplaceMechanism(eps=eps), n, rng)
 
 
 def _rr_bits(n: int, eps: float, delta: float,
              rng: np.random.Generator) -> tuple[np.ndarray, ...]:
-    """4-output randomized response with a delta leak (spec/001 §3.5, spec/000 §6.2).
+    """4-output randomized response with a delta leak (TOR notes §3.5, BT notes §6.2).
 
     Scores +-eps, +-"infinity" for the leak symbols, so the signed score orders outputs
-    1-dagger > 1 > 0 > 0-dagger (spec/000 §7.1); ties are broken at random downstream.
+    1-dagger > 1 > 0 > 0-dagger (BT notes §7.1); ties are broken at random downstream.
     """
     return observe(_mechanisms().RandomizedResponse(eps=eps, delta=delta), n, rng)
 
 
 def _sgm_bits(n: int, mu: float, q: float, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
-    """Seed 001 Eq. 29: y = Sub_q(x) + N(0, 1/mu^2); MAP guess; score |L(y)| (spec/001 §3.6)."""
+    """Tight One-Run Eq. 29: y = Sub_q(x) + N(0, 1/mu^2); MAP guess; score |L(y)| (TOR notes
+    §3.6)."""
     return observe(_mechanisms().SubsampledGaussianMechanism(mu=mu, q=q), n, rng)
 
 
@@ -257,7 +258,7 @@ def _special(out_dir: Path, *, name: str, figure: str, size: str, seed: int, mec
 
     def plot(path: Path, rs: list[dict[str, Any]]) -> Path:
         return plot_panels(path, rs, panel_key="panel", x_key="n", title=str,
-                           suptitle=f"seed 001 {figure}: {mech} mechanism, special case "
+                           suptitle=f"Tight One-Run {figure}: {mech} mechanism, special case "
                                     f"(95% conf., delta={DELTA:g}, ours r = {cfg.release:g} n)",
                            labels={"tight": f"ours (tight, r={cfg.release:g}n)",
                                    "xiang": "Xiang et al. (all n guesses)",
@@ -267,7 +268,7 @@ def _special(out_dir: Path, *, name: str, figure: str, size: str, seed: int, mec
 
 
 @experiment("tight-gaussian-special", "Gaussian mechanism, independent guesses: ours vs "
-            "Xiang vs Steinke over n", "seed 001 Fig. 3")
+            "Xiang vs Steinke over n", "Tight One-Run Fig. 3")
 def run_gaussian_special(out_dir: Path, *, full: bool = False, seed: int = 0,
                          size: str | None = None) -> list[Path]:
     return _special(out_dir, name="tight-gaussian-special", figure="Fig. 3",
@@ -275,7 +276,7 @@ def run_gaussian_special(out_dir: Path, *, full: bool = False, seed: int = 0,
 
 
 @experiment("tight-laplace-special", "Laplace mechanism, independent guesses: ours vs Xiang "
-            "vs Steinke over n", "seed 001 Fig. 4")
+            "vs Steinke over n", "Tight One-Run Fig. 4")
 def run_laplace_special(out_dir: Path, *, full: bool = False, seed: int = 0,
                         size: str | None = None) -> list[Path]:
     return _special(out_dir, name="tight-laplace-special", figure="Fig. 4",
@@ -284,7 +285,7 @@ def run_laplace_special(out_dir: Path, *, full: bool = False, seed: int = 0,
 
 # --------------------------------------------------------------------------- Fig 5
 @experiment("tight-gaussian", "Gaussian mechanism, general case (k smallest -> 0, k largest "
-            "-> 1): ours vs Steinke vs Mahloujifar over n", "seed 001 Fig. 5")
+            "-> 1): ours vs Steinke vs Mahloujifar over n", "Tight One-Run Fig. 5")
 def run_gaussian_general(out_dir: Path, *, full: bool = False, seed: int = 0,
                          size: str | None = None) -> list[Path]:
     size = resolve_size(full, size)
@@ -309,7 +310,7 @@ def run_gaussian_general(out_dir: Path, *, full: bool = False, seed: int = 0,
 
     def plot(path: Path, rs: list[dict[str, Any]]) -> Path:
         return plot_panels(path, rs, panel_key="panel", x_key="n", title=str,
-                           suptitle=f"seed 001 Fig. 5: Gaussian, general case, k = "
+                           suptitle=f"Tight One-Run Fig. 5: Gaussian, general case, k = "
                                     f"{cfg.release / 2:g} n per side (95% conf., "
                                     f"delta={DELTA:g})")
 
@@ -319,7 +320,7 @@ def run_gaussian_general(out_dir: Path, *, full: bool = False, seed: int = 0,
 # --------------------------------------------------------------------------- DP-SGD (Fig 6)
 @dataclass(frozen=True)
 class DPSGDConfig:
-    """White-box DP-SGD with Dirac canaries (spec/000 §6.4, spec/001 §3.4).
+    """White-box DP-SGD with Dirac canaries (BT notes §6.4, TOR notes §3.4).
 
     The papers train real models (CIFAR-10) and do not give q, T or sigma; we use the
     simulator of :class:`dpaudit.mechanisms.DPSGDSimulator` with Poisson rate q = 0.1, T = 100
@@ -358,7 +359,7 @@ def gdp_ceiling(curve: Any, delta: float = DELTA) -> float:
     A GDP-family bound is driven by the error rate, which is at least e*(curve); the GDP curve
     with the same optimal error, mu = -2 Phi^{-1}(e*), has epsilon(delta) below the DP-SGD
     PLD epsilon (the composed subsampled Gaussian has heavier privacy-loss tails), so this is
-    the asymptote of every GDP-family audit of DP-SGD (spec/000 §6.4's suggested family).
+    the asymptote of every GDP-family audit of DP-SGD (BT notes §6.4's suggested family).
     """
     from scipy.special import ndtri
 
@@ -366,7 +367,7 @@ def gdp_ceiling(curve: Any, delta: float = DELTA) -> float:
 
 
 @experiment("tight-dpsgd", "White-box DP-SGD (simulated, Dirac canaries, k+ = k- guesses): "
-            "ours vs Steinke vs Mahloujifar over the claimed epsilon", "seed 001 Fig. 6")
+            "ours vs Steinke vs Mahloujifar over the claimed epsilon", "Tight One-Run Fig. 6")
 def run_dpsgd(out_dir: Path, *, full: bool = False, seed: int = 0,
               size: str | None = None) -> list[Path]:
     size = resolve_size(full, size)
@@ -400,15 +401,16 @@ def run_dpsgd(out_dir: Path, *, full: bool = False, seed: int = 0,
                            xlog=False, xlabel="claimed epsilon (PLD accountant, delta=1e-5)",
                            labels={"gdp_ceiling": "GDP-family ceiling (e*-matched GDP)"},
                            theory_label="claimed eps",
-                           suptitle=f"seed 001 Fig. 6: white-box DP-SGD\n(q={cfg.sampling_rate:g}"
-                                    f", T={cfg.steps}, simulated; 95% conf.)")
+                           suptitle=f"Tight One-Run Fig. 6: white-box DP-SGD\n"
+                                    f"(q={cfg.sampling_rate:g}, T={cfg.steps}, simulated; "
+                                    "95% conf.)")
 
     return _finish(out_dir, "tight-dpsgd", rows, plot)
 
 
 # --------------------------------------------------------------------------- Fig 7
 @experiment("tight-rr", "Randomized response (eps=2) with large delta: ours vs Steinke over n",
-            "seed 001 Fig. 7")
+            "Tight One-Run Fig. 7")
 def run_rr(out_dir: Path, *, full: bool = False, seed: int = 0,
            size: str | None = None) -> list[Path]:
     size = resolve_size(full, size)
@@ -433,15 +435,15 @@ def run_rr(out_dir: Path, *, full: bool = False, seed: int = 0,
 
     def plot(path: Path, rs: list[dict[str, Any]]) -> Path:
         return plot_panels(path, rs, panel_key="panel", x_key="n", title=str,
-                           suptitle=f"seed 001 Fig. 7: randomized response ({eps:g}, delta)-DP, "
-                                    "all n guesses released (95% conf.)")
+                           suptitle=f"Tight One-Run Fig. 7: randomized response "
+                                    f"({eps:g}, delta)-DP, all n guesses released (95% conf.)")
 
     return _finish(out_dir, "tight-rr", rows, plot)
 
 
 # --------------------------------------------------------------------------- Figs 8-9
 @experiment("tight-sgm", "Sub-sampled Gaussian: base pair (Fig. 8) and ours vs Steinke over n "
-            "(Fig. 9)", "seed 001 Figs. 8-9")
+            "(Fig. 9)", "Tight One-Run Figs. 8-9")
 def run_sgm(out_dir: Path, *, full: bool = False, seed: int = 0,
             size: str | None = None) -> list[Path]:
     size = resolve_size(full, size)
@@ -473,7 +475,7 @@ def run_sgm(out_dir: Path, *, full: bool = False, seed: int = 0,
         import matplotlib.pyplot as plt
 
         plot_panels(path, rs, panel_key="panel", x_key="n", title=str,
-                    suptitle=f"seed 001 Fig. 9: sub-sampled Gaussian, ours r = {release:g} n "
+                    suptitle=f"Tight One-Run Fig. 9: sub-sampled Gaussian, ours r = {release:g} n "
                              f"(95% conf., delta={DELTA:g})")
         # Fig. 8: the SGM pair's trade-off (ordered) and its symmetrised envelope, added as a
         # companion figure next to the audit figure.
@@ -486,7 +488,7 @@ def run_sgm(out_dir: Path, *, full: bool = False, seed: int = 0,
         ax.plot(a, 1 - a, color="gray", lw=0.8)
         ax.set_xlabel("type I error alpha")
         ax.set_ylabel("type II error f(alpha)")
-        ax.set_title("seed 001 Fig. 8: SGM trade-off functions", fontsize=10)
+        ax.set_title("Tight One-Run Fig. 8: SGM trade-off functions", fontsize=10)
         ax.legend(fontsize=7)
         fig.tight_layout()
         fig.savefig(path.with_name(path.stem + "-tradeoff.png"), dpi=120)
@@ -500,7 +502,7 @@ def run_sgm(out_dir: Path, *, full: bool = False, seed: int = 0,
 # --------------------------------------------------------------------------- Fig 10
 @experiment("tight-ablation-pvalue", "p-value vs number of wrong guesses under an (eps, delta) "
             "null: ours (exact / paper / Hoeffding mode) vs Steinke, small and large delta",
-            "seed 001 Fig. 10")
+            "Tight One-Run Fig. 10")
 def run_ablation_pvalue(out_dir: Path, *, full: bool = False, seed: int = 0,
                         size: str | None = None) -> list[Path]:
     from dpaudit.estimators.steinke import steinke_p_value
@@ -538,7 +540,7 @@ def run_ablation_pvalue(out_dir: Path, *, full: bool = False, seed: int = 0,
                            theory_key=None, xlog=False, ylog=True, title=str,
                            xlabel=f"number of wrong guesses u (n={n}, r={r})",
                            ylabel="p-value of the null", ylim=(1e-12, 2.0),
-                           suptitle=f"seed 001 Fig. 10: null "
+                           suptitle=f"Tight One-Run Fig. 10: null "
                            f"({eps:g}, delta)-DP; dotted = 0.05 significance",
                            hlines={f"delta={d:g}": ((1 - CONFIDENCE, "0.05"),) for d in deltas})
 
@@ -600,14 +602,14 @@ def _ablation(out_dir: Path, *, name: str, figure: str, size: str, seed: int, va
         return plot_panels(path, _accuracy_rows(rs, vary), panel_key="quantity", x_key=vary,
                            y_key="value", title=str, ylabel="value",
                            xlabel=f"{vary} ({what})",
-                           suptitle=f"seed 001 {figure}: Gaussian mu={mu:g}, {fixed} "
+                           suptitle=f"Tight One-Run {figure}: Gaussian mu={mu:g}, {fixed} "
                                     f"(95% conf., delta={DELTA:g})")
 
     return _finish(out_dir, name, rows, plot)
 
 
 @experiment("tight-ablation-n", "Fixed r, varying n (Gaussian mu=1): ours vs Steinke, and the "
-            "guessing accuracy", "seed 001 Fig. 11")
+            "guessing accuracy", "Tight One-Run Fig. 11")
 def run_ablation_n(out_dir: Path, *, full: bool = False, seed: int = 0,
                    size: str | None = None) -> list[Path]:
     return _ablation(out_dir, name="tight-ablation-n", figure="Fig. 11",
@@ -615,7 +617,7 @@ def run_ablation_n(out_dir: Path, *, full: bool = False, seed: int = 0,
 
 
 @experiment("tight-ablation-r", "Fixed n, varying r (Gaussian mu=1): ours vs Steinke vs "
-            "Mahloujifar, and the guessing accuracy", "seed 001 Fig. 12")
+            "Mahloujifar, and the guessing accuracy", "Tight One-Run Fig. 12")
 def run_ablation_r(out_dir: Path, *, full: bool = False, seed: int = 0,
                    size: str | None = None) -> list[Path]:
     return _ablation(out_dir, name="tight-ablation-r", figure="Fig. 12",

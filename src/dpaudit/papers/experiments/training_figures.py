@@ -1,15 +1,17 @@
-"""Runner reproducing seed 000 Figs. 9-10 and seed 001 Fig. 6 on REAL DP-SGD training.
+"""Runner reproducing Bits Transmission Figs. 9-10 and Tight One-Run Fig. 6 on REAL DP-SGD training.
 
-The papers audit DP-SGD white box with Dirac gradient canaries (seed 000 §6.4-6.5, seed 001
-§6.2 / App. A; spec/000 §6.4-6.5, spec/001 §3.4).  Here the training is real and scaled to a
+The papers audit DP-SGD white box with Dirac gradient canaries (Bits Transmission §6.4-6.5, Tight
+One-Run
+§6.2 / App. A; BT notes §6.4-6.5, TOR notes §3.4).  Here the training is real and scaled to a
 CPU: Opacus DP-SGD on scikit-learn's digits (MLP), canaries planted into Opacus's per-sample
 gradients before clipping and noise (:mod:`dpaudit.training`).  For each number of canaries n
 and each theoretical epsilon (sigma solved from ``dpsgd_curve(sigma, q, T)`` at delta = 1e-5),
 ONE training run gives the canary scores (optimal likelihood-ratio score), and every method
-bounds epsilon from the *same* scores: ours (seed 001 "tight", seed 000 "bits") vs Steinke et
+bounds epsilon from the *same* scores: ours (Tight One-Run "tight", Bits Transmission "bits") vs
+Steinke et
 al. vs Mahloujifar et al. (``audit_training`` / ``audit_one_run``, GDP null family).  Panel
 "backprop" repeats the correct-training panel with the backpropagation-clipping bug of
-seed 000 §6.5 (Fig. 10): every claimed epsilon is violated.
+Bits Transmission §6.5 (Fig. 10): every claimed epsilon is violated.
 
 Sizes: tiny (seconds; the test suite) n = 200, T = 100, eps in {4}; small n = 1,000,
 T = 300, eps in {1, 2, 4, 8, 16}; full n in {1,000, 10,000}, T = 1,000, three seeds (an MLP
@@ -60,7 +62,7 @@ COLUMNS = ("figure", "panel", "n", "theory_eps", "sigma", "q", "steps", "rep", "
 
 @experiment("training-dpsgd", "REAL DP-SGD (Opacus, digits MLP) white box with Dirac canaries: "
             "ours vs Steinke vs Mahloujifar; backprop-clipping panel",
-            "seed 000 Figs. 9-10, seed 001 Fig. 6 (real training, CPU scale)")
+            "Bits Transmission Figs. 9-10, Tight One-Run Fig. 6 (real training, CPU scale)")
 def run_training_dpsgd(out_dir: Path, *, full: bool = False, seed: int = 0,
                        size: str | None = None) -> list[Path]:
     from dpaudit.training import TrainingConfig, sigma_for_epsilon, train_audit
