@@ -24,13 +24,7 @@ from dpaudit.papers.casestudies.lidp_real import (  # noqa: E402
 )
 from dpaudit.papers.lidp_dpsgd import MLPSpec, _clipped_sum, _init  # noqa: E402
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_ghost_clipped_sum_matches_opacus_per_sample_gradients() -> None:

@@ -20,15 +20,7 @@ from dpaudit.papers.casestudies.lm_extraction import (  # noqa: E402
 )
 from dpaudit.risk import gdp_mu  # noqa: E402
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    import torch
-
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.mark.parametrize("eps", [0.5, 1.0, 4.0])
