@@ -45,11 +45,13 @@ DEFAULT_TRIALS = 10_000
 
 
 class DPViolation(AssertionError):
-    """An audit proved the claim false; ``.result`` is the :class:`AuditResult`."""
+    """An audit proved the claim false; ``.result`` is the :class:`AuditResult`, ``.audit``
+    the typed outcome (:class:`dpaudit.outcome.Audit`: the verdict and its guarantee)."""
 
-    def __init__(self, message: str, result: AuditResult) -> None:
+    def __init__(self, message: str, result: AuditResult, audit: Any = None) -> None:
         super().__init__(message)
         self.result = result
+        self.audit = audit
 
 
 def _evidence(res: AuditResult, epsilon: float, trials: int, seed: int) -> str:
@@ -123,6 +125,7 @@ def assert_dp(mechanism: Callable[[Any, np.random.Generator], Any],
         raise ValueError(f"trial {f.trial} failed ({len(run.failures)} of {n} trials failed): "
                          f"{f.error}")
     res = run.result
-    if res.epsilon > eps:
-        raise DPViolation(_evidence(res, eps, n, seed), res)
+    audit = run.to_audit()
+    if audit.violation:
+        raise DPViolation(_evidence(res, eps, n, seed), res, audit)
     return res

@@ -30,11 +30,12 @@ from rich.table import Table
 
 from dpaudit.cli.aliases import OPTION_ALIASES, normalize_name, rewrite_aliases
 from dpaudit.cli.app import app, bound_app
+from dpaudit.outcome import Audit
 from dpaudit.results import AuditResult, json_safe
 from dpaudit.validation import check_nested_counts
 
 __all__ = ["app", "bound_app", "console", "fmt_number", "json_payload", "print_results",
-           "print_json", "verdict", "OPTION_ALIASES", "rewrite_aliases", "normalize_name",
+           "print_json", "OPTION_ALIASES", "rewrite_aliases", "normalize_name",
            "resolve_wrong_correct", "check_claimed_epsilon", "given_options", "reject_unused"]
 
 
@@ -86,15 +87,6 @@ def print_json(obj: Any) -> None:
                           allow_nan=False))
 
 
-def verdict(epsilon_lb: float, claimed: float | None) -> str | None:
-    """The one-line verdict against a claimed epsilon."""
-    if claimed is None:
-        return None
-    if epsilon_lb > claimed:
-        return f"violation: epsilon >= {epsilon_lb:.4f} > claimed {claimed:g}"
-    return f"no violation detected (epsilon >= {epsilon_lb:.4f} <= claimed {claimed:g})"
-
-
 def fmt_number(x: Any) -> str:
     """Table formatting: 4 decimals, scientific below 1e-3, '-' for None/NaN, 'inf'; lists and
     tuples (e.g. an interval) element by element."""
@@ -111,28 +103,16 @@ def fmt_number(x: Any) -> str:
     return str(x)
 
 
-def json_payload(results: Sequence[AuditResult] | AuditResult, *,
+def json_payload(results: Sequence[AuditResult] | AuditResult | Audit, *,
                  claimed_epsilon: float | None = None, true_epsilon: float | None = None,
                  extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The object ``print_results(..., as_json=True)`` prints (also what ``--report`` and
-    ``dpaudit report`` read): results, claim, violation and verdict (from the first result),
-    true epsilon and ``extra``; a lone result without extras is printed bare."""
-    rs: list[AuditResult] = [results] if isinstance(results, AuditResult) else list(results)
-    best = rs[0].epsilon if rs else 0.0
-    v = verdict(best, claimed_epsilon)
-    if v and len(rs) > 1:
-        v += f" (verdict from {rs[0].method}; other rows are for comparison)"
-    out: dict[str, Any] = {"results": [r.to_dict() for r in rs]}
-    if claimed_epsilon is not None:
-        out["claimed_epsilon"] = claimed_epsilon
-        out["violation"] = bool(best > claimed_epsilon)
-        out["verdict"] = v
-    if true_epsilon is not None:
-        out["true_epsilon"] = true_epsilon
-    if extra:
-        out.update(extra)
-    return out if len(rs) != 1 or extra or claimed_epsilon is not None \
-        or true_epsilon is not None else rs[0].to_dict()
+    ``dpaudit report`` read): :meth:`dpaudit.outcome.Audit.to_dict` of the results with the
+    verdict against ``claimed_epsilon`` (first row = primary method)."""
+    if isinstance(results, Audit):
+        return results.to_dict()
+    return Audit.of(results, claimed_epsilon, true_epsilon=true_epsilon,
+                    extra=extra).to_dict()
 
 
 def print_results(results: Sequence[AuditResult] | AuditResult, *, as_json: bool = False,
@@ -146,10 +126,7 @@ def print_results(results: Sequence[AuditResult] | AuditResult, *, as_json: bool
     rs: list[AuditResult] = [results] if isinstance(results, AuditResult) else list(results)
     # The verdict rests on the FIRST (primary) result only: each row holds at the stated
     # confidence on its own, but the maximum over several rows does not.
-    best = rs[0].epsilon if rs else 0.0
-    v = verdict(best, claimed_epsilon)
-    if v and len(rs) > 1:
-        v += f" (verdict from {rs[0].method}; other rows are for comparison)"
+    v = Audit.of(rs, claimed_epsilon).message() if claimed_epsilon is not None else None
     if as_json:
         print_json(json_payload(rs, claimed_epsilon=claimed_epsilon, true_epsilon=true_epsilon,
                                 extra=extra))

@@ -10,8 +10,9 @@ from pathlib import Path
 import typer
 
 from dpaudit.cli.common import app as _app
-from dpaudit.cli.common import console, json_payload, print_json, print_results, verdict
+from dpaudit.cli.common import console, json_payload, print_json, print_results
 from dpaudit.games.demo import TRAINING_DEMO, multi_run_demo, multi_run_demo_data
+from dpaudit.outcome import Audit
 
 
 @_app.command("demo")
@@ -37,14 +38,12 @@ def demo_cmd(
                  f"T={s['steps']}, {s['canaries']:,} canaries, claimed eps={claimed:.3f} "
                  f"at delta={s['delta']:g}")
         # the card states the same verdict as `demo --json`
-        cards.append(build_report({**json_payload(results, claimed_epsilon=claimed),
-                                   "verdict": verdict(results[0].epsilon, claimed)},
-                                  observations=rep.observations, title=title,
+        audit = rep.to_audit()
+        cards.append(build_report(audit.to_dict(), observations=rep.observations, title=title,
                                   settings={**s, "flawed": flawed, "seed": seed},
                                   command="dpaudit demo"))
         if as_json:
-            out[name] = {"claimed_epsilon": claimed, "verdict": verdict(results[0].epsilon,
-                                                                        claimed),
+            out[name] = {"claimed_epsilon": claimed, "verdict": audit.message(),
                          "results": [r.to_dict() for r in results]}
         else:
             print_results(results, claimed_epsilon=claimed, title=title)
@@ -63,8 +62,8 @@ def demo_cmd(
                       "noise_scale_bug": bug, "seed": sd}, command="dpaudit demo"))
     if as_json:
         out["multi_run"] = {"claimed_epsilon": claimed_mr, "mu": mu,
-                            "correct": verdict(ok.epsilon, claimed_mr),
-                            "flawed": verdict(bad.epsilon, claimed_mr),
+                            "correct": Audit.of(ok, claimed_mr).message(),
+                            "flawed": Audit.of(bad, claimed_mr).message(),
                             "results": [ok.to_dict(), bad.to_dict()]}
         out["training"] = _training_demo(seed, as_json, cards)
         path = write_report(report, cards, page_title=_page_title(cards))
@@ -77,8 +76,8 @@ def demo_cmd(
     print_results([ok, bad],
                   title="Classical multi-run audit (Clopper-Pearson, Bonferroni thresholds)",
                   extra={"claimed_epsilon": claimed_mr,
-                         "correct": verdict(ok.epsilon, claimed_mr),
-                         "flawed": verdict(bad.epsilon, claimed_mr)})
+                         "correct": Audit.of(ok, claimed_mr).message(),
+                         "flawed": Audit.of(bad, claimed_mr).message()})
     _training_demo(seed, as_json, cards)
     path = write_report(report, cards, page_title=_page_title(cards))
     console.print(f"[bold]Audit card[/bold] (open in a browser): {path}")

@@ -34,7 +34,6 @@ from dpaudit.cli.common import (
     normalize_name,
     print_results,
     reject_unused,
-    verdict,
 )
 from dpaudit.cli.report_options import (
     REPORT_PARAMS,
@@ -45,6 +44,7 @@ from dpaudit.cli.report_options import (
 from dpaudit.estimators.verdict import verdict_from_results
 from dpaudit.mechanisms.factory import MECHANISM_NAMES, build_mechanism
 from dpaudit.mechanisms.svt import SVT_VARIANTS, SparseVector, default_construction, svt_audit
+from dpaudit.outcome import Audit
 from dpaudit.validation import check_choice, check_count
 
 _COMMON = ("mechanism", "flawed", "canaries", "seed", "delta", "confidence", "as_json",
@@ -176,7 +176,7 @@ def _simulate_svt(flawed: str | None, trials: int | None, seed: int, eps: float,
                       f"cutoff {svt.cutoff}, '{cons}' construction: {n} independent runs")
     obs = svt_audit(variant, n, seed, epsilon=eps)
     res = multi_run(obs.member, obs.score, delta=0.0, confidence=confidence)
-    v = verdict(res.epsilon, svt.claimed_epsilon)
+    v = Audit.of(res, svt.claimed_epsilon).message()
     extra: dict[str, Any] = {"mechanism": f"svt[{variant}]", "runs": n, "seed": seed,
                              "construction": cons, "claimed_epsilon": svt.claimed_epsilon,
                              "true_epsilon (Lyu et al.)": svt.true_epsilon}

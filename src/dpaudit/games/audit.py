@@ -34,6 +34,7 @@ from dpaudit.mechanisms.simple import (
     SubsampledGaussianMechanism,
 )
 from dpaudit.observations import MembershipObservations
+from dpaudit.outcome import Audit
 from dpaudit.results import AuditResult
 from dpaudit.validation import check_confidence, check_count, check_delta
 
@@ -91,6 +92,15 @@ class OneRunReport:
     @property
     def violation(self) -> bool:
         return self.verdict_result.epsilon > self.claimed_epsilon
+
+    def to_audit(self, **extra: Any) -> Audit:
+        """The typed outcome (:class:`dpaudit.outcome.Audit`): the verdict by the primary rule,
+        or Bonferroni over the methods for a ``simultaneous`` run; ``extra`` keys go to the
+        ``--json`` document."""
+        return Audit.of(self.results, self.claimed_epsilon,
+                        rule="bonferroni" if self.simultaneous else "primary",
+                        observations=self.observations, true_epsilon=self.true_epsilon,
+                        settings={"mechanism": self.mechanism, **self.settings}, extra=extra)
 
 
 def one_run_audit(mechanism: SimulatedMechanism, n: int, seed: int, *, delta: float = 1e-5,
