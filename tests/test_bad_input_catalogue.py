@@ -354,6 +354,7 @@ def test_cli_bad_input(label, argv, cli_files, capsys):
     assert problem is None, problem
 
 
+@pytest.mark.slow  # reruns every CLI case
 def test_catalogue_count(cli_files, capsys):
     """Count of handled cases (printed with ``pytest -s``); the target is all of them."""
     lib_bad = [(t.name, a, c) for t, a, c, v in LIB_CASES

@@ -87,6 +87,7 @@ def test_cli_errors_one_line(cli, capsys, argv, match):
     assert rc == 2 and match in err and err.count("\n") == 1 and "Traceback" not in err
 
 
+@pytest.mark.slow  # the whole demo, real training included
 def test_demo_catches_the_flaw(cli, capsys, tmp_path):
     card = tmp_path / "demo.html"
     rc, out, _ = cli("demo", "--json", "--report", str(card))

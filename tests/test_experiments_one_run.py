@@ -26,6 +26,8 @@ from dpaudit.papers.experiments.tight_figures import (
     top_r_errors,
 )
 
+pytestmark = pytest.mark.slow  # figure runners: end-to-end reproductions
+
 RUNNERS = ("bits-gaussian", "bits-rr", "bits-laplace", "bits-dpsgd", "bits-dpsgd-flawed",
            "tight-gaussian-special", "tight-laplace-special", "tight-gaussian", "tight-dpsgd",
            "tight-rr", "tight-sgm", "tight-ablation-pvalue", "tight-ablation-n",

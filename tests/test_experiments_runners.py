@@ -13,6 +13,8 @@ import pytest
 
 from dpaudit.papers.experiments.registry import get_experiment
 
+pytestmark = pytest.mark.slow  # figure runners: end-to-end reproductions
+
 
 def _run(name: str, tmp_path: Path, **kw) -> dict[str, list[dict[str, str]]]:
     paths = get_experiment(name).run(tmp_path, full=False, seed=0, **kw)

@@ -11,6 +11,8 @@ import pytest
 
 from dpaudit.papers.experiments.extra_figures import run_bits_figure3, run_lidp_figure6
 
+pytestmark = pytest.mark.slow  # figure runners: end-to-end reproductions
+
 #: BT notes Table D (u_f(p) at p = 0.1, 0.3, 0.5)
 TABLE_D = {"G_0.5": (0.01028, 0.02382, 0.02830), "G_1": (0.04044, 0.09190, 0.10852),
            "G_2": (0.14879, 0.31733, 0.36892), "f_{1,1e-5}": (0.05909, 0.13527, 0.16006),

@@ -16,6 +16,8 @@ from dpaudit.papers.experiments.illustration_figures import (
     run_tight_figure2,
 )
 
+pytestmark = pytest.mark.slow  # figure runners: end-to-end reproductions
+
 #: BT notes Table G (GDP, n = 1000, e_bar = 0.3, gamma = 0.95, delta = 1e-5):
 #: (p_min^e, v, eps_L(p), eps_L(e_bar + v), contradiction)
 TABLE_G = [(0.28, 0.0230, 5.232, 3.969, True), (0.30, 0.0240, 4.626, 3.941, True),

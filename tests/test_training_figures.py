@@ -10,6 +10,8 @@ import pytest
 
 from needs import need
 
+pytestmark = pytest.mark.slow  # figure runners: end-to-end reproductions
+
 need("opacus")
 need("sklearn")
 
