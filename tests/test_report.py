@@ -148,7 +148,10 @@ def test_model_bare_result_and_bad_payloads():
     inf = {**bare, "epsilon": None, "epsilon_note": "inf"}
     mi = build_report({"results": [inf], "claimed_epsilon": 1.0})
     assert math.isinf(mi.bound) and mi.violation is True
-    assert mi.verdict == "violation: epsilon >= inf > claimed 1"
+    # the one verdict wording (dpaudit.estimators.verdict.Verdict.message)
+    assert mi.verdict == ("violation: epsilon >= inf > claimed 1 at confidence 0.95 (a "
+                          "mechanism meeting its claim gives this verdict with probability "
+                          "<= 0.05)")
     with pytest.raises(ValueError, match="results"):
         build_report({"foo": 1})
     with pytest.raises(ValueError, match="verdict_method"):
