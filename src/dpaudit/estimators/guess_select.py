@@ -42,7 +42,7 @@ The result is exact whichever branch runs: the branches differ in cost only.
 The generator always advances by exactly m ``random()`` draws, whether or not the priorities
 are needed, so the state after the call equals the reference's.  Equivalence to the sort-based
 reference on seeded inputs (ties, all-equal scores, -0.0 vs 0.0, k = 0, k = m, m = 1, 2) is
-tested in ``tests/test_guess_selection.py``.
+tested in ``tests/test_guess_select.py``.
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ def _guesses_from_sorted(t: np.ndarray, s: np.ndarray, k_pos: Any, k_neg: Any,
     The prefix counts c(k) (1-bits among the k lowest scores, ties by a random priority) come
     from selection at the few ranks needed (:mod:`dpaudit.estimators.guess_select`), not from
     a full sort; the result and the generator state equal those of
-    :func:`_guesses_from_sorted_reference` (tested in ``tests/test_guess_selection.py``).
+    :func:`_guesses_from_sorted_reference` (tested in ``tests/test_guess_select.py``).
     """
     m = t.size
     kp, kn = _check_ks(k_pos, k_neg, m)

@@ -147,7 +147,7 @@ def _balance_p_value(k: int, n: int) -> float:
     The pmf of Binomial(n, 1/2) is symmetric, so the two-sided p-value (the mass of outcomes
     no more likely than k) is ``min(1, 2 P[X <= min(k, n - k)])``, and 1 at k = n/2: one
     regularised incomplete beta call instead of ``scipy.stats.binomtest``'s search over the
-    other tail (same value to rounding: ``tests/test_guess_selection.py``)."""
+    other tail (same value to rounding: ``tests/test_guess_select.py``)."""
     lo = min(k, n - k)
     if 2 * lo == n:
         return 1.0

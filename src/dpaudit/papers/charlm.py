@@ -17,7 +17,7 @@ all M copies at once with DP-SGD (Abadi et al. 2016), vectorised over models and
 
 (full batch, B examples per model; ``mask`` restricts training to a subset of parameters, the
 "lazy" training of the paper: parameters outside the mask are never updated, receive no noise
-and are data independent, so releasing them costs no privacy).  ``test_charlm.py`` checks the
+and are data independent, so releasing them costs no privacy).  ``test_papers_charlm.py`` checks the
 clipped update against Opacus' ``DPOptimizer`` on a small case.
 
 :func:`train_public` trains one model without DP (Adam, cross-entropy) -- the "public" model

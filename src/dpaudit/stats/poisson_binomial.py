@@ -221,7 +221,7 @@ def _pmf_fft_windowed(p: np.ndarray) -> np.ndarray:
     windows are multiplied together the same way.  A window's width grows like the partial
     sum's standard deviation, not like its number of targets, so 1e7 targets cost about two
     seconds and tens of MB beyond the pmf, instead of a minute and ~3 GB unwindowed.  Same
-    products as the previous pairwise version (kept in ``tests/test_risk_fast_paths.py`` as
+    products as the previous pairwise version (kept in ``tests/test_risk_summary.py`` as
     the reference), in a different order: the two agree to FFT round-off."""
     n = p.size
     span = _CHUNK_BLOCKS * _BLOCK

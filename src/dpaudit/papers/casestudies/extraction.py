@@ -30,7 +30,7 @@ rows"); their released values are the (fixed) clipped corpus counts, plus the cl
 counts of the drawn secrets, plus independent N(0, s^2) noise -- the same numbers
 :func:`dpaudit.papers.casestudies.ngram.train_dp_ngram` would release in those rows (same event and
 clipping code; the noise of the other rows never reaches the attack).
-``tests/test_case_extraction.py`` checks the equality against full training.
+``tests/test_papers_extraction.py`` checks the equality against full training.
 """
 
 from __future__ import annotations
