@@ -130,11 +130,15 @@ def test_model_follows_the_json_verdict():
     assert m.claimed_epsilon == 1.0 and m.violation == payload["violation"]
     assert m.bound == payload["results"][0]["epsilon"] and m.verdict_method == "multi_run"
     assert [r.basis for r in m.methods] == [True, False]
+    # an estimate under an assumption (multi_run_gdp) is never the verdict's basis (issue 21)
+    with pytest.raises(ValueError, match="estimate"):
+        build_report({**payload, "verdict_method": "multi_run_gdp"})
     # an explicit verdict_method moves the basis
-    p2 = {**payload, "verdict_method": "multi_run_gdp"}
+    p2 = {**payload, "results": payload["results"][::-1], "verdict_method": "multi_run"}
     m2 = build_report({**p2, "verdict_guarantee": "P[false violation] <= 0.05"})
-    assert m2.bound == payload["results"][1]["epsilon"]
-    assert m2.notes == ("Verdict guarantee: P[false violation] <= 0.05",)
+    assert m2.bound == payload["results"][0]["epsilon"]
+    assert m2.notes[0] == "Verdict guarantee: P[false violation] <= 0.05"
+    assert m2.notes[1].startswith("multi_run_gdp is an estimate assuming the mechanism is μ-GDP")
     assert m2.scores is None
 
 

@@ -157,4 +157,6 @@ def _result_from_dict(d: Any) -> AuditResult:
                        p_value=None if p is None and "p_value_note" not in d
                        else _number(d, "p_value"),
                        settings=dict(d.get("settings") or {}),
-                       details=dict(d.get("details") or {}))
+                       details=dict(d.get("details") or {}),
+                       assumption=d.get("assumption") if isinstance(d.get("assumption"), str)
+                       else None)

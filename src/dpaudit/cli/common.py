@@ -35,7 +35,8 @@ from dpaudit.results import AuditResult, json_safe
 from dpaudit.validation import check_nested_counts
 
 __all__ = ["app", "bound_app", "console", "fmt_number", "json_payload", "print_results",
-           "print_json", "OPTION_ALIASES", "rewrite_aliases", "normalize_name",
+           "print_json", "assumption_notes", "OPTION_ALIASES", "rewrite_aliases",
+           "normalize_name",
            "resolve_wrong_correct", "check_claimed_epsilon", "given_options", "reject_unused"]
 
 
@@ -87,6 +88,24 @@ def print_json(obj: Any) -> None:
                           allow_nan=False))
 
 
+def assumption_notes(rs: Sequence[AuditResult]) -> list[str]:
+    """Lines naming the rows that rest on an assumption or are estimates (printed under every
+    table, so that no such figure reads as a lower bound valid for the claim as stated)."""
+    out = [f"note: {r.method} is an estimate assuming {r.assumption}, not a lower bound "
+           f"(never used for a verdict)" for r in rs if r.is_estimate]
+    groups: dict[tuple[str, str], list[str]] = {}
+    for r in rs:
+        if r.assumption is not None and not r.is_estimate:
+            fam = str(r.settings.get("family", "")) if r.settings else ""
+            groups.setdefault((r.assumption, fam), []).append(r.method)
+    for (text, fam), names in groups.items():
+        verb = "assumes" if len(names) == 1 else "assume"
+        out.append(f"note: {', '.join(names)} {verb} {text} (null family {fam}): not valid for "
+                   f"every mechanism meeting an (epsilon, delta) claim, as the default family "
+                   f"eps_delta is")
+    return out
+
+
 def fmt_number(x: Any) -> str:
     """Table formatting: 4 decimals, scientific below 1e-3, '-' for None/NaN, 'inf'; lists and
     tuples (e.g. an interval) element by element."""
@@ -131,18 +150,27 @@ def print_results(results: Sequence[AuditResult] | AuditResult, *, as_json: bool
         print_json(json_payload(rs, claimed_epsilon=claimed_epsilon, true_epsilon=true_epsilon,
                                 extra=extra))
         return
-    header = ["method", "epsilon >=", "delta", "confidence"]
+    # a row that is an estimate (under an assumption) is never shown as "epsilon >="
+    estimates = any(r.is_estimate for r in rs)
+    header = ["method", "epsilon" if estimates else "epsilon >=", "delta", "confidence"]
     rows = []
     for r in rs:
-        row = [r.method, fmt_number(r.epsilon), fmt_number(r.delta), fmt_number(r.confidence)]
+        e = fmt_number(r.epsilon)
+        if estimates:
+            e = f"~ {e} (estimate)" if r.is_estimate else f">= {e}"
+        row = [r.method, e, fmt_number(r.delta), fmt_number(r.confidence)]
         if true_epsilon is not None:
             row.append(f"{100 * r.ratio_to(true_epsilon):.1f}%")
         row.append(", ".join(f"{k}={fmt_number(v)}" for k, v in r.params.items()) or "-")
         row.append(fmt_number(r.p_value))
+        if any(x.assumption is not None for x in rs):
+            row.append("-" if r.assumption is None else _short_assumption(r.assumption))
         rows.append(row)
     if true_epsilon is not None:
         header.append("of true eps")
     header += ["fit", "p-value"]
+    if any(x.assumption is not None for x in rs):
+        header.append("assuming")
     # No constant columns: with several rows, a column with one value for all of them (delta,
     # confidence; an empty fit or p-value) moves to the caption.
     keep = list(range(len(header)))
@@ -166,11 +194,21 @@ def print_results(results: Sequence[AuditResult] | AuditResult, *, as_json: bool
                           f"({r.settings.get('family', 'family')}): epsilon >= "
                           f"{fmt_number(r.epsilon)} is the ceiling's epsilon, at the family's "
                           f"ceiling; the data may support more")
+    for line in assumption_notes(rs):
+        console.print(line, markup=False)
     if extra:
         for k, val in extra.items():
             console.print(f"{k}: {fmt_number(val)}")
     if v:
         console.print(f"[bold]{v}[/bold]")
+
+
+def _short_assumption(text: str) -> str:
+    """Table cell of an assumption: "the mechanism is μ-GDP" -> "μ-GDP"."""
+    for pre in ("the mechanism is ", "the mechanism's trade-off curve is "):
+        if text.startswith(pre):
+            return text[len(pre):]
+    return text
 
 
 def parse_float_list(text: str, name: str) -> list[float]:
