@@ -20,6 +20,7 @@ import dpaudit as da
 from dpaudit import estimators as E
 from dpaudit import risk as R
 from dpaudit.curves import resolve_family
+from dpaudit.curves.calibration import dpsgd_noise_multiplier
 from dpaudit.stats import binomial as B
 
 NAN, INF = math.nan, math.inf
@@ -151,6 +152,10 @@ TARGETS = [
            dict(epsilon="nonnegative", delta="delta")),
     Target("risk.rero_bound", R.rero_bound, dict(kappa=0.1, epsilon=1.0, delta=1e-5),
            dict(kappa="probability", epsilon="nonnegative", delta="delta")),
+    Target("calibration.dpsgd_noise_multiplier", dpsgd_noise_multiplier,
+           dict(epsilon=1.0, delta=1e-5),
+           dict(epsilon="positive", delta="delta", sampling_rate="probability",
+                steps="count")),
 ]
 
 # kinds that do not apply to an argument (documented exceptions)
@@ -366,6 +371,7 @@ def test_cli_bad_input(label, argv, cli_files, capsys):
     assert problem is None, problem
 
 
+@pytest.mark.slow  # reruns every CLI case
 def test_catalogue_count(cli_files, capsys):
     """Count of handled cases (printed with ``pytest -s``); the target is all of them."""
     lib_bad = [(t.name, a, c) for t, a, c, v in LIB_CASES

@@ -187,7 +187,7 @@ class ProfileCurve(Curve):
     """The guarantee "(eps_i, delta_i)-DP for every i": f = max_i f_{eps_i, delta_i}.
 
     Each (eps_i, delta_i) contributes the two lines of f_{eps,delta}(alpha) = max{0,
-    1 - delta - e^eps alpha, e^-eps (1 - delta - alpha)} (Kairouz et al.; seed 001 §2.1), and a
+    1 - delta - e^eps alpha, e^-eps (1 - delta - alpha)} (Kairouz et al.; Tight One-Run §2.1), and a
     mechanism that is (eps_i, delta_i)-DP for all i is f-DP for their maximum (Dong, Roth, Su
     2022, Prop. 2.12).  f is convex and piecewise linear; its vertices are computed once, so
     ``tradeoff`` is an exact interpolation, and the conversions are exact: the hockey-stick
@@ -327,7 +327,7 @@ def dpsgd_family(noise_multiplier: float, sampling_rate: float, steps: int, delt
        (:class:`DPSGDFamily`); members are pointwise non-increasing in theta (both ingredients
        only weaken as theta grows).
 
-    Validity (seed 001 Thm. 1): a mechanism meeting the claim is (eps, delta_c(eps))-DP for
+    Validity (Tight One-Run Thm. 1): a mechanism meeting the claim is (eps, delta_c(eps))-DP for
     every eps, with delta_c the accountant's (pessimistic) profile, and (theta_c, delta)-DP.
     Every member at theta >= theta_c has a profile >= the claim node's coarse profile >=
     delta_c on the grid and the line (theta, delta) with theta >= theta_c, so it is dominated

@@ -217,15 +217,15 @@ def _scalar_facts(payload: Mapping[str, Any]) -> dict[str, Any]:
             if k not in skip and (v is None or isinstance(v, (str, int, float, bool)))}
 
 
-def _default_verdict(bound: float, claimed: float | None, method: str, delta: float,
-                     confidence: float, assumption: str | None = None) -> str:
-    if claimed is not None:
-        from dpaudit.cli.common import verdict
+def _default_verdict(basis: Mapping[str, Any], bound: float, claimed: float | None,
+                     method: str, delta: float, confidence: float) -> str:
+    if claimed is not None:  # the one wording (dpaudit.estimators.verdict via dpaudit.outcome)
+        from dpaudit.outcome import Audit, audit_of
 
-        return str(verdict(bound, claimed, assumption))
-    pre = "" if assumption is None else f"assuming {assumption}, "
-    return (f"no claimed epsilon given: {pre}the audit proves epsilon >= {bound:.4f} at "
-            f"delta = {delta:g} ({method}, {100 * confidence:g}% confidence)")
+        row = audit_of({"results": [dict(basis)]}).results[0]
+        return str(Audit.of(row, claimed).message())
+    return (f"no claimed epsilon given: the audit proves epsilon >= {bound:.4f} at delta = "
+            f"{delta:g} ({method}, {100 * confidence:g}% confidence)")
 
 
 def _assumption(r: Mapping[str, Any]) -> str | None:
@@ -264,7 +264,7 @@ def build_report(payload: Mapping[str, Any], *, observations: MembershipObservat
     ``observations`` (member, score) enable the ROC, AUROC / TPR-at-low-FPR intervals and the
     observed privacy-region points; without them those panels say so.  ``risk_prior`` is the
     prior success of reconstructing one target's secret (e.g. 0.01 = one of 100 equally likely
-    values) used by the seed 003 risk translation.
+    values) used by the Beyond Worst Case risk translation.
     """
     rs = _results(payload)
     vm = payload.get("verdict_method")
@@ -285,8 +285,8 @@ def build_report(payload: Mapping[str, Any], *, observations: MembershipObservat
     claimed = _get_opt(payload, "claimed_epsilon")
     true_eps = _get_opt(payload, "true_epsilon")
     v = payload.get("verdict")
-    verdict = str(v) if v else _default_verdict(bound, claimed, str(basis["method"]), delta,
-                                                confidence, _assumption(basis))
+    verdict = str(v) if v else _default_verdict(basis, bound, claimed, str(basis["method"]),
+                                                delta, confidence)
     violation = payload.get("violation")
     if violation is None and claimed is not None:
         violation = bool(bound > claimed)
