@@ -71,6 +71,10 @@ class AuditResult:
       p_value: p-value of the rejected null at the fitted parameter, where defined.
       settings: every input needed to reproduce the number (counts, family, ci, mode, ...).
       details: auxiliary figures (confidence bounds on FPR/FNR, AUROC, the chosen threshold).
+      guarantee: "finite-sample" (the bound holds with probability ``confidence`` at every
+        sample size, under the assumptions in ``settings``) or "asymptotic" (a consistent
+        estimate with no finite-sample guarantee: shown for comparison, never the verdict
+        unless asked for explicitly).
     """
 
     epsilon: float
@@ -81,6 +85,7 @@ class AuditResult:
     p_value: float | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
     details: Mapping[str, Any] = field(default_factory=dict)
+    guarantee: str = "finite-sample"
 
     def ratio_to(self, true_epsilon: float) -> float:
         """Fraction of a reference (e.g. theoretical) epsilon that the bound recovers."""

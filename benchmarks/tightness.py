@@ -1,0 +1,215 @@
+"""Benchmark: tightness and validity of the one-run methods, simulated and on REAL training.
+
+    PYTHONPATH=src .venv/bin/python benchmarks/tightness.py PART [options]
+
+Parts (each appends every finished cell/run to a JSONL file under ``--out`` and skips what is
+already there, so an interrupted run resumes):
+
+* ``coverage``  -- finite-sample coverage of every one-run estimator under its model and under
+  misspecification: Gaussian pairs (equal / unequal variances), DP-SGD simulator scores
+  (Poisson-subsampled mixtures: the white-box "sum" and "lr" scores), heavy tails (Laplace,
+  Student t with 3 degrees of freedom), few canaries (n = 100).  Over-claim rate = fraction
+  of trials whose bound exceeds the true epsilon of the score pair (or of the mechanism).
+* ``simulated`` -- the simulated counterpart of ``real``: the project's DP-SGD simulator at the
+  same (sigma, q, T, canaries), ratio audit eps / theoretical eps per method.
+* ``real``      -- real Opacus training on digits (``dpaudit.training``): white box (lr score),
+  last iterate, black box (flipped-label input canaries; loss-drop score and the
+  quantile-regression score of :mod:`dpaudit.attacks.quantile` on the final model), at
+  eps = 1, 2, 4, 8, 16, ``--seeds`` seeds per cell.  Per-run (member, score) arrays are kept
+  in ``.npz`` files next to the JSONL so the estimators can be re-run without training.
+* ``canaries``  -- tightness against the number of white-box canaries (1,000 -> 10,000), on the
+  simulator and (``--real``) on real training.
+* ``table``     -- print the Markdown tables of docs/performance.md from the JSONL files.
+
+Every row also carries ``best_possible``: the largest bound the finite-sample model-free
+estimator (``hockey_stick``) can return with that many canaries (all in-scores above all
+out-scores) -- the ceiling set by the canary count, which explains unmet targets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpaudit.curves import GaussianDP, LaplaceDP, dpsgd_curve
+from dpaudit.estimators.gaussian_pair import (
+    gaussian_pair,
+    gaussian_pair_epsilon,
+    gaussian_pair_fit,
+)
+from dpaudit.estimators.hockey_stick import hockey_stick, hockey_stick_histogram
+from dpaudit.estimators.one_run import audit_one_run
+from dpaudit.mechanisms.dpsgd import DPSGDSimulator, last_iterate_curve
+
+DELTA = 1e-5
+CONF = 0.95
+EPSILONS = (1.0, 2.0, 4.0, 8.0, 16.0)
+Q, T, N = 0.05, 1000, 1000
+OUT = Path("benchmarks/out/tightness")
+
+# method name -> guarantee, in table order
+METHODS = {"tight": "finite-sample (gdp family)", "steinke": "finite-sample",
+           "mahloujifar": "finite-sample (gdp family)",
+           "hockey_stick": "finite-sample (model-free)",
+           "gaussian_pair": "finite-sample (Gaussian model)",
+           "gaussian_pair_equal": "finite-sample (equal-variance Gaussian model)",
+           "gaussian_pair_fit": "asymptotic", "hockey_stick_histogram": "asymptotic"}
+
+
+def all_methods(member: np.ndarray, score: np.ndarray, *, delta: float = DELTA,
+                confidence: float = CONF, seed: int = 0) -> dict[str, float]:
+    """Every method's epsilon on one set of observations."""
+    res = {r.method: r.epsilon for r in
+           audit_one_run(member, score, delta=delta, confidence=confidence,
+                         methods=("tight", "steinke", "mahloujifar"), family="gdp",
+                         seed=seed)}
+    hs = hockey_stick(member, score, delta, confidence)
+    res["hockey_stick"] = hs.epsilon
+    res["best_possible"] = hs.details["best_possible_epsilon"]
+    res["gaussian_pair"] = gaussian_pair(member, score, delta, confidence).epsilon
+    res["gaussian_pair_equal"] = gaussian_pair(member, score, delta, confidence,
+                                               variances="equal").epsilon
+    res["gaussian_pair_fit"] = gaussian_pair_fit(member, score, delta).epsilon
+    res["hockey_stick_histogram"] = hockey_stick_histogram(member, score, delta).epsilon
+    return res
+
+
+_SIGMA: dict[tuple[float, float, int], float] = {}
+
+
+def sigma_for(eps: float, q: float = Q, steps: int = T) -> float:
+    """sigma with dpsgd_curve(sigma, q, T).epsilon(1e-5) = eps (dpaudit.training's solver)."""
+    key = (eps, q, steps)
+    if key not in _SIGMA:
+        from dpaudit.training import sigma_for_epsilon
+
+        _SIGMA[key] = sigma_for_epsilon(eps, q, steps, DELTA)
+    return _SIGMA[key]
+
+
+def _jsonl(path: Path) -> dict[str, dict[str, Any]]:
+    done: dict[str, dict[str, Any]] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                row = json.loads(line)
+                done[row["id"]] = row
+    return done
+
+
+def _append(path: Path, row: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as fh:
+        fh.write(json.dumps(row) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+# -- coverage ---------------------------------------------------------------------------------
+def _numeric_epsilon(logpdf_p: Any, logpdf_q: Any, lo: float, hi: float, delta: float
+                     ) -> float:
+    """eps(delta) of a 1-D pair from densities on a fine grid (both orders)."""
+    x = np.linspace(lo, hi, 400001)
+    dx = x[1] - x[0]
+    p, q = np.exp(logpdf_p(x)), np.exp(logpdf_q(x))
+    best = 0.0
+    for a, b in ((p, q), (q, p)):
+        def h(e: float, a: np.ndarray = a, b: np.ndarray = b) -> float:
+            return float(np.maximum(b - math.exp(e) * a, 0).sum() * dx)
+        if h(0.0) <= delta:
+            continue
+        lo_e, hi_e = 0.0, 60.0
+        for _ in range(60):
+            mid = 0.5 * (lo_e + hi_e)
+            lo_e, hi_e = (mid, hi_e) if h(mid) > delta else (lo_e, mid)
+        best = max(best, hi_e)
+    return best
+
+
+def scenarios() -> dict[str, dict[str, Any]]:
+    """name -> {draw(n, bits, rng) -> scores, true_eps, n}."""
+    from scipy import stats
+
+    out: dict[str, dict[str, Any]] = {}
+    for mu in (1.0, 2.5):
+        out[f"gauss_equal_mu{mu:g}"] = {
+            "draw": lambda b, rng, mu=mu: rng.standard_normal(b.size) + mu * b,
+            "true": GaussianDP(mu).epsilon(DELTA), "model": "Gaussian, equal variances"}
+    out["gauss_unequal"] = {
+        "draw": lambda b, rng: np.where(b, 2.0 + 1.3 * rng.standard_normal(b.size),
+                                        rng.standard_normal(b.size)),
+        "true": gaussian_pair_epsilon(DELTA, 0.0, 1.0, 2.0, 1.3),
+        "model": "Gaussian, unequal variances"}
+    # DP-SGD white box, q = 0.05, T = 1000, sigma giving eps = 8 (claim) -- Poisson mixtures
+    sig8 = sigma_for(8.0)
+    for kind in ("sum", "lr"):
+        mech = DPSGDSimulator(noise_multiplier=sig8, sampling_rate=Q, steps=T,
+                              score_kind=kind)
+        true = (last_iterate_curve(sig8, Q, T).epsilon(DELTA) if kind == "sum"
+                else dpsgd_curve(sig8, Q, T).epsilon(DELTA))
+        out[f"dpsgd_{kind}_eps8"] = {
+            "draw": lambda b, rng, m=mech: m.score(m.run(b, rng)), "true": true,
+            "model": f"DP-SGD simulator ({kind} score): Binomial mixture"}
+    lap = 2.0
+    out["laplace"] = {"draw": lambda b, rng: rng.laplace(size=b.size) + lap * b,
+                      "true": LaplaceDP(lap).epsilon(DELTA), "model": "Laplace shift (heavy tail)"}
+    shift = 2.5
+    out["student_t3"] = {
+        "draw": lambda b, rng: rng.standard_t(3, size=b.size) + shift * b,
+        "true": _numeric_epsilon(lambda x: stats.t.logpdf(x, 3),
+                                 lambda x: stats.t.logpdf(x, 3, loc=shift), -300, 300, DELTA),
+        "model": "Student t (3 df) shift (heavy tail)"}
+    return out
+
+
+def run_coverage(args: argparse.Namespace) -> None:
+    path = args.out / "coverage.jsonl"
+    done = _jsonl(path)
+    scen = scenarios()
+    for name, sc in scen.items():
+        for n in args.sizes:
+            cid = f"{name}/n{n}/t{args.trials}"
+            if cid in done:
+                continue
+            t0 = time.perf_counter()
+            rows = []
+            for trial in range(args.trials):
+                rng = np.random.default_rng([trial, n, 25])
+                b = rng.random(n) < 0.5
+                if b.all() or not b.any() or b.sum() < 3 or (~b).sum() < 3:
+                    continue
+                s = sc["draw"](b, rng)
+                rows.append(all_methods(b, s, seed=trial))
+            eps = {m: np.array([r[m] for r in rows]) for m in METHODS}
+            row = {"id": cid, "scenario": name, "model": sc["model"], "n": n,
+                   "trials": len(rows), "true_epsilon": sc["true"],
+                   "overclaim_rate": {m: float((v > sc["true"] + 1e-9).mean())
+                                      for m, v in eps.items()},
+                   "median_ratio": {m: float(np.median(v) / sc["true"])
+                                    for m, v in eps.items()},
+                   "best_possible": float(np.median([r["best_possible"] for r in rows])),
+                   "seconds": time.perf_counter() - t0}
+            _append(path, row)
+            print(json.dumps(row), flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("part", choices=["coverage", "simulated", "real", "canaries", "table"])
+    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--trials", type=int, default=200)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[100, 1000])
+    ap.add_argument("--seeds", type=int, default=10)
+    args = ap.parse_args()
+    {"coverage": run_coverage}[args.part](args)
+
+
+if __name__ == "__main__":
+    main()
