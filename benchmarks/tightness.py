@@ -51,7 +51,7 @@ from dpaudit.mechanisms.dpsgd import DPSGDSimulator, last_iterate_curve
 DELTA = 1e-5
 CONF = 0.95
 EPSILONS = (1.0, 2.0, 4.0, 8.0, 16.0)
-Q, T, N = 0.05, 1000, 1000
+Q, T, N = 0.05, 300, 1000
 OUT = Path("benchmarks/out/tightness")
 
 # method name -> guarantee, in table order
@@ -81,17 +81,33 @@ def all_methods(member: np.ndarray, score: np.ndarray, *, delta: float = DELTA,
     return res
 
 
-_SIGMA: dict[tuple[float, float, int], float] = {}
+_CACHE = OUT / "sigma_cache.json"
+
+
+def _cached(key: str, compute: Any) -> float:
+    """A float computed once per key and kept in ``sigma_cache.json`` (PLD solves take tens
+    of seconds on a loaded machine)."""
+    data = json.loads(_CACHE.read_text()) if _CACHE.exists() else {}
+    if key not in data:
+        data[key] = float(compute())
+        _CACHE.parent.mkdir(parents=True, exist_ok=True)
+        _CACHE.write_text(json.dumps(data, indent=1, sort_keys=True))
+    return float(data[key])
 
 
 def sigma_for(eps: float, q: float = Q, steps: int = T) -> float:
     """sigma with dpsgd_curve(sigma, q, T).epsilon(1e-5) = eps (dpaudit.training's solver)."""
-    key = (eps, q, steps)
-    if key not in _SIGMA:
+    def solve() -> float:
         from dpaudit.training import sigma_for_epsilon
 
-        _SIGMA[key] = sigma_for_epsilon(eps, q, steps, DELTA)
-    return _SIGMA[key]
+        return sigma_for_epsilon(eps, q, steps, DELTA)
+    return _cached(f"sigma/{eps:g}/{q:g}/{steps}", solve)
+
+
+def claimed_for(sigma: float, q: float = Q, steps: int = T) -> float:
+    """Theoretical epsilon of dpsgd_curve(sigma, q, T) at delta = 1e-5 (cached)."""
+    return _cached(f"claimed/{sigma:g}/{q:g}/{steps}",
+                   lambda: dpsgd_curve(sigma, q, steps).epsilon(DELTA))
 
 
 def _jsonl(path: Path) -> dict[str, dict[str, Any]]:
@@ -200,6 +216,103 @@ def run_coverage(args: argparse.Namespace) -> None:
             print(json.dumps(row), flush=True)
 
 
+# -- real training ----------------------------------------------------------------------------
+def _black_box_run(cfg: Any) -> dict[str, np.ndarray]:
+    """Train with flipped-label input canaries and return the member bits plus two scores:
+    the training package's loss drop (initial vs final model) and the quantile-regression
+    margin of :mod:`dpaudit.attacks.quantile` on the FINAL model only.
+
+    The final model is read by wrapping ``dpaudit.training.trainer.loss_drop_scores`` (the
+    function the trainer calls with the initial model, the final model and the canaries) for
+    the duration of the call; training itself is the package's, unchanged."""
+    import torch
+
+    from dpaudit.attacks.basic import logit_margin
+    from dpaudit.attacks.quantile import QuantileOptions, quantile_membership_scores
+    from dpaudit.training import load_digits_data, train_with_canaries
+    from dpaudit.training import trainer as trainer_mod
+
+    captured: dict[str, Any] = {}
+    original = trainer_mod.loss_drop_scores
+
+    def capture(before: Any, after: Any, canaries: Any) -> np.ndarray:
+        captured["model"], captured["canaries"] = after, canaries
+        return original(before, after, canaries)
+
+    trainer_mod.loss_drop_scores = capture
+    try:
+        run = train_with_canaries(cfg)
+    finally:
+        trainer_mod.loss_drop_scores = original
+    model, can = captured["model"], captured["canaries"]
+    data = load_digits_data(cfg.seed)
+    # public non-members: held-out test images, each with 3 random wrong labels (the canary
+    # construction), drawn from a generator that does not depend on the canaries' bits
+    rng = np.random.default_rng([cfg.seed, 0x9A])
+    xt = data.x_test.repeat(3, 1)
+    yt = (data.y_test.repeat(3) + torch.from_numpy(rng.integers(1, 10, xt.shape[0]))) % 10
+    with torch.no_grad():
+        z_pub = model(xt).double().numpy()
+        z_can = model(can.x).double().numpy()
+    s_pub = logit_margin(z_pub, yt.numpy())
+    s_can = logit_margin(z_can, can.y.numpy())
+
+    def feats(x: Any, y: Any) -> np.ndarray:
+        return np.hstack([x.numpy().reshape(x.shape[0], -1), np.eye(10)[y.numpy()]])
+
+    q = quantile_membership_scores(feats(xt, yt), s_pub, feats(can.x, can.y), s_can,
+                                   QuantileOptions(quantile=0.9, seed=cfg.seed))
+    return {"member": run.member, "loss_drop": run.score, "margin": s_can, "quantile": q,
+            "seconds": run.seconds, "accuracy": run.test_accuracy}
+
+
+def _real_cell(threat: str, eps: float, seed: int, n: int, steps: int) -> dict[str, Any]:
+    from dpaudit.training import TrainingConfig, train_with_canaries
+
+    sig = sigma_for(eps, Q, steps)
+    claimed = claimed_for(sig, Q, steps)
+    if threat == "black_box":
+        cfg = TrainingConfig(canary="input", threat="black_box", canaries=n,
+                             noise_multiplier=sig, sampling_rate=Q, steps=steps, seed=seed)
+        r = _black_box_run(cfg)
+        scores = {k: r[k] for k in ("loss_drop", "margin", "quantile")}
+        member, secs, acc = r["member"], r["seconds"], r["accuracy"]
+    else:
+        cfg = TrainingConfig(threat=threat, canaries=n, noise_multiplier=sig,
+                             sampling_rate=Q, steps=steps, seed=seed, score="lr")
+        run = train_with_canaries(cfg)
+        scores = {"lr" if threat == "white_box" else "last_iterate": run.score}
+        member, secs, acc = run.member, run.seconds, run.test_accuracy
+    return {"sigma": sig, "claimed_epsilon": claimed, "member": member, "scores": scores,
+            "seconds": secs, "test_accuracy": acc}
+
+
+def run_real(args: argparse.Namespace) -> None:
+    path = args.out / f"real_n{args.canaries}_T{args.steps}.jsonl"
+    done = _jsonl(path)
+    for seed in range(args.seeds):              # seed-major: every cell grows evenly
+        for threat in args.threats:
+            for eps in args.epsilons:
+                rid = f"{threat}/eps{eps:g}/seed{seed}"
+                if rid in done:
+                    continue
+                t0 = time.perf_counter()
+                cell = _real_cell(threat, eps, seed, args.canaries, args.steps)
+                np.savez_compressed(args.out / f"{rid.replace('/', '_')}_n{args.canaries}.npz",
+                                    member=cell["member"], **cell["scores"])
+                results = {k: all_methods(cell["member"], v, seed=seed)
+                           for k, v in cell["scores"].items()}
+                row = {"id": rid, "threat": threat, "epsilon": eps, "seed": seed,
+                       "canaries": args.canaries, "steps": args.steps, "sigma": cell["sigma"],
+                       "claimed_epsilon": cell["claimed_epsilon"], "results": results,
+                       "train_seconds": cell["seconds"], "test_accuracy": cell["test_accuracy"],
+                       "seconds": time.perf_counter() - t0}
+                _append(path, row)
+                print(json.dumps({k: row[k] for k in ("id", "claimed_epsilon", "seconds")}),
+                      {k: {m: round(x, 2) for m, x in v.items()} for k, v in results.items()},
+                      flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("part", choices=["coverage", "simulated", "real", "canaries", "table"])
@@ -207,8 +320,13 @@ def main() -> None:
     ap.add_argument("--trials", type=int, default=200)
     ap.add_argument("--sizes", type=int, nargs="+", default=[100, 1000])
     ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--canaries", type=int, default=N)
+    ap.add_argument("--steps", type=int, default=T)
+    ap.add_argument("--threats", nargs="+", default=["white_box", "last_iterate", "black_box"])
+    ap.add_argument("--epsilons", type=float, nargs="+", default=list(EPSILONS))
     args = ap.parse_args()
-    {"coverage": run_coverage}[args.part](args)
+    args.out.mkdir(parents=True, exist_ok=True)
+    {"coverage": run_coverage, "real": run_real}[args.part](args)
 
 
 if __name__ == "__main__":
