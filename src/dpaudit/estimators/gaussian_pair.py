@@ -183,6 +183,22 @@ def _log_mass_bounds(t: np.ndarray, mu: tuple[float, float], sd: tuple[float, fl
             "lt_lo": log_ndtr(z_lt_min), "lt_hi": log_ndtr(z_lt_max)}
 
 
+def _nct_cdf(t: float, df: int, nc: float) -> float:
+    """Noncentral t CDF; where SciPy's series fails (NaN at large t and noncentrality) it is
+    computed from its definition P[(Z + nc) / sqrt(V / df) <= t] =
+    E_V[Phi(t sqrt(V / df) - nc)], V ~ chi^2_df, by adaptive quadrature over V."""
+    value = float(stats.nct.cdf(t, df, nc))
+    if math.isfinite(value) and 0.0 <= value <= 1.0:
+        return value
+    from scipy import integrate
+
+    lo, hi = float(stats.chi2.ppf(1e-14, df)), float(stats.chi2.isf(1e-14, df))
+    val = integrate.quad(lambda v: float(ndtr(t * math.sqrt(v / df) - nc))
+                         * float(stats.chi2.pdf(v, df)), lo, hi, points=[float(df)],
+                         limit=200, epsabs=1e-12)[0]
+    return min(1.0, max(0.0, val))
+
+
 def gdp_mu_lower_bound(out: np.ndarray, inn: np.ndarray, confidence: float
                        ) -> tuple[float, float]:
     """(mu_lo, t statistic): exact lower confidence bound on (mu1 - mu0)/s for two Gaussian
@@ -197,7 +213,7 @@ def gdp_mu_lower_bound(out: np.ndarray, inn: np.ndarray, confidence: float
     tstat = float((inn.mean() - out.mean()) / (sp * scale))
     if float(stats.t.cdf(tstat, df)) <= confidence:
         return 0.0, tstat
-    nc = solve_monotone(lambda x: float(stats.nct.cdf(tstat, df, x)), confidence, 0.0,
+    nc = solve_monotone(lambda x: _nct_cdf(tstat, df, x), confidence, 0.0,
                         max(1.0, 2.0 * tstat))
     return nc * scale, tstat
 
