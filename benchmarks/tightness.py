@@ -266,14 +266,16 @@ def _black_box_run(cfg: Any) -> dict[str, np.ndarray]:
             "seconds": run.seconds, "accuracy": run.test_accuracy}
 
 
-def _real_cell(threat: str, eps: float, seed: int, n: int, steps: int) -> dict[str, Any]:
+def _real_cell(threat: str, eps: float, seed: int, n: int, steps: int,
+               input_kind: str = "flip") -> dict[str, Any]:
     from dpaudit.training import TrainingConfig, train_with_canaries
 
     sig = sigma_for(eps, Q, steps)
     claimed = claimed_for(sig, Q, steps)
     if threat == "black_box":
         cfg = TrainingConfig(canary="input", threat="black_box", canaries=n,
-                             noise_multiplier=sig, sampling_rate=Q, steps=steps, seed=seed)
+                             noise_multiplier=sig, sampling_rate=Q, steps=steps, seed=seed,
+                             input_kind=input_kind)
         r = _black_box_run(cfg)
         scores = {k: r[k] for k in ("loss_drop", "margin", "quantile")}
         member, secs, acc = r["member"], r["seconds"], r["accuracy"]
@@ -288,7 +290,8 @@ def _real_cell(threat: str, eps: float, seed: int, n: int, steps: int) -> dict[s
 
 
 def run_real(args: argparse.Namespace) -> None:
-    path = args.out / f"real_n{args.canaries}_T{args.steps}.jsonl"
+    kind = "" if args.input_kind == "flip" else f"_{args.input_kind}"
+    path = args.out / f"real_n{args.canaries}_T{args.steps}{kind}.jsonl"
     done = _jsonl(path)
     for seed in range(args.seeds):              # seed-major: every cell grows evenly
         for threat in args.threats:
@@ -297,8 +300,10 @@ def run_real(args: argparse.Namespace) -> None:
                 if rid in done:
                     continue
                 t0 = time.perf_counter()
-                cell = _real_cell(threat, eps, seed, args.canaries, args.steps)
-                np.savez_compressed(args.out / f"{rid.replace('/', '_')}_n{args.canaries}.npz",
+                cell = _real_cell(threat, eps, seed, args.canaries, args.steps,
+                                  args.input_kind)
+                np.savez_compressed(args.out / f"{rid.replace('/', '_')}_n{args.canaries}"
+                                               f"_T{args.steps}{kind}.npz",
                                     member=cell["member"], **cell["scores"])
                 results = {k: all_methods(cell["member"], v, seed=seed)
                            for k, v in cell["scores"].items()}
@@ -313,6 +318,100 @@ def run_real(args: argparse.Namespace) -> None:
                       flush=True)
 
 
+# -- simulated counterpart and canary counts -------------------------------------------------
+def _sim_cell(threat: str, eps: float, seed: int, n: int, steps: int) -> dict[str, Any]:
+    from dpaudit.mechanisms.base import as_rng
+
+    sig = sigma_for(eps, Q, steps)
+    mech = DPSGDSimulator(noise_multiplier=sig, sampling_rate=Q, steps=steps, threat=threat,
+                          score_kind="lr" if threat == "white_box" else "sum")
+    obs = mech.simulate(n, as_rng(seed))
+    return {"sigma": sig, "claimed_epsilon": claimed_for(sig, Q, steps),
+            "member": obs.member, "score": obs.score}
+
+
+def run_simulated(args: argparse.Namespace, sizes: list[int] | None = None,
+                  name: str = "simulated") -> None:
+    path = args.out / f"{name}_T{args.steps}.jsonl"
+    done = _jsonl(path)
+    threats = [t for t in args.threats if t != "black_box"]
+    for n in sizes or [args.canaries]:
+        for seed in range(args.seeds):
+            for threat in threats:
+                for eps in args.epsilons:
+                    rid = f"{threat}/eps{eps:g}/n{n}/seed{seed}"
+                    if rid in done:
+                        continue
+                    t0 = time.perf_counter()
+                    cell = _sim_cell(threat, eps, seed, n, args.steps)
+                    res = all_methods(cell["member"], cell["score"], seed=seed)
+                    row = {"id": rid, "threat": threat, "epsilon": eps, "seed": seed,
+                           "canaries": n, "steps": args.steps, "sigma": cell["sigma"],
+                           "claimed_epsilon": cell["claimed_epsilon"],
+                           "results": {"simulator": res},
+                           "seconds": time.perf_counter() - t0}
+                    _append(path, row)
+                    print(rid, {m: round(x, 2) for m, x in res.items()}, flush=True)
+
+
+def run_canaries(args: argparse.Namespace) -> None:
+    if args.real:
+        for n in args.sizes:
+            a = argparse.Namespace(**{**vars(args), "canaries": n, "threats": ["white_box"]})
+            run_real(a)
+    else:
+        run_simulated(args, sizes=args.sizes, name="canaries")
+
+
+# -- tables -----------------------------------------------------------------------------------
+def _table(rows: list[dict[str, Any]], score: str, methods: list[str]) -> list[str]:
+    eps_vals = sorted({r["epsilon"] for r in rows})
+    seeds = {e: sum(1 for r in rows if r["epsilon"] == e) for e in eps_vals}
+    head = "| method | guarantee | " + " | ".join(
+        f"eps={e:g} ({seeds[e]} seeds)" for e in eps_vals) + " | over-claims |"
+    out = [head, "|" + "---|" * (len(eps_vals) + 3)]
+    for m in [*methods, "best_possible"]:
+        cells, over, total = [], 0, 0
+        for e in eps_vals:
+            sel = [r for r in rows if r["epsilon"] == e]
+            vals = np.array([r["results"][score][m] for r in sel])
+            claimed = np.array([r["claimed_epsilon"] for r in sel])
+            cells.append(f"{np.median(vals / claimed) * 100:.0f}%")
+            over += int((vals > claimed).sum())
+            total += len(sel)
+        g = "ceiling (all guesses right)" if m == "best_possible" else METHODS[m]
+        oc = "" if m == "best_possible" else f"{over}/{total}"
+        out.append(f"| {m} | {g} | " + " | ".join(cells) + f" | {oc} |")
+    return out
+
+
+def run_table(args: argparse.Namespace) -> None:
+    methods = list(METHODS)
+    for path in sorted(args.out.glob("*.jsonl")):
+        if path.name == "coverage.jsonl":
+            continue
+        rows = list(_jsonl(path).values())
+        groups: dict[tuple[str, int, str], list[dict[str, Any]]] = {}
+        for r in rows:
+            for score in r["results"]:
+                groups.setdefault((r["threat"], r["canaries"], score), []).append(r)
+        for (threat, n, score), sel in sorted(groups.items()):
+            print(f"\n#### {path.stem}: {threat}, {n} canaries, score {score} "
+                  f"(median audit eps / theoretical eps; over-claims = runs with bound > "
+                  f"theoretical eps)\n")
+            print("\n".join(_table(sel, score, methods)))
+    cov = args.out / "coverage.jsonl"
+    if cov.exists():
+        print("\n#### coverage: over-claim rate (bound > true eps) / median ratio\n")
+        print("| scenario | n | true eps | " + " | ".join(METHODS) + " |")
+        print("|" + "---|" * (len(METHODS) + 3))
+        for r in _jsonl(cov).values():
+            cells = [f"{r['overclaim_rate'][m] * 100:.1f}% / {r['median_ratio'][m]:.2f}"
+                     for m in METHODS]
+            print(f"| {r['scenario']} | {r['n']} | {r['true_epsilon']:.2f} | "
+                  + " | ".join(cells) + " |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("part", choices=["coverage", "simulated", "real", "canaries", "table"])
@@ -324,9 +423,13 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=T)
     ap.add_argument("--threats", nargs="+", default=["white_box", "last_iterate", "black_box"])
     ap.add_argument("--epsilons", type=float, nargs="+", default=list(EPSILONS))
+    ap.add_argument("--real", action="store_true", help="canaries: on real training")
+    ap.add_argument("--input-kind", default="flip", choices=["flip", "random_label", "ood"],
+                    help="black box: input canary kind (the training package's)")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    {"coverage": run_coverage, "real": run_real}[args.part](args)
+    {"coverage": run_coverage, "real": run_real, "simulated": run_simulated,
+     "canaries": run_canaries, "table": run_table}[args.part](args)
 
 
 if __name__ == "__main__":
