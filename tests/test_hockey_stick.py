@@ -103,3 +103,66 @@ def test_false_claim_rate(name):
     }
     draw, true_eps, n = cases[name]
     assert _overclaims(draw, true_eps, n, 300, 7) <= 27
+
+
+# ---------------------------------------------------------------- side by side (audit_one_run)
+def _obs():
+    rng = np.random.default_rng(4)
+    b = rng.random(600) < 0.5
+    return b, rng.standard_normal(600) + 2.0 * b
+
+
+def test_one_run_rows_equal_the_estimators_at_their_share_of_the_confidence():
+    from dpaudit import audit_one_run
+    from dpaudit.estimators.gaussian_pair import gaussian_pair, gaussian_pair_fit
+
+    b, s = _obs()
+    rows = audit_one_run(b, s, methods=("tight", "hockey_stick", "gaussian_pair_equal",
+                                        "gaussian_pair_fit"), simultaneous=True)
+    assert [r.method for r in rows] == ["tight", "hockey_stick", "gaussian_pair_equal",
+                                        "gaussian_pair_fit"]
+    # Bonferroni over the three rows with a finite-sample guarantee: 0.05 / 3 each
+    conf = 1 - 0.05 / 3
+    assert rows[1].epsilon == hockey_stick(b, s, 1e-5, conf).epsilon
+    assert rows[2].epsilon == gaussian_pair(b, s, 1e-5, conf, variances="equal").epsilon
+    assert rows[3].epsilon == gaussian_pair_fit(b, s, 1e-5).epsilon
+    assert [r.guarantee for r in rows] == ["finite-sample"] * 3 + ["asymptotic"]
+    assert rows[1].confidence == 0.95 and rows[1].settings["per_test_confidence"] == conf
+
+
+def test_asymptotic_rows_never_decide_unless_asked():
+    from dpaudit import audit_one_run
+    from dpaudit.estimators.verdict import verdict_from_results
+
+    b, s = _obs()
+    with pytest.raises(ValueError, match="finite-sample"):
+        audit_one_run(b, s, methods=("gaussian_pair_fit", "tight"))
+    rows = audit_one_run(b, s, methods=("gaussian_pair_fit", "tight"), allow_asymptotic=True)
+    with pytest.raises(ValueError, match="finite-sample"):
+        verdict_from_results(rows, 1.0)
+    # Bonferroni: the asymptotic row (10.3 here, above every bound) is left out
+    rows = audit_one_run(b, s, methods=("hockey_stick", "hockey_stick_histogram"),
+                         simultaneous=True)
+    v = verdict_from_results(rows, 3.0, rule="bonferroni")
+    assert v.basis.method == "hockey_stick" and v.methods == ("hockey_stick",)
+    assert rows[1].epsilon > 3.0 and not v.violation
+    v2 = verdict_from_results(rows, 3.0, rule="bonferroni", allow_asymptotic=True)
+    assert v2.basis.method == "hockey_stick_histogram" and v2.violation
+
+
+def test_cli_distribution_rows(tmp_path, capsys):
+    import json
+
+    from dpaudit.cli import main
+
+    b, s = _obs()
+    f = tmp_path / "scores.csv"
+    f.write_text("member,score\n" + "".join(f"{int(x)},{float(y)!r}\n" for x, y in zip(b, s,
+                                                                             strict=True)))
+    assert main(["one-run", str(f), "--distribution", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["results"]
+    got = {r["method"]: (r["guarantee"], r["confidence"]) for r in rows}
+    assert got["hockey_stick"] == ("finite-sample", 0.95)
+    assert got["gaussian_pair_fit"] == ("asymptotic", None)
+    assert main(["one-run", str(f), "--methods", "hockey_stick_histogram"]) == 2
+    assert capsys.readouterr().err.startswith("error:")

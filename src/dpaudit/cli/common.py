@@ -249,6 +249,11 @@ def print_results(results: Sequence[AuditResult] | AuditResult, *, as_json: bool
     if true_epsilon is not None:
         header.append("of true eps")
     header += ["fit", "p-value"]
+    # rows without a finite-sample guarantee ("asymptotic" estimates) are labelled as such
+    if any(r.guarantee != "finite-sample" for r in rs):
+        header.append("guarantee")
+        for row, r in zip(rows, rs, strict=True):
+            row.append(r.guarantee)
     # No constant columns: with several rows, a column with one value for all of them (delta,
     # confidence; an empty fit or p-value) moves to the caption.
     keep = list(range(len(header)))

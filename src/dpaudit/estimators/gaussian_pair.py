@@ -276,6 +276,7 @@ def gaussian_pair(member: Any, score: Any, delta: float = 1e-5, confidence: floa
                   "variances": "unequal",
                   "grid_points": grid_points,
                   "assumption": "in/out scores independent Gaussian samples (any means and "
-                                "variances)"},
+                                "variances); over-claims on Poisson-subsampled DP-SGD scores "
+                                "(docs/one_run_distribution.md)"},
         details={"box": {k: list(v) for k, v in box.items()}, **where},
         guarantee=FINITE_SAMPLE)
