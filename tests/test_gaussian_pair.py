@@ -81,7 +81,7 @@ def test_box_bound_is_below_the_fit():
     fit = gaussian_pair_fit(b, s, DELTA)
     assert 0 < lo.epsilon < fit.epsilon and 0 < eq.epsilon < fit.epsilon
     assert lo.guarantee == eq.guarantee == "finite-sample"
-    assert "Gaussian" in lo.settings["assumption"]
+    assert "Gaussian" in lo.assumption and "common variance" in eq.assumption
 
 
 @pytest.mark.parametrize("kwargs, needle", [

@@ -144,10 +144,10 @@ def gaussian_pair_fit(member: Any, score: Any, delta: float = 1e-5) -> AuditResu
         epsilon=eps, delta=delta, confidence=math.nan, method="gaussian_pair_fit",
         params={"mu_out": mu0, "sd_out": s0, "mu_in": mu1, "sd_in": s1,
                 "gdp_mu": abs(mu1 - mu0) / math.sqrt(0.5 * (s0 ** 2 + s1 ** 2))},
-        settings={"n": obs.n, "n_out": out.size, "n_in": inn.size,
-                  "assumption": "in/out scores Gaussian; plug-in estimate, no finite-sample "
-                                "guarantee"},
-        guarantee=ASYMPTOTIC)
+        settings={"n": obs.n, "n_out": out.size, "n_in": inn.size},
+        details={"estimate": True}, guarantee=ASYMPTOTIC,
+        assumption="in/out canary scores independent Gaussians; a plug-in estimate (no "
+                   "finite-sample guarantee)")
 
 
 def gaussian_pair_box(out: np.ndarray, inn: np.ndarray, confidence: float
@@ -241,10 +241,10 @@ def gaussian_pair(member: Any, score: Any, delta: float = 1e-5, confidence: floa
             epsilon=max(eps, 0.0), delta=delta, confidence=gamma,
             method="gaussian_pair_equal", params={"mu": mu_lo},
             settings={"n": obs.n, "n_out": out.size, "n_in": inn.size,
-                      "interval": "noncentral t (one-sided)", "variances": "equal",
-                      "assumption": "in/out scores independent Gaussian samples with a "
-                                    "common variance (any means)"},
-            details={"t_statistic": tstat}, guarantee=FINITE_SAMPLE)
+                      "interval": "noncentral t (one-sided)", "variances": "equal"},
+            details={"t_statistic": tstat}, guarantee=FINITE_SAMPLE,
+            assumption="in/out canary scores independent Gaussians with a common variance "
+                       "(any means)")
     box = gaussian_pair_box(out, inn, gamma)
     mu0, s0 = _moments(out)
     mu1, s1 = _moments(inn)
@@ -274,9 +274,9 @@ def gaussian_pair(member: Any, score: Any, delta: float = 1e-5, confidence: floa
         settings={"n": obs.n, "n_out": out.size, "n_in": inn.size,
                   "intervals": "t (means), chi-square (SDs), Bonferroni over 4",
                   "variances": "unequal",
-                  "grid_points": grid_points,
-                  "assumption": "in/out scores independent Gaussian samples (any means and "
-                                "variances); over-claims on Poisson-subsampled DP-SGD scores "
-                                "(docs/one_run_distribution.md)"},
+                  "grid_points": grid_points},
         details={"box": {k: list(v) for k, v in box.items()}, **where},
-        guarantee=FINITE_SAMPLE)
+        guarantee=FINITE_SAMPLE,
+        assumption="in/out canary scores independent Gaussians (any means and variances; "
+                   "over-claims on Poisson-subsampled DP-SGD scores, "
+                   "docs/one_run_distribution.md)")

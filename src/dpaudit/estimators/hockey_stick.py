@@ -57,9 +57,11 @@ from dpaudit.stats.binomial import clopper_pearson
 from dpaudit.validation import check_confidence, check_count, check_delta
 
 __all__ = ["hockey_stick", "hockey_stick_histogram", "order_statistic_grid",
-           "histogram_hockey_stick_delta", "FINITE_SAMPLE", "ASYMPTOTIC"]
+           "histogram_hockey_stick_delta", "FINITE_SAMPLE", "ASYMPTOTIC", "INDEPENDENT"]
 
 FINITE_SAMPLE = "finite-sample"
+INDEPENDENT = ("canary scores independent and identically distributed given their bits (any "
+               "distributions)")
 ASYMPTOTIC = "asymptotic"
 _EPS_MAX = 100.0
 
@@ -156,11 +158,9 @@ def hockey_stick(member: Any, score: Any, delta: float = 1e-5, confidence: float
         params={}, p_value=None,
         settings={"n": obs.n, "n_out": n0, "n_in": n1, "grid_ratio": float(grid_ratio),
                   "grid_out": int(k0.size), "grid_in": int(k1.size),
-                  "per_statistic_failure": fail,
-                  "assumption": "canary scores independent, identically distributed given "
-                                "the bit (any distributions)"},
+                  "per_statistic_failure": fail},
         details={**chosen, "best_possible_epsilon": best_possible},
-        guarantee=FINITE_SAMPLE)
+        guarantee=FINITE_SAMPLE, assumption=INDEPENDENT)
 
 
 def _best_possible(n0: int, n1: int, k0: np.ndarray, k1: np.ndarray, fail: float,
@@ -214,6 +214,6 @@ def hockey_stick_histogram(member: Any, score: Any, delta: float = 1e-5, *,
         epsilon=eps, delta=delta, confidence=math.nan, method="hockey_stick_histogram",
         params={"tv_distance": float(0.5 * np.abs(p - q).sum())}, p_value=None,
         settings={"n": obs.n, "n_out": out.size, "n_in": inn.size, "bins": bins,
-                  "smoothing": "add-1/2",
-                  "assumption": "plug-in estimate; no finite-sample guarantee"},
-        details={"edges": [lo, hi]}, guarantee=ASYMPTOTIC)
+                  "smoothing": "add-1/2"},
+        details={"edges": [lo, hi], "estimate": True}, guarantee=ASYMPTOTIC,
+        assumption=f"{INDEPENDENT}; a plug-in histogram estimate (no finite-sample guarantee)")
