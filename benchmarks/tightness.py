@@ -55,7 +55,8 @@ Q, T, N = 0.05, 300, 1000
 OUT = Path("benchmarks/out/tightness")
 
 # method name -> guarantee, in table order
-METHODS = {"tight": "finite-sample (gdp family)", "steinke": "finite-sample",
+METHODS = {"tight_dpsgd": "finite-sample (the claim's DP-SGD family)",
+           "tight": "finite-sample (gdp family)", "steinke": "finite-sample",
            "mahloujifar": "finite-sample (gdp family)",
            "hockey_stick": "finite-sample (model-free)",
            "gaussian_pair": "finite-sample (Gaussian model)",
@@ -203,7 +204,7 @@ def run_coverage(args: argparse.Namespace) -> None:
                     continue
                 s = sc["draw"](b, rng)
                 rows.append(all_methods(b, s, seed=trial))
-            eps = {m: np.array([r[m] for r in rows]) for m in METHODS}
+            eps = {m: np.array([r[m] for r in rows]) for m in METHODS if m in rows[0]}
             row = {"id": cid, "scenario": name, "model": sc["model"], "n": n,
                    "trials": len(rows), "true_epsilon": sc["true"],
                    "overclaim_rate": {m: float((v > sc["true"] + 1e-9).mean())
@@ -363,6 +364,46 @@ def run_canaries(args: argparse.Namespace) -> None:
         run_simulated(args, sizes=args.sizes, name="canaries")
 
 
+# -- the claim's own DP-SGD null family ----------------------------------------------------
+def run_dpsgd(args: argparse.Namespace) -> None:
+    """``tight`` with the claim's DP-SGD family (``dpaudit.curves.accounting.dpsgd_family``,
+    the train-audit default on main) on the saved real white-box / last-iterate runs and on
+    the simulator at ``--sizes`` canaries (eps in ``--epsilons``, ``--seeds`` seeds).  Rows
+    go to ``dpsgd.jsonl`` keyed by (file, run id); ``table`` adds them as ``tight_dpsgd``."""
+    from dpaudit.curves.accounting import dpsgd_family
+
+    path = args.out / "dpsgd.jsonl"
+    done = _jsonl(path)
+    jobs: list[tuple[str, float, Any]] = []
+    real = _jsonl(args.out / f"real_n{N}_T{args.steps}.jsonl")
+    for seed in range(args.seeds):
+        for eps in args.epsilons:
+            for threat in ("white_box", "last_iterate"):
+                rid = f"{threat}/eps{eps:g}/seed{seed}"
+                if rid in real:
+                    key = "lr" if threat == "white_box" else "last_iterate"
+                    f = args.out / f"{rid.replace('/', '_')}_n{N}.npz"
+                    jobs.append((f"real_n{N}_T{args.steps}/{rid}/{key}", eps,
+                                 lambda f=f, k=key: (np.load(f)["member"], np.load(f)[k])))
+            for n in args.sizes:
+                rid = f"white_box/eps{eps:g}/n{n}/seed{seed}"
+                jobs.append((f"canaries_T{args.steps}/{rid}/simulator", eps,
+                             lambda e=eps, s=seed, n=n: (lambda c: (c["member"], c["score"]))(
+                                 _sim_cell("white_box", e, s, n, args.steps))))
+    for key, eps, load in jobs:
+        if key in done:
+            continue
+        t0 = time.perf_counter()
+        sig = sigma_for(eps, Q, args.steps)
+        fam = dpsgd_family(sig, Q, args.steps, DELTA)
+        member, score = load()
+        r = audit_one_run(member, score, delta=DELTA, confidence=CONF, methods=("tight",),
+                          family=fam, seed=0)[0]
+        row = {"id": key, "epsilon": r.epsilon, "seconds": time.perf_counter() - t0}
+        _append(path, row)
+        print(json.dumps(row), flush=True)
+
+
 # -- tables -----------------------------------------------------------------------------------
 def _table(rows: list[dict[str, Any]], score: str, methods: list[str]) -> list[str]:
     eps_vals = sorted({r["epsilon"] for r in rows})
@@ -372,11 +413,17 @@ def _table(rows: list[dict[str, Any]], score: str, methods: list[str]) -> list[s
     out = [head, "|" + "---|" * (len(eps_vals) + 3)]
     for m in [*methods, "best_possible"]:
         cells, over, total = [], 0, 0
+        if m == "tight_dpsgd" and not any(m in r["results"][score] for r in rows):
+            continue
         for e in eps_vals:
-            sel = [r for r in rows if r["epsilon"] == e]
+            sel = [r for r in rows if r["epsilon"] == e and m in r["results"][score]]
+            if not sel:
+                cells.append("–")
+                continue
             vals = np.array([r["results"][score][m] for r in sel])
             claimed = np.array([r["claimed_epsilon"] for r in sel])
-            cells.append(f"{np.median(vals / claimed) * 100:.0f}%")
+            cells.append(f"{np.median(vals / claimed) * 100:.0f}%"
+                         + (f" ({len(sel)})" if m == "tight_dpsgd" else ""))
             over += int((vals > claimed).sum())
             total += len(sel)
         g = "ceiling (all guesses right)" if m == "best_possible" else METHODS[m]
@@ -387,10 +434,16 @@ def _table(rows: list[dict[str, Any]], score: str, methods: list[str]) -> list[s
 
 def run_table(args: argparse.Namespace) -> None:
     methods = list(METHODS)
+    dp = {k: v["epsilon"] for k, v in _jsonl(args.out / "dpsgd.jsonl").items()}
     for path in sorted(args.out.glob("*.jsonl")):
-        if path.name == "coverage.jsonl":
+        if path.name in ("coverage.jsonl", "dpsgd.jsonl"):
             continue
         rows = list(_jsonl(path).values())
+        for r in rows:
+            for score, res in r["results"].items():
+                key = f"{path.stem}/{r['id']}/{score}"
+                if key in dp:
+                    res["tight_dpsgd"] = dp[key]
         groups: dict[tuple[str, int, str], list[dict[str, Any]]] = {}
         for r in rows:
             for score in r["results"]:
@@ -403,18 +456,20 @@ def run_table(args: argparse.Namespace) -> None:
     cov = args.out / "coverage.jsonl"
     if cov.exists():
         print("\n#### coverage: over-claim rate (bound > true eps) / median ratio\n")
-        print("| scenario | n | true eps | " + " | ".join(METHODS) + " |")
-        print("|" + "---|" * (len(METHODS) + 3))
+        cm = [m for m in METHODS if m != "tight_dpsgd"]
+        print("| scenario | n | true eps | " + " | ".join(cm) + " |")
+        print("|" + "---|" * (len(cm) + 3))
         for r in _jsonl(cov).values():
             cells = [f"{r['overclaim_rate'][m] * 100:.1f}% / {r['median_ratio'][m]:.2f}"
-                     for m in METHODS]
+                     for m in cm]
             print(f"| {r['scenario']} | {r['n']} | {r['true_epsilon']:.2f} | "
                   + " | ".join(cells) + " |")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("part", choices=["coverage", "simulated", "real", "canaries", "table"])
+    ap.add_argument("part", choices=["coverage", "simulated", "real", "canaries", "table",
+                                     "dpsgd"])
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--trials", type=int, default=200)
     ap.add_argument("--sizes", type=int, nargs="+", default=[100, 1000])
@@ -429,7 +484,7 @@ def main() -> None:
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     {"coverage": run_coverage, "real": run_real, "simulated": run_simulated,
-     "canaries": run_canaries, "table": run_table}[args.part](args)
+     "canaries": run_canaries, "table": run_table, "dpsgd": run_dpsgd}[args.part](args)
 
 
 if __name__ == "__main__":
