@@ -44,6 +44,7 @@ def demo_cmd(
                                   command="dpaudit demo"))
         if as_json:
             out[name] = {"claimed_epsilon": claimed, "verdict": audit.message(),
+                         "family": rep.settings["family"],
                          "results": [r.to_dict() for r in results]}
         else:
             print_results(results, claimed_epsilon=claimed, title=title)

@@ -75,6 +75,7 @@ from dpaudit.validation import (
     check_nested_count_arrays,
     check_nested_counts,
     check_positive,
+    check_real_array,
 )
 
 __all__ = ["tight", "tight_many", "tight_p_value", "log_tail_probabilities_eps_delta",
@@ -333,9 +334,18 @@ def log_tail_probabilities_eps_delta(eps: Any, n: int, r: Any, u: Any, *, delta:
     ties broken by an error-independent random priority (Eq. 20).  So the error mass of the
     top v of the mixture is H(v) = gamma_eps max(0, v - delta) and the mean error above the
     cut is gamma_bar(v) = gamma_eps max(0, v - delta) / v; with r = n, BinCDF(u; n, e*),
-    e* = (1 - delta) / (1 + e^eps).  ``eps``, ``r``, ``u`` broadcast to one shape; counts are
-    not re-validated (callers validate once).
+    e* = (1 - delta) / (1 + e^eps).  ``eps`` broadcasts against the counts ``r``, ``u``.
     """
+    n, r_arr, u_arr = check_nested_count_arrays("n", n, "r", r, "u", u)
+    e = check_real_array("eps", eps)
+    if not (np.isfinite(e).all() and (e >= 0).all()):
+        raise ValueError("eps must be finite and >= 0")
+    return _log_tail_eps_delta(e, n, r_arr, u_arr, check_delta(delta), quad_points)
+
+
+def _log_tail_eps_delta(eps: Any, n: int, r: Any, u: Any, delta: float,
+                        quad_points: int = 1025) -> np.ndarray:
+    """:func:`log_tail_probabilities_eps_delta` on validated arguments."""
     eps, r, u = np.broadcast_arrays(np.asarray(eps, dtype=float), np.asarray(r, dtype=np.int64),
                                     np.asarray(u, dtype=np.int64))
     shape = eps.shape
@@ -363,8 +373,7 @@ def _closed_form_tail(fam: Any) -> Any:
     if d0 is not None:
         def tail(theta: Any, n: int, r: Any, u: Any, *, quad_points: int = 1025
                  ) -> np.ndarray:
-            return log_tail_probabilities_eps_delta(theta, n, r, u, delta=d0,
-                                                    quad_points=quad_points)
+            return _log_tail_eps_delta(theta, n, r, u, d0, quad_points)
         return tail
     return None
 
