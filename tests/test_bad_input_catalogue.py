@@ -231,6 +231,7 @@ def test_library_bad_input(t, arg, case, value):
     assert problem is None, problem
 
 
+@pytest.mark.slow  # > 5 s: end-to-end or exhaustive; CI runs it
 def test_good_inputs_work():
     # the catalogue's base calls are valid, so every failure above is due to the bad value
     for t in TARGETS:

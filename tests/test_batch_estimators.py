@@ -137,6 +137,7 @@ def _mahloujifar_cases():
     return cases
 
 
+@pytest.mark.slow  # > 5 s: end-to-end or exhaustive; CI runs it
 @pytest.mark.parametrize("family", ["gdp", "laplace", ("subsampled_gaussian", 0.3)])
 def test_mahloujifar_many_equals_reference_bit_for_bit(family):
     cases = _mahloujifar_cases()

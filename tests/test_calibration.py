@@ -28,6 +28,7 @@ def test_gaussian_mechanism_noise_is_the_gdp_answer_made_pessimistic():
         pytest.approx(1.0, abs=1e-4)
 
 
+@pytest.mark.slow  # > 5 s: end-to-end or exhaustive; CI runs it
 def test_dpsgd_noise_hits_the_target_under_the_accountant():
     s = dpsgd_noise_multiplier(4.0, 1e-5, 0.5, 4)
     assert dpsgd_curve(s, 0.5, 4, value_discretization_interval=1e-3).epsilon(1e-5) == \

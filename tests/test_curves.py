@@ -48,6 +48,7 @@ def test_subsampled_gaussian_table(mu, q, eps, estar):
     assert c.bit_error() == pytest.approx((1 - q * (2 * norm.cdf(mu / 2) - 1)) / 2, abs=1e-12)
 
 
+@pytest.mark.slow  # > 5 s: end-to-end or exhaustive; CI runs it
 def test_subsampled_orders():
     """TOR notes §2.12: for (1, 0.5) the Q||P order dominates (3.534) and P||Q gives 0.663.
 
@@ -160,6 +161,7 @@ def test_symmetrized_sgm_is_symmetric_and_weaker():
     assert np.all(f <= o.tradeoff(a) + 1e-12)
 
 
+@pytest.mark.slow  # > 5 s: end-to-end or exhaustive; CI runs it
 def test_dpsgd_curve_matches_dp_accounting():
     import dp_accounting
     from dp_accounting.pld import pld_privacy_accountant

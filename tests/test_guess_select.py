@@ -279,6 +279,7 @@ def test_audit_one_run_uses_the_same_counts():
 @given(st.lists(st.tuples(st.sampled_from([-1.0, -0.0, 0.0, 0.5, 2.0, 1e300, -1e-300]),
                           st.booleans()), min_size=1, max_size=60),
        st.integers(0, 2**32 - 1), st.data())
+@pytest.mark.slow  # > 5 s: end-to-end or exhaustive; CI runs it
 def test_property_equals_reference(rows, seed, data):
     s = np.array([r[0] for r in rows])
     t = np.array([r[1] for r in rows], dtype=bool)
@@ -290,6 +291,7 @@ def test_property_equals_reference(rows, seed, data):
 
 # -- the balance check and validation without copies ------------------------------------------
 
+@pytest.mark.slow  # > 5 s: end-to-end or exhaustive; CI runs it
 def test_balance_p_value_equals_binomtest():
     for n in [1, 2, 3, 10, 51, 1000, 12_345, 10**6, 10**7]:
         ks = range(n + 1) if n <= 1000 else np.unique(

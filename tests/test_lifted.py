@@ -306,6 +306,7 @@ def test_game_bad_input() -> None:
         gaussian_lidp_scores(10, 2, -1.0, 10, rng=0)
 
 
+@pytest.mark.slow  # > 5 s: end-to-end or exhaustive; CI runs it
 def test_dpsgd_simulator_calibration_and_training() -> None:
     s = dpsgd_noise_for_epsilon(4.0, 1e-5, 0.2, 20)
     assert dpsgd_rdp_epsilon(s, 0.2, 20, 1e-5) == pytest.approx(4.0, abs=1e-4)

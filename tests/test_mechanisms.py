@@ -129,6 +129,7 @@ def test_dpsgd_white_box_lr_matches_pld_curve() -> None:
     assert abs(err - e) <= Z * math.sqrt(e * (1 - e) / obs.n) + 1e-3
 
 
+@pytest.mark.slow  # > 5 s: end-to-end or exhaustive; CI runs it
 def test_dpsgd_last_iterate_curve_exact() -> None:
     mech = DPSGDSimulator(noise_multiplier=1.0, sampling_rate=0.1, steps=50,
                           threat="last_iterate")
@@ -142,6 +143,7 @@ def test_dpsgd_last_iterate_curve_exact() -> None:
     np.testing.assert_allclose(li.tradeoff(a), da.GaussianDP(2.0).tradeoff(a), atol=1e-9)
 
 
+@pytest.mark.slow  # > 5 s: end-to-end or exhaustive; CI runs it
 def test_dpsgd_background_gradients_only_add_privacy() -> None:
     mech = DPSGDSimulator(noise_multiplier=1.0, sampling_rate=0.1, steps=50,
                           background_std=1.0, score_kind="lr")
@@ -152,6 +154,7 @@ def test_dpsgd_background_gradients_only_add_privacy() -> None:
     assert err > e + Z * math.sqrt(e * (1 - e) / obs.n)
 
 
+@pytest.mark.slow  # > 5 s: end-to-end or exhaustive; CI runs it
 def test_backprop_clipping_true_noise_is_sigma_over_batch() -> None:
     mech = backprop_clipping_dpsgd(noise_multiplier=2.0, sampling_rate=0.1, steps=50,
                                    batch_size=2, score_kind="lr")

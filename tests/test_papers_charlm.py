@@ -19,6 +19,8 @@ from dpaudit.papers.charlm import (  # noqa: E402
     stack_models,
 )
 
+pytestmark = pytest.mark.slow  # real training / paper reproductions
+
 torch.set_num_threads(1)
 
 

@@ -29,6 +29,8 @@ from dpaudit.papers.casestudies.ngram import (
 from dpaudit.papers.experiments.registry import get_experiment
 from dpaudit.risk.priors import password_prior, pii_like_prior
 
+pytestmark = pytest.mark.slow  # real training / paper reproductions
+
 UNIFORM = digit_secret_prior(np.full(10, 0.1), name="uniform")
 PASSWORD = digit_secret_prior(password_prior("implied").scaled_down(10).probs, name="password")
 

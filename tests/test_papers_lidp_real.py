@@ -24,7 +24,8 @@ from dpaudit.papers.casestudies.lidp_real import (  # noqa: E402
 )
 from dpaudit.papers.lidp_dpsgd import MLPSpec, _clipped_sum, _init  # noqa: E402
 
-pytestmark = pytest.mark.usefixtures("one_thread")
+pytestmark = [pytest.mark.usefixtures("one_thread"),
+              pytest.mark.slow]  # real training / paper reproductions
 
 
 def test_ghost_clipped_sum_matches_opacus_per_sample_gradients() -> None:

@@ -20,7 +20,8 @@ from dpaudit.papers.casestudies.lm_extraction import (  # noqa: E402
 )
 from dpaudit.risk import gdp_mu  # noqa: E402
 
-pytestmark = pytest.mark.usefixtures("one_thread")
+pytestmark = [pytest.mark.usefixtures("one_thread"),
+              pytest.mark.slow]  # real training / paper reproductions
 
 
 @pytest.mark.parametrize("eps", [0.5, 1.0, 4.0])

@@ -30,6 +30,8 @@ from dpaudit.papers.casestudies.rap import (
 )
 from dpaudit.risk.priors import within_distance_success
 
+pytestmark = pytest.mark.slow  # real training / paper reproductions
+
 
 @pytest.fixture(scope="module")
 def net() -> BayesNet:

@@ -232,6 +232,7 @@ def test_report_size_at_a_million_canaries(tmp_path):
     assert size - len(plotly_js().encode()) < 150_000
 
 
+@pytest.mark.slow  # > 5 s: end-to-end or exhaustive; CI runs it
 def test_png_fallback(tmp_path):
     from dpaudit.report.png import CARD_HEIGHT_IN
 
@@ -297,6 +298,7 @@ def test_cli_audit_report_matches_json(capsys, tmp_path, scores_file):
     assert _verdict_in(page2) == d["verdict"] and 'id="c0-roc_log"' in page2
 
 
+@pytest.mark.slow  # > 5 s: end-to-end or exhaustive; CI runs it
 def test_cli_one_run_and_simulate_reports(capsys, tmp_path, scores_file):
     card = tmp_path / "one.html"
     rc, out, _ = _run(capsys, "one-run", str(scores_file), "--claimed-epsilon", "3",
@@ -397,6 +399,7 @@ def test_cli_lifted_report_shows_the_test_box(capsys, tmp_path):
     assert "c0-roc" not in figs and "Per-canary scores were not provided" in page
 
 
+@pytest.mark.slow  # > 5 s: end-to-end or exhaustive; CI runs it
 def test_cli_train_audit_report(capsys, tmp_path):
     need("opacus")
     import torch
@@ -420,6 +423,7 @@ def test_cli_train_audit_report(capsys, tmp_path):
     assert int(n.group(1).replace(",", "")) + int(n.group(2).replace(",", "")) == 100
 
 
+@pytest.mark.slow  # > 5 s: end-to-end or exhaustive; CI runs it
 def test_train_audit_hands_back_the_observations_it_audited():
     """The training audit's observations are exactly the ones its bounds rest on (re-auditing
     them reproduces every epsilon), the JSON document is unchanged by them, and the card's

@@ -189,6 +189,7 @@ def test_lower_envelope_brackets_chord_and_is_tight():
             assert p_ch - 1e-12 <= p_lo <= p_ch + 5e-6
 
 
+@pytest.mark.slow  # > 5 s: end-to-end or exhaustive; CI runs it
 def test_exact_tail_against_monte_carlo():
     """TOR notes §2.13: direct simulation of the top r of n i.i.d. channels (no Beta/mixture
     identity).  20000 repetitions: sd <= 0.0036, so 4.5 sd ~ 0.016."""

@@ -39,6 +39,8 @@ from dpaudit.training import (  # noqa: E402
     train_with_canaries,
 )
 
+pytestmark = pytest.mark.slow  # real training / paper reproductions
+
 torch.set_num_threads(1)
 
 #: a small white-box setting: 200 canaries all on first-layer weights of the 3 always-zero

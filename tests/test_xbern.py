@@ -228,6 +228,7 @@ def test_fully_correlated_second_order_not_tighter() -> None:
         assert hi2 - lo2 >= hi1 - lo1
 
 
+@pytest.mark.slow  # > 5 s: end-to-end or exhaustive; CI runs it
 def test_bernstein_closed_form_matches_bisection() -> None:
     rng = np.random.default_rng(11)
 
