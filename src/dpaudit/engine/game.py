@@ -21,6 +21,7 @@ dropped silently.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -142,9 +143,13 @@ def _retry(run: Any, at: Any, t: int, retries: int, exc: Exception
 def describe_callable(obj: Any) -> str:
     """A stable description of a callable for an audit's configuration: the repr of a
     dataclass instance (its parameters), ``module.qualname`` of a function or class, else the
-    class name (reprs with memory addresses would change from run to run)."""
+    class name (reprs with memory addresses would change from run to run).  What the callable
+    *does* -- its code, a partial's arguments, an instance's attributes -- is fingerprinted
+    separately (:func:`dpaudit.engine.identity.game_identity`)."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return f"{type(obj).__module__}.{obj!r}"
+    if isinstance(obj, functools.partial):
+        return f"functools.partial({describe_callable(obj.func)})"
     name = getattr(obj, "__qualname__", None)
     if name is not None:
         return f"{getattr(obj, '__module__', '?')}.{name}"

@@ -92,8 +92,14 @@ def _progress(enabled: bool, total: int, done: int) -> Any:
 
 
 def default_config(game: Any, seed: int) -> dict[str, Any]:
+    """What identifies an audit in a store: the game's own description, its fields, the seed
+    and stream, plus the fingerprints of the game's code and parameters and the library
+    versions (:mod:`dpaudit.engine.identity`), so that a store never mixes trials of two
+    versions of a mechanism."""
+    from dpaudit.engine.identity import game_identity, versions
+
     return {"game": game.config(), "fields": list(game.fields), "seed": int(seed),
-            "stream": STREAM}
+            "stream": STREAM, "identity": game_identity(game), "versions": versions(game)}
 
 
 def execute(game: Any, *, trials: int, seed: int, executor: str | Executor = "process",

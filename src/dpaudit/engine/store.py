@@ -188,10 +188,16 @@ class TrialStore:
             return aid
         old_id, old_cfg, _, old_version = existing
         if old_id != aid:
-            keys = _diff_keys(old_cfg, cfg)
-            raise ValueError(f"trial store {self.path} holds audit {old_id} with a different "
-                             f"configuration (differs in: {', '.join(keys)}); refusing to mix "
-                             f"trials -- use another --store path")
+            from dpaudit.engine.identity import describe_changes
+
+            keys = [k for k in _diff_keys(old_cfg, cfg) if k not in ("identity", "versions")]
+            what = describe_changes(old_cfg, cfg)
+            if keys:
+                what.insert(0, f"the configuration differs in: {', '.join(keys)}")
+            raise ValueError(f"trial store {self.path} holds audit {old_id} of another "
+                             f"version of this audit ({'; '.join(what)}); refusing to mix "
+                             f"trials -- use another --store path (or move the old store "
+                             f"aside)")
         if old_version != version:
             raise ValueError(f"trial store {self.path} was written by dpaudit {old_version}, "
                              f"this is {version}; refusing to mix trials -- use another --store")
