@@ -33,6 +33,9 @@ def load_commands() -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point: bad input and unreadable files print one line on stderr and exit 2."""
     load_commands()
+    io_mod = sys.modules.get("dpaudit.io")
+    if io_mod is not None:  # the inputs noted by an earlier command in this process
+        io_mod.reset_inputs()
     try:
         notes: list[str] = []
         args = rewrite_aliases(sys.argv[1:] if argv is None else argv, notes=notes)

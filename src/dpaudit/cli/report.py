@@ -77,5 +77,8 @@ def report_cmd(
         models.append(build_report(payload, observations=obs, title=t, risk_prior=risk_prior,
                                    provenance=prov))
     path = out if out is not None else result.with_suffix(f".{report_format}")
+    from dpaudit.io import check_output_path
+
+    check_output_path(path, result, scores, what="report")
     written = write_report(path, models, fmt=report_format, page_title=title)
     typer.echo(f"report written: {written}")
