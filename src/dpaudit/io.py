@@ -36,7 +36,7 @@ from dpaudit.observations import LiftedObservations, MembershipObservations
 
 __all__ = ["load_scores", "load_lifted", "check_readable_file", "read_text", "read_json",
            "max_file_bytes", "DEFAULT_MAX_FILE_BYTES", "read_npz", "check_output_path",
-           "note_input", "reset_inputs", "score_direction_warning"]
+           "note_input", "reset_inputs", "score_direction_warning", "scan_binary"]
 
 
 def __getattr__(name: str) -> object:
@@ -179,7 +179,7 @@ _MAX_HEADER = 1 << 16
 _SCAN_BLOCK = 1 << 24
 
 
-def _scan_binary(path: Path) -> bool:
+def scan_binary(path: Path) -> bool:
     """Raise on a NUL byte (a binary file), streaming 16 MiB blocks; return whether the file
     holds a double quote (quoted cells need the csv module)."""
     quoted = False
@@ -206,7 +206,7 @@ def check_unique_names(names: list[str], source: str) -> None:
 
 def _load_csv(path: Path) -> MembershipObservations:
     p = check_readable_file(path, "scores file")
-    quoted = _scan_binary(p)
+    quoted = scan_binary(p)
     try:
         with p.open(encoding="utf-8-sig", newline="") as fh:
             header = fh.readline(_MAX_HEADER)
