@@ -233,12 +233,14 @@ def test_confidence_below_half_refused_and_tiny_claims_computed(capsys) -> None:
     import dpaudit.estimators as E
     from dpaudit.cli import main
 
-    with pytest.raises(ValueError, match=r"confidence must be in \[0.5, 1\)"):
-        E.tight(n=1000, r=100, u=10, confidence=0.4)
+    # the library keeps (0, 1): v_UB at confidence 0.05 is a quantile statement of seed 003
+    assert E.tight(n=1000, r=100, u=10, confidence=0.4).confidence == 0.4
     base = ["bound", "tight", "--canaries", "1000", "--guesses", "100", "--wrong", "10",
             "--json"]
     assert main([*base, "--confidence", "1e-320"]) == 2
     assert "[0.5, 1)" in _one_error(capsys)
+    assert main([*base, "--confidence=0.3"]) == 2
+    assert "--confidence must be in [0.5, 1)" in _one_error(capsys)
     # a claim of 1e-320 is a valid (nearly pure) claim: the same verdict as a claim of 0
     docs = []
     for claim in ("1e-320", "0"):

@@ -121,14 +121,8 @@ def check_delta(value: object, name: str = "delta") -> float:
 
 
 def check_confidence(value: object, name: str = "confidence") -> float:
-    """Probability that a bound holds: accepted range [0.5, 1).  Below one half a "bound" is
-    more likely wrong than right (at confidence 1e-320 every claim is "violated"), so such
-    values are refused rather than given a meaning."""
-    v = check_probability(name, value, open_low=True, open_high=True)
-    if v < 0.5:
-        raise ValueError(f"{name} must be in [0.5, 1) (the probability that the bound holds; "
-                         f"below one half it is more likely wrong than right), got {v!r}")
-    return v
+    """Probability that a bound holds: accepted range (0, 1)."""
+    return check_probability(name, value, open_low=True, open_high=True)
 
 
 def check_positive(name: str, value: object, *, upper: float = math.inf) -> float:
