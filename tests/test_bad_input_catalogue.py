@@ -136,6 +136,21 @@ TARGETS = [
            dict(kappa="probability", epsilon="nonnegative", delta="delta")),
 ]
 
+# attack-metric conventions (issue 26): convex-hull AUROC, interpolated TPR, max accuracy
+from dpaudit.stats import attack_metrics as AM  # noqa: E402
+
+TARGETS += [
+    Target("attack_metrics.auroc", AM.auroc, dict(member=M, score=S),
+           dict(member="binary_array", score="float_array", convention="choice")),
+    Target("attack_metrics.tpr_at_fpr", AM.tpr_at_fpr, dict(member=M, score=S, fpr=0.01),
+           dict(member="binary_array", score="float_array", fpr="probability",
+                convention="choice")),
+    Target("attack_metrics.roc_convex_hull", AM.roc_convex_hull, dict(member=M, score=S),
+           dict(member="binary_array", score="float_array")),
+    Target("attack_metrics.max_accuracy", AM.max_accuracy, dict(member=M, score=S),
+           dict(member="binary_array", score="float_array", prevalence="probability")),
+]
+
 # kinds that do not apply to an argument (documented exceptions)
 SKIP = {
     # a 0-d float array is accepted as one entry by design
