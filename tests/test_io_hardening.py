@@ -257,3 +257,12 @@ def test_risk_targets_that_do_not_fit(capsys) -> None:
                  "1000000000000"]) == 2
     err = _one_error(capsys)
     assert "targets (--targets) must be at most" in err and "1,000,000,000,000" in err
+
+
+def test_file_names_with_markup_printed_literally(tmp_path, capsys) -> None:
+    from dpaudit.cli import main
+
+    p = _scores(tmp_path, "[bold red]x.csv")
+    assert main(["audit", str(p)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "[bold red]x.csv" in out
