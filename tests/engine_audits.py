@@ -102,3 +102,64 @@ class FailsMoreWithoutCanary:
 
 
 FAILS = BlackBoxAudit(FailsMoreWithoutCanary(), CountNeighbours(3), identity_score)
+
+
+@dataclass(frozen=True)
+class DiesOnDraw:
+    """Gaussian count whose worker process exits (os._exit) when its first draw after the
+    secret bit is below ``rate``: a deterministic crash of the interpreter on a few trials."""
+
+    rate: float = 0.0007
+
+    def __call__(self, dataset: Any, rng: np.random.Generator) -> float:
+        if rng.random() < self.rate:
+            import os
+
+            os._exit(7)
+        return float(len(dataset) + rng.standard_normal())
+
+
+@dataclass(frozen=True)
+class ExitsOnDraw:
+    """Calls sys.exit(3) when its first draw is below ``rate`` (1.0: every trial)."""
+
+    rate: float = 1.0
+
+    def __call__(self, dataset: Any, rng: np.random.Generator) -> float:
+        if rng.random() < self.rate:
+            import sys
+
+            sys.exit(3)
+        return float(len(dataset) + rng.standard_normal())
+
+
+@dataclass(frozen=True)
+class MarkupError:
+    """Fails every tenth trial (by its first draw) with rich markup in the message."""
+
+    def __call__(self, dataset: Any, rng: np.random.Generator) -> float:
+        if rng.random() < 0.1:
+            raise RuntimeError("[/red] closing tag [bold]not markup[/bold]")
+        return float(len(dataset) + rng.standard_normal())
+
+
+@dataclass(frozen=True)
+class HangsOnDraw:
+    """Sleeps ``hang`` seconds when its first draw is below ``rate`` (a trial that never
+    returns, in test time)."""
+
+    rate: float = 0.02
+    hang: float = 30.0
+
+    def __call__(self, dataset: Any, rng: np.random.Generator) -> float:
+        if rng.random() < self.rate:
+            time.sleep(self.hang)
+        return float(len(dataset) + rng.standard_normal())
+
+
+DIES = BlackBoxAudit(DiesOnDraw(), CountNeighbours(10), identity_score)
+EXITS = BlackBoxAudit(ExitsOnDraw(1.0), CountNeighbours(10), identity_score)
+EXITS_SOME = BlackBoxAudit(ExitsOnDraw(0.05), CountNeighbours(10), identity_score)
+MARKUP = BlackBoxAudit(MarkupError(), CountNeighbours(10), identity_score)
+HANGS = BlackBoxAudit(HangsOnDraw(), CountNeighbours(10), identity_score)
+SLOW20 = BlackBoxAudit(SlowGaussianCount(1.0, 0.02), CountNeighbours(10), identity_score)

@@ -264,3 +264,58 @@ def test_tf_privacy_result():
     with pytest.raises(ValueError, match="no membership_scores_train"):
         from_tf_privacy(SimpleNamespace(membership_scores_train=None,
                                         membership_scores_test=None))
+
+
+# ------------------------------------------------- conventions users arrive with (issue 26)
+def _chain(points):
+    """Upper hull by Andrew's monotone chain (independent of the library's Qhull route)."""
+    pts = sorted(set(points))
+    hull = []
+    for p in pts:
+        while len(hull) >= 2 and ((hull[-1][0] - hull[-2][0]) * (p[1] - hull[-2][1])
+                                  - (hull[-1][1] - hull[-2][1]) * (p[0] - hull[-2][0])) >= 0:
+            hull.pop()
+        hull.append(p)
+    return hull
+
+
+def test_auroc_tpr_conventions_and_max_accuracy_brute_force() -> None:
+    from dpaudit.stats.attack_metrics import auroc, max_accuracy, tpr_at_fpr
+
+    rng = np.random.default_rng(3)
+    for n in (7, 40, 300):
+        m = np.arange(n) % 3 == 0
+        s = np.round(rng.normal(size=n) + 0.8 * m, 1)  # ties on purpose
+        thr = np.concatenate([np.unique(s), [np.inf]])
+        fpr = [float(np.mean(s[~m] >= t)) for t in thr]
+        tpr = [float(np.mean(s[m] >= t)) for t in thr]
+        hull = _chain(list(zip(fpr, tpr, strict=True)))
+        hx, hy = np.array([h[0] for h in hull]), np.array([h[1] for h in hull])
+        area = float(np.trapezoid(hy, hx))
+        assert auroc(m, s, convention="convex_hull") == pytest.approx(area, abs=1e-12)
+        assert auroc(m, s, convention="convex_hull") >= auroc(m, s) - 1e-12
+        for target in (0.0, 0.05, 0.3):
+            assert tpr_at_fpr(m, s, target, convention="interpolated") == pytest.approx(
+                float(np.interp(target, hx, hy)), abs=1e-12)
+            assert tpr_at_fpr(m, s, target, convention="interpolated") >= \
+                tpr_at_fpr(m, s, target) - 1e-12
+        p = m.mean()
+        best = max(p * np.mean(s[m] >= t) + (1 - p) * np.mean(s[~m] < t) for t in thr)
+        assert max_accuracy(m, s) == pytest.approx(best, abs=1e-12)
+    with pytest.raises(ValueError, match="convention"):
+        auroc(m, s, convention="trapezoid")
+
+
+def test_conventions_match_jax_privacy_when_installed() -> None:
+    auditing = pytest.importorskip("jax_privacy.auditing")
+    from dpaudit.stats.attack_metrics import auroc, max_accuracy, tpr_at_fpr
+
+    rng = np.random.default_rng(0)
+    m = np.arange(20_000) % 2 == 1
+    s = np.round(rng.normal(size=m.size) + m, 2)
+    a = auditing.CanaryScoreAuditor(s[m], s[~m])
+    assert auroc(m, s, convention="convex_hull") == pytest.approx(float(a.attack_auroc()),
+                                                                  rel=1e-12)
+    assert tpr_at_fpr(m, s, 0.01, convention="interpolated") == pytest.approx(
+        float(a.tpr_at_given_fpr(0.01)), rel=1e-12)
+    assert max_accuracy(m, s) == pytest.approx(float(a.max_accuracy()), rel=1e-12)

@@ -176,6 +176,21 @@ TARGETS = [
                 steps="count")),
 ]
 
+# attack-metric conventions (issue 26): convex-hull AUROC, interpolated TPR, max accuracy
+from dpaudit.stats import attack_metrics as AM  # noqa: E402
+
+TARGETS += [
+    Target("attack_metrics.auroc", AM.auroc, dict(member=M, score=S),
+           dict(member="binary_array", score="float_array", convention="choice")),
+    Target("attack_metrics.tpr_at_fpr", AM.tpr_at_fpr, dict(member=M, score=S, fpr=0.01),
+           dict(member="binary_array", score="float_array", fpr="probability",
+                convention="choice")),
+    Target("attack_metrics.roc_convex_hull", AM.roc_convex_hull, dict(member=M, score=S),
+           dict(member="binary_array", score="float_array")),
+    Target("attack_metrics.max_accuracy", AM.max_accuracy, dict(member=M, score=S),
+           dict(member="binary_array", score="float_array", prevalence="probability")),
+]
+
 # kinds that do not apply to an argument (documented exceptions)
 SKIP = {
     # a 0-d float array is accepted as one entry by design
@@ -262,7 +277,56 @@ def _files(tmp: Any) -> dict[str, str]:
     p["dev_zero"] = "/dev/zero"
     (tmp / "x.txt").write_text("0.1\nabc\n")
     p["bad_priors"] = str(tmp / "x.txt")
+    _hostile_files(tmp, p)
     return p
+
+
+def _hostile_files(tmp: Any, p: dict[str, str]) -> None:
+    """Store, engine and file cases of issue 26 (hardening)."""
+    import io as _io
+    import json as _json
+    import sqlite3
+    import zipfile
+
+    db = tmp / "foreign.db"
+    with sqlite3.connect(db) as c:
+        c.execute("CREATE TABLE users (id INTEGER)")
+    p["foreign_db"] = str(db)
+    damaged = tmp / "damaged.sqlite"
+    damaged.write_bytes(b"SQLite format 3\x00" + np.random.default_rng(0).bytes(16_384))
+    p["damaged_store"] = str(damaged)
+    badschema = tmp / "badschema.sqlite"
+    with sqlite3.connect(badschema) as c:
+        c.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        c.execute("INSERT INTO meta VALUES ('schema', 'one')")
+    p["bad_schema_store"] = str(badschema)
+    head = _io.BytesIO()
+    np.lib.format.write_array_header_1_0(head, {"descr": "<f8", "fortran_order": False,
+                                                "shape": (10**12,)})
+    with zipfile.ZipFile(tmp / "lie.npz", "w") as z:
+        b = _io.BytesIO()
+        np.save(b, np.array([0, 1]))
+        z.writestr("member.npy", b.getvalue())
+        z.writestr("score.npy", head.getvalue() + bytes(16))
+    p["lying_npz"] = str(tmp / "lie.npz")
+    (tmp / "nul.csv").write_bytes(b"member,score\n" + b"\x00" * 100_000)
+    p["nul_csv"] = str(tmp / "nul.csv")
+    (tmp / "dup.csv").write_text("member,score,score\n1,0.5,0.1\n0,0.2,0.3\n")
+    p["dup_header"] = str(tmp / "dup.csv")
+    (tmp / "dup.json").write_text('{"member": [1, 0], "score": [0.1, 0.2], "score": [1, 2]}')
+    p["dup_key"] = str(tmp / "dup.json")
+    (tmp / "bool.json").write_text('{"member": [1, 0], "score": [true, false]}')
+    p["bool_scores"] = str(tmp / "bool.json")
+    res = {"results": [{"method": "tight", "epsilon": 1.0, "delta": 1e-5, "confidence": 0.95,
+                        "params": {}, "p_value": None, "settings": [1, 2], "details": {}}]}
+    (tmp / "settings_list.json").write_text(_json.dumps(res))
+    p["payload_settings_list"] = str(tmp / "settings_list.json")
+    res["results"][0].update(settings={}, epsilon=1e308)
+    (tmp / "eps_huge.json").write_text(_json.dumps(res))
+    p["payload_eps_huge"] = str(tmp / "eps_huge.json")
+    res["results"][0].update(epsilon=1.0, details="x")
+    (tmp / "details_str.json").write_text(_json.dumps(res))
+    p["payload_details_str"] = str(tmp / "details_str.json")
 
 
 BOUND = {
@@ -348,6 +412,58 @@ def cli_cases() -> list[tuple[str, list[str]]]:
     cases.append(("store info missing", ["store", "info", "FILE:missing"]))
     cases.append(("report missing", ["report", "FILE:missing"]))
     cases.append(("report malformed", ["report", "FILE:deep_json"]))
+    # issue 26: store, engine and number cases
+    for name in ("foreign_db", "damaged_store", "bad_schema_store"):
+        cases.append((f"store info {name}", ["store", "info", f"FILE:{name}"]))
+        cases.append((f"run --store {name}", ["run", ex, "--trials", "10", "--executor",
+                                              "inline", "--store", f"FILE:{name}"]))
+    cases.append(("store export damaged", ["store", "export", "FILE:damaged_store",
+                                           "FILE:missing"]))
+    cases.append(("store export onto itself", ["store", "export", "FILE:foreign_db",
+                                               "FILE:foreign_db"]))
+    for label, extra in (("--trials 1e12", ["--trials", "1000000000000"]),
+                         ("--retries 1e12", ["--retries", "1000000000000"]),
+                         ("--resume without --store", ["--resume"]),
+                         ("--workers with inline", ["--workers", "2"]),
+                         ("--trial-timeout 0", ["--trial-timeout", "0"]),
+                         ("--trial-timeout nan", ["--trial-timeout", "nan"])):
+        cases.append((f"run {label}", ["run", ex, "--trials", "10", "--executor", "inline",
+                                       *extra]))
+    cases.append(("run os:system", ["run", "os:system", "--trials", "10"]))
+    cases.append(("run every trial fails", ["run", "engine_audits:EXITS", "--trials", "10",
+                                            "--executor", "inline"]))
+    for name in ("lying_npz", "nul_csv", "dup_header", "dup_key", "bool_scores"):
+        for cmd in ("audit", "one-run"):
+            cases.append((f"{cmd} file {name}", [cmd, f"FILE:{name}"]))
+    cases.append(("audit --report onto its input", ["audit", "FILE:good", "--report",
+                                                    "FILE:good"]))
+    for name in ("payload_settings_list", "payload_eps_huge", "payload_details_str"):
+        cases.append((f"report {name}", ["report", f"FILE:{name}"]))
+    cases.append(("risk --prior-file NUL", ["risk", "--epsilon", "1", "--prior-file",
+                                            "FILE:nul_csv"]))
+    for label, argv in (
+            ("curve eps_delta --epsilon 1e308", ["curve", "eps_delta", "--epsilon", "1e308",
+                                                 "--curve-delta", "1e-6"]),
+            ("curve laplace --epsilon 1e308", ["curve", "laplace", "--epsilon", "1e308"]),
+            ("curve dpsgd --noise-multiplier 1e-320", ["curve", "dpsgd", "--noise-multiplier",
+                                                       "1e-320", "--sampling-rate", "0.01",
+                                                       "--steps", "10"]),
+            ("curve dpsgd --steps 1e12", ["curve", "dpsgd", "--noise-multiplier", "1",
+                                          "--sampling-rate", "0.01", "--steps",
+                                          "1000000000000"]),
+            ("simulate rr --epsilon 1e308", ["simulate", "rr", "--epsilon", "1e308"]),
+            ("simulate dpsgd --steps 1e12", ["simulate", "dpsgd", "--steps",
+                                             "1000000000000"]),
+            ("bound tight --canaries 1e26", ["bound", "tight", "--canaries", "1" + "0" * 26,
+                                             "--guesses", "100", "--wrong", "10"]),
+            ("bound bits --canaries 1e23", ["bound", "bits", "--canaries", "1" + "0" * 23,
+                                            "--wrong", "10"]),
+            ("bound tight --confidence 1e-320", ["bound", "tight", *BOUND["tight"],
+                                                 "--confidence", "1e-320"]),
+            ("risk --targets 1e12", [*risk_base[:5], "--prior", "0.5", "--targets",
+                                     "1000000000000"]),
+            ("risk --confidence 0.3", [*risk_base, "--confidence", "0.3"])):
+        cases.append((label, argv))
     cases.append(("reproduce bogus", ["reproduce", "bogus"]))
     cases.append(("reproduce --size", ["reproduce", "bits-dpsgd", "--size", "huge"]))
     return cases

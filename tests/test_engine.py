@@ -95,9 +95,12 @@ def test_store_refuses_other_configuration_and_unasked_resume(tmp_path) -> None:
     execute(ea.FAST, trials=50, seed=1, executor="inline", store=path)
     with pytest.raises(ValueError, match="already holds 50 trials.*--resume"):
         execute(ea.FAST, trials=50, seed=1, executor="inline", store=path)
-    with pytest.raises(ValueError, match=r"different configuration \(differs in: seed\)"):
+    with pytest.raises(ValueError, match=r"another version of this audit \(the "
+                                         r"configuration differs in: seed\)"):
         execute(ea.FAST, trials=50, seed=2, executor="inline", store=path, resume=True)
-    with pytest.raises(ValueError, match="differs in: game"):
+    with pytest.raises(ValueError, match=r"differs in: game; the mechanism's parameters "
+                                         r"changed \(.*GaussianCount\(sigma=1.0\) -> "
+                                         r".*GaussianCount\(sigma=0.5\)"):
         execute(ea.FLAWED, trials=50, seed=1, executor="inline", store=path, resume=True)
     with TrialStore(path, readonly=True) as st:
         assert st.info().trials == 50

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from pathlib import Path
 from typing import Any
 
@@ -56,10 +55,13 @@ def _is_number(v: Any) -> bool:
 
 def _score_values(values: Any, column: str, source: str) -> np.ndarray:
     a = np.asarray(values)
+    if a.dtype == bool or (a.dtype.kind == "O" and any(type(v) is bool for v in a.ravel())):
+        raise ValueError(f"{source}: column {column!r} holds booleans; scores are real numbers "
+                         f"(higher = more likely a member)")
     if a.dtype.kind in "OUS":
         try:
             a = a.astype(float)
-        except ValueError:
+        except (TypeError, ValueError):
             bad = next(v for v in a.ravel() if not _is_number(v))
             raise ValueError(f"{source}: column {column!r} must be numeric; found "
                              f"{str(bad)!r}") from None
@@ -130,11 +132,20 @@ def read_parquet(path: str | Path, *, member_col: str = "member", score_col: str
     p = _existing(path)
     pq = _require_parquet()
     try:
-        names = pq.read_schema(p).names
+        schema = pq.read_schema(p)
+        names = schema.names
         wanted = [c for c in (member_col, score_col, group_col) if c is not None and c in names]
+        for c in (member_col, score_col):
+            if c in names:
+                typ = schema.field(c).type
+                if typ.num_fields > 0 or "list" in str(typ) or "map" in str(typ):
+                    raise ValueError(f"column {c!r} has the nested type {typ}; "
+                                     f"{'scores' if c == score_col else 'memberships'} must "
+                                     f"be one number per row")
         table = pq.read_table(p, columns=wanted)
-    except (OSError, ValueError) as e:
-        raise ValueError(f"{p}: not a readable Parquet file ({e})") from None
+    except (OSError, ValueError, TypeError) as e:
+        raise ValueError(f"{p}: not a readable Parquet file ({str(e).splitlines()[0]})") \
+            from None
     cols: dict[str, Any] = dict.fromkeys(names)
     for c in wanted:
         cols[c] = table.column(c).to_numpy(zero_copy_only=False)
@@ -149,7 +160,7 @@ def _existing(path: str | Path) -> Path:
 
 
 def _read_csv_columns(p: Path, wanted: list[str]) -> dict[str, Any]:
-    from dpaudit.io import read_text
+    from dpaudit.io import check_unique_names, read_text
 
     with io.StringIO(read_text(p, "scores file"), newline="") as fh:
         reader = csv.reader(fh)
@@ -157,6 +168,7 @@ def _read_csv_columns(p: Path, wanted: list[str]) -> dict[str, Any]:
             header = [h.strip() for h in next(reader)]
         except StopIteration:
             raise ValueError(f"{p}: empty file (need a header row)") from None
+        check_unique_names(header, str(p))
         idx = {c: header.index(c) for c in wanted if c in header}
         rows = [r for r in reader if r and any(x.strip() for x in r)]
     if not rows:
@@ -184,18 +196,15 @@ def read_table(path: str | Path, *, member_col: str = "member", score_col: str =
     if suffix in (".csv", ".txt", ""):
         cols = _read_csv_columns(p, wanted)
     elif suffix == ".npz":
-        try:
-            with np.load(p, allow_pickle=False) as z:
-                cols = {k: z[k] for k in z.files}
-        except (OSError, EOFError, ValueError) as e:
-            raise ValueError(f"{p}: not a readable .npz file ({e})") from None
-    elif suffix == ".json":
-        try:
-            from dpaudit.io import read_text
+        from dpaudit.io import read_npz
 
-            obj = json.loads(read_text(p, "scores file"))
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{p}: invalid JSON ({e.msg} at line {e.lineno})") from None
+        # only the needed arrays are inflated, after the zip directory and headers are checked
+        arrays, names = read_npz(p, "scores file", tuple(wanted))
+        cols = {**dict.fromkeys(names), **arrays}
+    elif suffix == ".json":
+        from dpaudit.io import read_json
+
+        obj = read_json(p, "scores file")  # size limit, duplicate keys, nesting depth
         if isinstance(obj, list):
             if not all(isinstance(r, dict) for r in obj):
                 raise ValueError(f"{p}: a JSON list must hold one object per record")

@@ -46,6 +46,14 @@ __all__ = ["from_privacy_meter", "from_tf_privacy"]
 #: relative tolerance of the AUC cross-check of privacy_meter files.
 AUC_TOLERANCE = 1e-6
 
+#: privacy_meter's run_mia.py pools the target models' scores into attack_result_average.npz
+POOLED_WARNING = (
+    "{name}: privacy_meter's attack_result_average.npz pools the scores of several target "
+    "models (scores and memberships of every target model, raveled): a sample appears once per "
+    "model, as a member of some and a non-member of others, so its rows are not independent "
+    "canaries of one training run -- audit one model's attack_result_<i>.npz (a one-run audit "
+    "of that model) instead; see docs/adapters.md")
+
 
 def _auroc(member: np.ndarray, score: np.ndarray) -> float:
     from dpaudit.stats.attack_metrics import auroc
@@ -62,14 +70,16 @@ def from_privacy_meter(source: str | Path | dict[str, Any]) -> MembershipObserva
     if isinstance(source, dict):
         arrays, name = source, "privacy_meter result"
     else:
-        from dpaudit.io import check_readable_file
+        from dpaudit.io import read_npz
 
-        p = check_readable_file(source, "privacy_meter result")
-        try:
-            with np.load(p, allow_pickle=False) as z:
-                arrays, name = {k: z[k] for k in z.files}, str(p)
-        except (OSError, EOFError, ValueError) as e:
-            raise ValueError(f"{p}: not a readable .npz file ({e})") from None
+        p = Path(source)
+        arrays, names = read_npz(p, "privacy_meter result", ("scores", "memberships", "auc"))
+        arrays = {**dict.fromkeys(names), **arrays}
+        arrays = {k: v for k, v in arrays.items() if v is not None or k not in
+                  ("scores", "memberships", "auc")}
+        name = str(p)
+        if p.name.startswith("attack_result_average"):
+            warnings.warn(POOLED_WARNING.format(name=name), UserWarning, stacklevel=2)
     missing = [k for k in ("scores", "memberships") if k not in arrays]
     if missing:
         raise ValueError(f"{name}: missing {', '.join(missing)} (privacy_meter's "
@@ -81,12 +91,18 @@ def from_privacy_meter(source: str | Path | dict[str, Any]) -> MembershipObserva
     except ValueError as e:
         raise ValueError(f"{name}: {e}") from None
     obs.require_both_classes()
+    stored = None
     if "auc" in arrays:
         stored = float(np.ravel(arrays["auc"])[0])
         got = _auroc(obs.member, obs.score)
         if abs(got - stored) > AUC_TOLERANCE * max(1.0, abs(stored)) + 1e-9:
             raise ValueError(f"{name}: the stored auc {stored:.6f} does not match the AUROC of "
                              f"its scores and memberships ({got:.6f}); arrays mis-paired?")
+    from dpaudit.io import score_direction_warning
+
+    msg = score_direction_warning(obs.member, obs.score, name, stored_auc=stored)
+    if msg is not None:
+        warnings.warn(msg, UserWarning, stacklevel=2)
     return obs
 
 
@@ -120,4 +136,10 @@ def from_tf_privacy(result: Any, index: int | None = None) -> MembershipObservat
         warnings.warn(f"{np.size(s_in)} member and {np.size(s_out)} non-member scores: one-run "
                       f"audits assume balanced, i.i.d. membership; the multi-run audit does "
                       f"not", UserWarning, stacklevel=2)
-    return from_in_out(np.ravel(s_in), np.ravel(s_out))
+    obs = from_in_out(np.ravel(s_in), np.ravel(s_out))
+    from dpaudit.io import score_direction_warning
+
+    msg = score_direction_warning(obs.member, obs.score, "TF Privacy result")
+    if msg is not None:
+        warnings.warn(msg, UserWarning, stacklevel=2)
+    return obs

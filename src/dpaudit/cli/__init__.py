@@ -80,6 +80,27 @@ def root_help() -> str:
     return "\n".join(lines)
 
 
+def check_confidence_option(args: list[str]) -> None:
+    """``--confidence`` of every command is in [0.5, 1): it is the probability that the printed
+    bound holds, and below one half a "bound" is more likely wrong than right (docs/cli.md).
+    The Python API keeps (0, 1) (seed 003's v_UB at any quantile)."""
+    for i, a in enumerate(args):
+        if a == "--":
+            return
+        value = args[i + 1] if a == "--confidence" and i + 1 < len(args) else (
+            a.partition("=")[2] if a.startswith("--confidence=") else None)
+        if value is None:
+            continue
+        try:
+            v = float(value)
+        except ValueError:
+            continue  # the option's own parser names it
+        if 0 < v < 0.5:
+            raise ValueError(f"--confidence must be in [0.5, 1) (the probability that the "
+                             f"bound holds; below one half it is more likely wrong than "
+                             f"right), got {value}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: bad input and unreadable files print one line on stderr and exit 2."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -97,9 +118,13 @@ def main(argv: list[str] | None = None) -> int:
     from dpaudit.cli.aliases import rewrite_aliases
     from dpaudit.cli.app import app
 
+    io_mod = sys.modules.get("dpaudit.io")
+    if io_mod is not None:  # the inputs noted by an earlier command in this process
+        io_mod.reset_inputs()
     try:
         notes: list[str] = []
         args = rewrite_aliases(args, notes=notes)
+        check_confidence_option(args)
         rv = app(args=args, prog_name="dpaudit", standalone_mode=False)
         for note in notes:
             print(note, file=sys.stderr)

@@ -71,6 +71,15 @@ _FAMILY = typer.Option("eps_delta", "--family",
 _CLAIM = typer.Option(None, "--claimed-epsilon", help="Claimed epsilon to test.")
 _JSON = typer.Option(False, "--json", help="Machine-readable output (AuditResult keys).")
 _CANARIES = typer.Option(..., "--canaries", help="Number of canaries (secret bits).")
+#: counts above 2^53 are not exact as floats (and overflow C longs further up)
+MAX_COUNT = 2**53
+
+
+def _counts_fit(**counts: int | None) -> None:
+    for name, v in counts.items():
+        if v is not None and isinstance(v, int) and not -MAX_COUNT <= v <= MAX_COUNT:
+            raise ValueError(f"--{name} must be an integer in [0, 2^53 = {MAX_COUNT:,}], "
+                             f"got {v:.3g}")
 _GUESSES = typer.Option(..., "--guesses", help="Number of released guesses.")
 _WRONG = typer.Option(None, "--wrong", help="Number of wrong guesses (or give --correct).")
 _CORRECT = typer.Option(None, "--correct", help="Number of correct guesses (or give --wrong).")
@@ -92,6 +101,7 @@ def bits_cmd(
     as_json: bool = _JSON,
 ) -> None:
     """Bits-transmission audit (Bits Transmission): every bit guessed, `wrong` of them wrong."""
+    _counts_fit(canaries=n, wrong=wrong, correct=correct)
     claimed_epsilon = check_claimed_epsilon(claimed_epsilon)
     errors = resolve_wrong_correct(n, wrong, correct, total_name="--canaries")
     r = bits(n=n, errors=errors, family=parse_family(family, delta), delta=delta,
@@ -115,6 +125,7 @@ def tight_cmd(
     as_json: bool = _JSON,
 ) -> None:
     """Tight one-run audit (Tight One-Run): f-DP null, exact order-statistics tail."""
+    _counts_fit(canaries=n, guesses=r, wrong=wrong, correct=correct)
     claimed_epsilon = check_claimed_epsilon(claimed_epsilon)
     check_nested_counts(**{"--canaries": n, "--guesses": r})
     u = resolve_wrong_correct(r, wrong, correct)
@@ -136,6 +147,7 @@ def steinke_cmd(
     as_json: bool = _JSON,
 ) -> None:
     """Steinke-Nasr-Jagielski one-run audit ((eps, delta)-DP null)."""
+    _counts_fit(canaries=m, guesses=guesses, wrong=wrong, correct=correct)
     claimed_epsilon = check_claimed_epsilon(claimed_epsilon)
     check_nested_counts(**{"--canaries": m, "--guesses": guesses})
     correct = guesses - resolve_wrong_correct(guesses, wrong, correct)
@@ -158,6 +170,7 @@ def mahloujifar_cmd(
     as_json: bool = _JSON,
 ) -> None:
     """Mahloujifar-Melis-Chaudhuri f-DP one-run audit."""
+    _counts_fit(canaries=m, guesses=guesses, wrong=wrong, correct=correct)
     claimed_epsilon = check_claimed_epsilon(claimed_epsilon)
     check_nested_counts(**{"--canaries": m, "--guesses": guesses})
     correct = guesses - resolve_wrong_correct(guesses, wrong, correct)

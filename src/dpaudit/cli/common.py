@@ -187,7 +187,10 @@ def print_results(results: Sequence[AuditResult] | AuditResult, *, as_json: bool
                 keep.remove(j)
                 if values != {"-"}:
                     caption.append(f"{header[j]} = {rows[0][j]}")
-    table = Table(title=title, caption=", ".join(caption) or None)
+    from rich.text import Text
+
+    # the title holds user strings (file names, MODULE:OBJECT): printed literally, never markup
+    table = Table(title=Text(title, style="italic"), caption=", ".join(caption) or None)
     for j in keep:
         table.add_column(header[j], justify="left" if header[j] in ("method", "fit") else "right")
     for row in rows:

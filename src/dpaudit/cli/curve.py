@@ -8,6 +8,8 @@ An option that the kind does not use is an error rather than silently ignored.
 
 from __future__ import annotations
 
+import math
+
 import typer
 from rich.table import Table
 
@@ -41,6 +43,22 @@ def _need(name: str, value: float | None, kind: str) -> float:
     return value
 
 
+#: e^epsilon must be a finite double for every conversion (e^709.78 overflows)
+MAX_EPSILON = 700.0
+#: smallest DP-SGD noise multiplier the accountant is asked about (below it the privacy-loss
+#: distribution overflows, and the guarantee is meaningless anyway)
+MIN_NOISE_MULTIPLIER = 0.05
+MAX_STEPS = 10**9
+
+
+def check_cli_epsilon(name: str, value: float) -> float:
+    """An epsilon option: finite, in [0, MAX_EPSILON]."""
+    if not (math.isfinite(value) and 0 <= value <= MAX_EPSILON):
+        raise ValueError(f"{name} must be in [0, {MAX_EPSILON:g}] (e^epsilon must be a finite "
+                         f"number), got {value!r}")
+    return float(value)
+
+
 def build_curve(kind: str, *, mu: float | None = None, eps: float | None = None,
                 curve_delta: float | None = None, q: float | None = None,
                 noise_multiplier: float | None = None, steps: int | None = None,
@@ -59,15 +77,27 @@ def build_curve(kind: str, *, mu: float | None = None, eps: float | None = None,
     if k == "gdp":
         return GaussianDP(_need("mu", mu, k))
     if k == "laplace":
-        return LaplaceDP(_need("epsilon", eps, k))
+        return LaplaceDP(check_cli_epsilon("--epsilon", _need("epsilon", eps, k)))
     if k == "eps_delta":
-        return EpsDeltaDP(_need("epsilon", eps, k), _need("curve-delta", curve_delta, k))
+        return EpsDeltaDP(check_cli_epsilon("--epsilon", _need("epsilon", eps, k)),
+                          _need("curve-delta", curve_delta, k))
     if k == "subsampled_gaussian":
         return SubsampledGaussianDP(_need("mu", mu, k), _need("sampling-rate", q, k),
                                     symmetrized=symmetrized)
-    return dpsgd_curve(_need("noise-multiplier", noise_multiplier, k),
-                       _need("sampling-rate", q, k),
-                       check_count("--steps", _need("steps", steps, k), minimum=1))
+    sigma = _need("noise-multiplier", noise_multiplier, k)
+    if not (math.isfinite(sigma) and sigma >= MIN_NOISE_MULTIPLIER):
+        raise ValueError(f"--noise-multiplier must be a finite number >= "
+                         f"{MIN_NOISE_MULTIPLIER:g} (below it the accountant's privacy loss "
+                         f"overflows and no guarantee is left), got {sigma!r}")
+    t = check_count("--steps", _need("steps", steps, k), minimum=1)
+    if t > MAX_STEPS:
+        raise ValueError(f"--steps must be in [1, {MAX_STEPS:,}], got {t:,}")
+    try:
+        return dpsgd_curve(sigma, _need("sampling-rate", q, k), t)
+    except (OverflowError, ZeroDivisionError, FloatingPointError):
+        raise ValueError(f"the accountant overflows for --noise-multiplier {sigma:g}, "
+                         f"--sampling-rate {q:g}, --steps {t}: no meaningful guarantee; use "
+                         f"more noise, a smaller sampling rate or fewer steps") from None
 
 
 @app.command("curve")

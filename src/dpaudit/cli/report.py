@@ -8,6 +8,7 @@ outputs (as ``dpaudit demo --json`` prints) gives one card per audit.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,38 @@ def _audits(obj: Any) -> list[tuple[str | None, Mapping[str, Any]]]:
                      "with 'results'), or an object of such outputs")
 
 
+#: e^epsilon must be finite for the card's risk translation (inf itself is allowed)
+MAX_FINITE_EPSILON = 700.0
+
+
+def check_payload(payload: Mapping[str, Any], source: str) -> None:
+    """The shape of a saved ``--json`` result: each result's ``settings``, ``details`` and
+    ``params`` are objects, ``epsilon`` and ``claimed_epsilon`` are inf or at most 700 (e^eps
+    is used by the card), and the counts of members / non-members are >= 1 when present."""
+    rs = payload.get("results") if "results" in payload else [payload]
+    for i, r in enumerate(rs if isinstance(rs, list) else []):
+        if not isinstance(r, Mapping):
+            continue  # the report model names this case
+        for key in ("settings", "details", "params"):
+            if key in r and r[key] is not None and not isinstance(r[key], Mapping):
+                raise ValueError(f"{source}: results[{i}].{key} must be a JSON object, got "
+                                 f"{type(r[key]).__name__}")
+        st = r.get("settings") or {}
+        for key in ("n_members", "n_nonmembers"):
+            v = st.get(key)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+                raise ValueError(f"{source}: results[{i}].settings.{key} must be an integer "
+                                 f">= 1, got {v!r}")
+        _check_eps(r.get("epsilon"), f"{source}: results[{i}].epsilon")
+    _check_eps(payload.get("claimed_epsilon"), f"{source}: claimed_epsilon")
+
+
+def _check_eps(v: Any, name: str) -> None:
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and \
+            v > MAX_FINITE_EPSILON:
+        raise ValueError(f"{name} must be in [0, {MAX_FINITE_EPSILON:g}] or inf, got {v!r}")
+
+
 @app.command("report")
 def report_cmd(
     result: Path = typer.Argument(..., help="Saved --json output of an audit command."),
@@ -62,6 +95,8 @@ def report_cmd(
                              f"{len(audits)} audits")
         obs = load_scores(scores)
         inputs.append(hash_file(scores))
+    for name, payload in audits:
+        check_payload(payload, name or str(result))
     ctx = current_context()
     params = {f"report.{k}": v for k, v in ctx.params.items() if k not in REPORT_PARAMS}
     models = []
@@ -74,8 +109,17 @@ def report_cmd(
                                seed=st.get("seed", st.get("tie_break_seed")))
         t = title if title and len(audits) == 1 else (f"{title}: {name}" if title and name
                                                       else name)
-        models.append(build_report(payload, observations=obs, title=t, risk_prior=risk_prior,
-                                   provenance=prov))
+        try:
+            models.append(build_report(payload, observations=obs, title=t,
+                                       risk_prior=risk_prior, provenance=prov))
+        except (TypeError, AttributeError, OverflowError, ZeroDivisionError, IndexError) as e:
+            # a hand-edited or foreign payload the checks above did not anticipate
+            raise ValueError(f"RESULT {result.name}: malformed --json payload "
+                             f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
+                             ) from None
     path = out if out is not None else result.with_suffix(f".{report_format}")
+    from dpaudit.io import check_output_path
+
+    check_output_path(path, result, scores, what="report")
     written = write_report(path, models, fmt=report_format, page_title=title)
     typer.echo(f"report written: {written}")

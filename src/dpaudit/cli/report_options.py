@@ -14,6 +14,7 @@ parsed.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -105,6 +106,10 @@ def maybe_write_report(path: str | Path | None, fmt: str, payload: Any, *,
         if _typed("report_format"):
             raise ValueError("--format applies to the --report file; give --report PATH")
         return None
+    from dpaudit.io import check_output_path
+
+    check_output_path(path, *(i for i in inputs if isinstance(i, (str, os.PathLike))),
+                      what="report")
     command, params = _context()
     st = {**params, **(settings or {})}
     run = time.perf_counter() - _started[-1] if _started else None

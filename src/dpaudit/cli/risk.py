@@ -20,6 +20,7 @@ advantage
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,23 @@ from dpaudit.risk.flipping import check_epsilon, check_prior_scalar
 from dpaudit.risk.priors import load_priors
 from dpaudit.risk.summary import risk_summary
 from dpaudit.validation import check_confidence, check_count, check_delta
+
+#: arrays of n numbers the Thm 3.5 tail keeps at once (priors, beta, tail, alpha, spreads)
+ARRAYS_PER_TARGET = 8
+
+
+def check_targets_fit(n: int) -> None:
+    """The Thm 3.5 tail over n targets is an O(n) computation on arrays of n + 2 numbers: refuse
+    a count whose arrays cannot fit in half of this machine's memory, saying how many fit."""
+    try:
+        phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        phys = 1 << 34
+    fit = int(phys // 2 // (8 * ARRAYS_PER_TARGET))
+    if n > fit:
+        raise ValueError(f"targets (--targets) must be at most {fit:,} on this machine (the "
+                         f"Thm 3.5 tail keeps about {ARRAYS_PER_TARGET} arrays of n numbers); "
+                         f"got {n:,}")
 
 
 @app.command("risk")
@@ -70,6 +88,7 @@ def risk_command(
     elif prior is not None:
         p = check_prior_scalar(prior, "prior")
         n = check_count("targets", 1 if targets is None else targets, minimum=1)
+        check_targets_fit(n)
         priors = np.full(n, p)
     else:
         raise ValueError("prior: one of --prior or --prior-file is required")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from dpaudit.cli.common import app, console, print_json, print_results
 from dpaudit.cli.report_options import format_option, maybe_write_report, report_option
@@ -44,6 +45,17 @@ def load_audit(spec: str) -> Any:
             raise ValueError(f"module {mod_name!r} has no attribute {attr!r}")
         obj = getattr(obj, part)
     if not isinstance(obj, BlackBoxAudit) and callable(obj) and not hasattr(obj, "run_trial"):
+        import inspect
+
+        try:
+            sig = inspect.signature(obj)
+            required = [p for p in sig.parameters.values() if p.default is p.empty and
+                        p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        except (TypeError, ValueError):  # builtins without a signature
+            required = ["?"]
+        if required:
+            raise ValueError(f"{spec} is neither a dpaudit.BlackBoxAudit nor a zero-argument "
+                             f"factory returning one (it needs arguments)")
         obj = obj()
     if tuple(getattr(obj, "fields", ())) != ("member", "score") or \
             not hasattr(obj, "run_trial"):
@@ -75,7 +87,11 @@ def run_cmd(
                                      "holds."),
     seed: int = typer.Option(0, "--seed", help="Seed: trial t uses a stream of (seed, t)."),
     chunk_size: int | None = typer.Option(None, "--chunk-size", help="Trials per task."),
-    retries: int = typer.Option(2, "--retries", help="Extra attempts for a failing trial."),
+    retries: int = typer.Option(2, "--retries", help="Extra attempts for a failing trial "
+                                "(0 to 100)."),
+    trial_timeout: float | None = typer.Option(None, "--trial-timeout", help="Seconds one "
+                                               "attempt of a trial may run before it fails "
+                                               "(Unix; default: no limit)."),
     ray_address: str | None = typer.Option(None, "--ray-address", help="Ray cluster "
                                            "address (default: RAY_ADDRESS, else local)."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
@@ -87,15 +103,23 @@ def run_cmd(
 
     check_choice("--executor", executor, ("inline", "process", "ray"))
     check_count("--trials", trials, minimum=2)
+    if resume and store is None:
+        raise ValueError("--resume continues the audit in a trial store: give --store PATH")
+    if workers is not None and executor == "inline":
+        raise ValueError("--workers applies to --executor process or ray (inline runs in this "
+                         "process)")
+    if not 0 <= retries <= 100:
+        raise ValueError(f"--retries must be in [0, 100]; got {retries}")
     obj = load_audit(audit)
     if not as_json:
         console.print(f"Auditing {audit}: up to {trials:,} trials on the {executor} executor"
                       f"{f' ({workers} workers)' if workers else ''}, seed {seed}"
-                      f"{f', store {store}' if store else ''}")
+                      f"{f', store {store}' if store else ''}", markup=False)
     run = run_audit(obj, trials=trials, seed=seed, executor=executor, workers=workers,
                     store=store, resume=resume, sequential=sequential,
                     claimed_epsilon=claimed_epsilon, delta=delta, confidence=confidence,
                     chunk_size=chunk_size, retries=retries, ray_address=ray_address,
+                    trial_timeout=trial_timeout,
                     progress=not as_json and sys.stderr.isatty())
     doc = run_result(run, spec=audit)
     maybe_write_report(report, report_format, doc, observations=run.observations,
@@ -112,7 +136,7 @@ def run_cmd(
                   claimed_epsilon=None if run.sequential is not None else run.claimed_epsilon)
     for f in run.failures[:10]:
         console.print(f"[red]trial {f.trial} failed after {f.attempts} attempts:[/red] "
-                      f"{f.error}")
+                      f"{escape(f.error)}")  # the mechanism's message, literally
     if len(run.failures) > 10:
         console.print(f"[red]... {len(run.failures) - 10} more failed trials[/red]")
     if run.sequential is not None and "verdict" in doc:

@@ -66,6 +66,19 @@ MAX_CANARIES = 10_000_000
 DEFAULT_SAMPLING_RATE = {"subsampled_gaussian": 0.5, "dpsgd": 0.01}
 
 
+#: the DP-SGD simulator's work grows with canaries x steps (1e9: minutes on one core)
+MAX_DPSGD_WORK = 10**9
+
+
+def _check_dpsgd_size(steps: int, canaries: int) -> None:
+    t = check_count("--steps", steps, minimum=1)
+    if isinstance(canaries, int) and canaries > 0 and t * canaries > MAX_DPSGD_WORK:
+        raise ValueError(f"--steps x --canaries must be at most {MAX_DPSGD_WORK:.0e} for the "
+                         f"DP-SGD simulator (one noisy step per canary and step); got {t:,} x "
+                         f"{canaries:,} -- at most {MAX_DPSGD_WORK // canaries:,} steps with "
+                         f"{canaries:,} canaries")
+
+
 @app.command("simulate")
 def simulate_cmd(
     ctx: typer.Context,
@@ -119,6 +132,12 @@ def simulate_cmd(
     if mechanism == "svt":
         _simulate_svt(flawed, canaries, seed, eps, confidence, as_json, report, report_format)
         return
+    if mechanism in ("laplace", "rr"):
+        from dpaudit.cli.curve import check_cli_epsilon
+
+        check_cli_epsilon("--epsilon", eps)
+    if mechanism == "dpsgd":
+        _check_dpsgd_size(steps, canaries if canaries is not None else 10_000)
     mech = build_mechanism(mechanism, flawed, mu=mu, eps=eps, rr_delta=rr_delta, q=q,
                            sensitivity=sensitivity, noise_multiplier=noise_multiplier,
                            sampling_rate=q, steps=steps, batch_size=batch_size,

@@ -3,6 +3,7 @@ with named columns and optional per-user aggregation (:mod:`dpaudit.adapters.tab
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -48,11 +49,18 @@ def load_table(path: Path, member_col: str = "member", score_col: str = "score",
 
     plain = (member_col, score_col, group_col, aggregate) == ("member", "score", None, None)
     if plain and Path(path).suffix.lower() not in (".parquet", ".pq"):
-        return load_scores(path)
-    from dpaudit.adapters.tables import read_table
+        obs = load_scores(path)
+    else:
+        from dpaudit.adapters.tables import read_table
 
-    return read_table(path, member_col=member_col, score_col=score_col, group_col=group_col,
-                      aggregate=aggregate)
+        obs = read_table(path, member_col=member_col, score_col=score_col,
+                         group_col=group_col, aggregate=aggregate)
+    from dpaudit.io import score_direction_warning
+
+    msg = score_direction_warning(obs.member, obs.score, str(path))
+    if msg is not None:  # sign-inverted scores: say so before the audit finds "no leak"
+        print(f"warning: {msg}", file=sys.stderr)
+    return obs
 
 
 def metric_intervals(member: Any, score: Any, confidence: float) -> dict[str, Any]:

@@ -112,8 +112,19 @@ class AuditRun:
 
 def _observations(run: TrialRun) -> MembershipObservations:
     ok = run.ok
-    return MembershipObservations.from_arrays(run.column("member")[ok] > 0.5,
-                                              run.column("score")[ok])
+    if not ok.any():
+        f = run.failures[0] if run.failures else None
+        first = f" (first: trial {f.trial} after {f.attempts} attempts: {f.error})" if f else ""
+        raise ValueError(f"every trial failed: {run.n} of {run.n}{first}; nothing to audit")
+    member, score = run.column("member")[ok], run.column("score")[ok]
+    bad = np.flatnonzero(((member != 0) & (member != 1)) | ~np.isfinite(score))
+    if bad.size:
+        t = int(np.flatnonzero(ok)[bad[0]])
+        where = f"trial store {run.store}" if run.store else "the game"
+        raise ValueError(f"{where}: trial {t} records member {member[bad[0]]:g}, score "
+                         f"{score[bad[0]]:g}; a membership trial records member 0 or 1 and a "
+                         f"finite score (a damaged store?)")
+    return MembershipObservations.from_arrays(member > 0.5, score)
 
 
 def _with_failures_at_bottom(run: TrialRun, secrets: Any
@@ -143,7 +154,8 @@ def run_audit(audit: Any, *, trials: int, seed: int, executor: str | Executor = 
               confidence: float = 0.95, threshold: str | float = "bonferroni",
               chunk_size: int | None = None, retries: int = 2, progress: bool = False,
               ray_address: str | None = None,
-              sequential_options: SequentialOptions | None = None) -> AuditRun:
+              sequential_options: SequentialOptions | None = None,
+              trial_timeout: float | None = None) -> AuditRun:
     """Run a :class:`~dpaudit.games.blackbox.BlackBoxAudit` on the engine and audit it.
 
     Args:
@@ -158,6 +170,8 @@ def run_audit(audit: Any, *, trials: int, seed: int, executor: str | Executor = 
       delta, confidence: the claim's delta and the probability the verdict/bound holds.
       threshold: threshold strategy of the fixed-n audit (see ``estimators.multi_run``).
       retries: extra attempts for a failing trial; failed trials are reported, not dropped.
+      trial_timeout: seconds one attempt of a trial may run (None: no limit); a trial that
+        runs longer fails (reported like any failed trial).
     """
     delta, confidence = check_delta(delta), check_confidence(confidence)
     if claimed_epsilon is not None:
@@ -181,7 +195,8 @@ def run_audit(audit: Any, *, trials: int, seed: int, executor: str | Executor = 
 
     run = execute(audit, trials=trials, seed=seed, executor=executor, workers=workers,
                   store=store, resume=resume, chunk_size=chunk_size, retries=retries,
-                  progress=progress, ray_address=ray_address, stop_rule=stop_rule)
+                  progress=progress, ray_address=ray_address, stop_rule=stop_rule,
+                  trial_timeout=trial_timeout)
     obs = _observations(run)
     seq: SequentialResult | None = None
     if sequential:

@@ -8,9 +8,19 @@ little beyond its stopping point.  Every executor runs the same function,
 :func:`dpaudit.engine.game.run_chunk`, so the records of a trial are bit-for-bit identical
 whatever the executor (the trial's random stream depends only on (seed, t)).
 
-Worker failures: a chunk whose worker process dies (killed, out of memory, segfault) is
-resubmitted, up to ``retries`` more times; after that its trials are reported as failed with
-the error -- never dropped.  The process pool is rebuilt after a worker death.
+Worker failures are per trial and reproducible.  When a worker process dies (killed, out of
+memory, a crash in native code, ``os._exit``) the pool is rebuilt and the chunks that were in
+flight become *suspects*: they are re-run one at a time, alone on the pool, so that a death is
+attributed to the one chunk running; a chunk that dies alone is cut in halves, down to single
+trials, and a single trial that dies alone ``retries`` + 1 times is reported as failed
+("worker process died ...") -- the other trials of its chunk are computed.  Ray reports a
+task's failure per task, so its chunks are cut the same way without the serial phase.
+
+Workers die with their driver: each worker ignores SIGINT (the driver handles Ctrl-C and kills
+them), asks Linux for SIGKILL when its parent dies (``prctl(PR_SET_PDEATHSIG)``, when the pool
+is created from the main thread) and polls its parent's pid (every 0.25 s, any Unix), so a
+driver killed with SIGKILL leaves no worker behind.  An interrupted or failed run kills the
+workers instead of waiting for their chunks.
 
 Ray is imported only here, lazily, when the Ray executor is built (``pip install
 'dpaudit[ray]'``).  It runs on ``ray.init()`` locally (``num_cpus=workers``) or joins an existing
@@ -21,7 +31,10 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -37,6 +50,11 @@ __all__ = ["Executor", "InlineExecutor", "ProcessExecutor", "RayExecutor", "make
 EXECUTORS = ("inline", "process", "ray")
 
 
+#: the error of a trial whose worker process died running it alone
+WORKER_DIED = ("worker process died running this trial (a signal, os._exit, out of memory "
+               "or a crash in native code)")
+
+
 def _failed_chunk(start: int, stop: int, k: int, attempts: int, error: str) -> ChunkResult:
     n = stop - start
     return ChunkResult(start, stop, np.full((n, k), np.nan), np.zeros(n, bool),
@@ -50,11 +68,15 @@ class Executor:
     workers = 1
 
     def run(self, game: Any, seed: int, chunks: Iterator[tuple[int, int]],
-            retries: int) -> Iterator[ChunkResult]:
+            retries: int, timeout: float | None = None) -> Iterator[ChunkResult]:
         raise NotImplementedError
 
     def close(self) -> None:
         """Stop the workers (pending chunks are cancelled)."""
+
+    def terminate(self) -> None:
+        """Stop now (after an error or Ctrl-C): kill the workers, do not wait for chunks."""
+        self.close()
 
     def __enter__(self) -> Executor:
         return self
@@ -69,9 +91,9 @@ class InlineExecutor(Executor):
     name = "inline"
 
     def run(self, game: Any, seed: int, chunks: Iterator[tuple[int, int]],
-            retries: int) -> Iterator[ChunkResult]:
+            retries: int, timeout: float | None = None) -> Iterator[ChunkResult]:
         for s, e in chunks:
-            yield run_chunk(game, seed, s, e, retries)
+            yield run_chunk(game, seed, s, e, retries, timeout)
 
 
 def _mp_context() -> Any:
@@ -92,6 +114,43 @@ def _next_chunk(queue: list[tuple[int, int, int]], source: Iterator[tuple[int, i
     return None if nxt is None else (nxt[0], nxt[1], 0)
 
 
+def _split_or_fail(s: int, e: int, att: int, retries: int, k: int, error: str
+                   ) -> tuple[list[tuple[int, int, int]], ChunkResult | None]:
+    """A chunk that failed on its own: halves to re-run (same attempt count), or -- a single
+    trial -- one more attempt, or its failure after ``retries`` + 1 attempts."""
+    if e - s > 1:
+        mid = (s + e) // 2
+        return [(s, mid, att), (mid, e, att)], None
+    if att + 1 > retries:
+        return [], _failed_chunk(s, e, k, att + 1, error)
+    return [(s, e, att + 1)], None
+
+
+def _parent_watch(parent: int) -> None:
+    while True:
+        time.sleep(0.25)
+        if os.getppid() != parent:
+            os._exit(1)
+
+
+def _worker_init(parent: int, deathsig: bool) -> None:
+    """Runs in each worker: ignore Ctrl-C (the driver stops the workers) and die with the
+    driver (see module)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if deathsig and sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+        except (OSError, AttributeError):  # pragma: no cover - no libc prctl
+            pass
+    if os.getppid() != parent:  # the driver died before the line above
+        os._exit(1)
+    threading.Thread(target=_parent_watch, args=(parent,), daemon=True,
+                     name="dpaudit-parent-watch").start()
+
+
 class ProcessExecutor(Executor):
     """A local process pool (``concurrent.futures.ProcessPoolExecutor``), default all cores."""
 
@@ -103,76 +162,109 @@ class ProcessExecutor(Executor):
         self._ctx = _mp_context()
         self._pool: ProcessPoolExecutor | None = None
         self.pool_restarts = 0
-        self.max_restarts = 3
         # start the workers now, before a progress-bar thread exists in the driver
         self._new_pool().submit(int).result()
 
     def _new_pool(self) -> ProcessPoolExecutor:
         if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=self._ctx)
+            self._kill(self._pool)
+        # PR_SET_PDEATHSIG fires when the *thread* that forked the worker ends: only ask for
+        # it when that thread is the main thread (the process's lifetime)
+        main = threading.current_thread() is threading.main_thread()
+        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=self._ctx,
+                                         initializer=_worker_init,
+                                         initargs=(os.getpid(), main))
         return self._pool
 
+    @staticmethod
+    def _kill(pool: ProcessPoolExecutor) -> None:
+        # ProcessPoolExecutor has no public way to stop running work: kill its processes
+        procs = list((getattr(pool, "_processes", None) or {}).values())
+        for p in procs:
+            try:
+                p.kill()
+            except (OSError, ValueError, AttributeError):  # already gone
+                pass
+        pool.shutdown(wait=False, cancel_futures=True)
+        for p in procs:
+            try:
+                p.join(5)
+            except (OSError, ValueError, AssertionError, AttributeError):
+                pass
+
     def run(self, game: Any, seed: int, chunks: Iterator[tuple[int, int]],
-            retries: int) -> Iterator[ChunkResult]:
+            retries: int, timeout: float | None = None) -> Iterator[ChunkResult]:
         pool = self._pool or self._new_pool()
         k = len(game.fields)
         inflight: dict[Future[ChunkResult], tuple[int, int, int]] = {}
-        queue: list[tuple[int, int, int]] = []  # resubmissions first
+        suspects: list[tuple[int, int, int]] = []  # run alone after a worker death
         source = iter(chunks)
+        isolating = False  # the one chunk in flight runs alone
         while True:
-            while len(inflight) < self.max_inflight:
-                item = _next_chunk(queue, source)
-                if item is None:
-                    break
-                s, e, att = item
+            if suspects and not inflight:
+                isolating = True
+                s, e, att = suspects.pop(0)
                 try:
-                    fut = pool.submit(run_chunk, game, seed, s, e, retries)
-                except BrokenProcessPool:
-                    queue.insert(0, (s, e, att))
-                    pool = self._restart(inflight, queue, retries, k)
+                    inflight[pool.submit(run_chunk, game, seed, s, e, retries,
+                                         timeout)] = (s, e, att)
+                except BrokenProcessPool:  # pragma: no cover - broken between two calls
+                    suspects.insert(0, (s, e, att))
+                    pool = self._restart()
                     continue
-                inflight[fut] = (s, e, att)
+            elif not suspects:
+                isolating = False
+                while len(inflight) < self.max_inflight:
+                    item = next(source, None)
+                    if item is None:
+                        break
+                    s, e = item
+                    try:
+                        fut = pool.submit(run_chunk, game, seed, s, e, retries, timeout)
+                    except BrokenProcessPool:
+                        suspects.append((s, e, 0))
+                        break
+                    inflight[fut] = (s, e, 0)
             if not inflight:
+                if suspects:
+                    pool = self._restart()
+                    continue
                 return
             done, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
-            broken = False
+            broken: list[tuple[int, int, int]] = []
             for f in done:
                 s, e, att = inflight.pop(f)
                 try:
-                    yield f.result()
+                    res = f.result()
                 except BrokenProcessPool:
-                    broken = True
-                    queue.append((s, e, att + 1))
-            if broken:
-                pool = self._restart(inflight, queue, retries, k)
-                # chunks retried too often become failures
-                keep = []
-                for s, e, att in queue:
-                    if att > retries:
-                        yield _failed_chunk(s, e, k, att, "worker process died "
-                                            "(BrokenProcessPool)")
-                    else:
-                        keep.append((s, e, att))
-                queue[:] = keep
+                    broken.append((s, e, att))
+                    continue
+                yield res
+            if not broken:
+                continue
+            if isolating:  # the chunk died alone: it is the cause
+                (s, e, att), = broken
+                again, failed = _split_or_fail(s, e, att, retries, k, WORKER_DIED)
+                suspects[:0] = again
+                if failed is not None:
+                    yield failed
+            else:  # some chunk in flight killed the pool: every one is a suspect
+                suspects += broken + list(inflight.values())
+                suspects.sort()
+                inflight.clear()
+            pool = self._restart()
 
-    def _restart(self, inflight: dict[Future[ChunkResult], tuple[int, int, int]],
-                 queue: list[tuple[int, int, int]], retries: int,
-                 k: int) -> ProcessPoolExecutor:
-        for f, (s, e, att) in list(inflight.items()):
-            queue.append((s, e, att + 1))
-            del inflight[f]
-        queue.sort()
+    def _restart(self) -> ProcessPoolExecutor:
         self.pool_restarts += 1
-        if self.pool_restarts > self.max_restarts:
-            raise RuntimeError(f"worker processes died {self.pool_restarts} times; giving up "
-                               f"(is the mechanism crashing the interpreter or running out of "
-                               f"memory?)")
         return self._new_pool()
 
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def terminate(self) -> None:
+        if self._pool is not None:
+            self._kill(self._pool)
             self._pool = None
 
 
@@ -209,7 +301,7 @@ class RayExecutor(Executor):
         self._pending: list[Any] = []
 
     def run(self, game: Any, seed: int, chunks: Iterator[tuple[int, int]],
-            retries: int) -> Iterator[ChunkResult]:
+            retries: int, timeout: float | None = None) -> Iterator[ChunkResult]:
         ray = self._ray
         k = len(game.fields)
         game_ref = ray.put(game)
@@ -222,7 +314,8 @@ class RayExecutor(Executor):
                 if item is None:
                     break
                 s, e, att = item
-                inflight[self._task.remote(game_ref, seed, s, e, retries)] = (s, e, att)
+                inflight[self._task.remote(game_ref, seed, s, e, retries,
+                                           timeout)] = (s, e, att)
             self._pending = list(inflight)
             if not inflight:
                 return
@@ -232,12 +325,14 @@ class RayExecutor(Executor):
                 try:
                     res = ray.get(ref)
                 except Exception as exc:  # noqa: BLE001 - worker crash, lost node, ...
-                    if att + 1 > retries:
-                        msg = str(exc).strip().splitlines()
-                        yield _failed_chunk(s, e, k, att + 1, f"{type(exc).__name__}: "
-                                            f"{msg[0] if msg else ''}")
-                    else:
-                        queue.append((s, e, att + 1))
+                    # Ray attributes the failure to this task: cut it down to the trial
+                    msg = str(exc).strip().splitlines()
+                    again, failed = _split_or_fail(s, e, att, retries, k,
+                                                   f"{type(exc).__name__}: "
+                                                   f"{msg[0] if msg else ''}")
+                    queue[:0] = again
+                    if failed is not None:
+                        yield failed
                     continue
                 yield res
 

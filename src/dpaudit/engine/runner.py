@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from dpaudit.engine.executors import EXECUTORS, Executor, make_executor
-from dpaudit.engine.game import ChunkResult, TrialFailure
+from dpaudit.engine.game import ChunkResult, TrialFailure, check_timeout
 from dpaudit.engine.store import TrialStore, audit_id_of
 from dpaudit.validation import check_choice, check_count
 
@@ -62,15 +62,58 @@ class TrialRun:
         return self.records[:, self.fields.index(name)]
 
 
-def _ranges(missing: np.ndarray, chunk: int) -> Iterator[tuple[int, int]]:
-    """Contiguous runs of the sorted ``missing`` indices, cut into pieces of <= chunk."""
+class _ChunkSizer:
+    """Chunk sizes that keep every chunk to about ``target`` seconds of work, at most
+    ``largest`` trials: the first chunks have ``first`` trials, then each finished chunk's
+    seconds per trial sets the size (growing at most 8-fold a step), so trials reach the store
+    every few seconds whatever the trial's cost (a chunk is written when it finishes)."""
+
+    def __init__(self, largest: int, target: float, first: int = 16) -> None:
+        self.largest = largest
+        self.target = target
+        self.size = min(largest, first)
+
+    def observe(self, trials: int, seconds: float) -> None:
+        if trials <= 0 or seconds <= 0:
+            self.size = min(self.largest, self.size * 8)
+            return
+        want = int(self.target * trials / seconds)
+        self.size = max(1, min(self.largest, want, self.size * 8))
+
+
+def _ranges(missing: np.ndarray, chunk: int | _ChunkSizer) -> Iterator[tuple[int, int]]:
+    """Contiguous runs of the sorted ``missing`` indices, cut into pieces of <= chunk (the
+    sizer's current size, read as each piece is cut)."""
     if missing.size == 0:
         return
+    size = (lambda: chunk) if isinstance(chunk, int) else (lambda: chunk.size)
     breaks = np.flatnonzero(np.diff(missing) != 1) + 1
     for run in np.split(missing, breaks):
         a, b = int(run[0]), int(run[-1]) + 1
-        for s in range(a, b, chunk):
-            yield s, min(s + chunk, b)
+        s = a
+        while s < b:
+            e = min(s + size(), b)
+            yield s, e
+            s = e
+
+
+#: at most this many retries of a failing trial
+MAX_RETRIES = 100
+
+
+def check_trials_fit(n: int, k: int) -> None:
+    """The driver keeps (n, k) float64 records and three boolean arrays of n trials in memory:
+    refuse a budget that cannot fit in this machine's memory, saying how many trials fit."""
+    per_trial = 8 * k + 3
+    try:
+        phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        phys = 1 << 34
+    fit = int(phys // 2 // per_trial)
+    if n > fit:
+        raise ValueError(f"trials (--trials) must be at most {fit:,} on this machine (the "
+                         f"driver keeps {per_trial} bytes per trial in memory, half of "
+                         f"{phys / 2**30:.1f} GiB); got {n:,}")
 
 
 def _progress(enabled: bool, total: int, done: int) -> Any:
@@ -92,8 +135,14 @@ def _progress(enabled: bool, total: int, done: int) -> Any:
 
 
 def default_config(game: Any, seed: int) -> dict[str, Any]:
+    """What identifies an audit in a store: the game's own description, its fields, the seed
+    and stream, plus the fingerprints of the game's code and parameters and the library
+    versions (:mod:`dpaudit.engine.identity`), so that a store never mixes trials of two
+    versions of a mechanism."""
+    from dpaudit.engine.identity import game_identity, versions
+
     return {"game": game.config(), "fields": list(game.fields), "seed": int(seed),
-            "stream": STREAM}
+            "stream": STREAM, "identity": game_identity(game), "versions": versions(game)}
 
 
 def execute(game: Any, *, trials: int, seed: int, executor: str | Executor = "process",
@@ -101,7 +150,8 @@ def execute(game: Any, *, trials: int, seed: int, executor: str | Executor = "pr
             resume: bool = False, chunk_size: int | None = None, retries: int = 2,
             progress: bool = False, ray_address: str | None = None,
             stop_rule: Callable[[np.ndarray, np.ndarray], int | None] | None = None,
-            commit_seconds: float = 1.0, look_seconds: float = 0.25) -> TrialRun:
+            commit_seconds: float = 1.0, look_seconds: float = 0.25,
+            trial_timeout: float | None = None) -> TrialRun:
     """Run trials 0..trials-1 of ``game`` (see module).
 
     Args:
@@ -113,15 +163,23 @@ def execute(game: Any, *, trials: int, seed: int, executor: str | Executor = "pr
       workers: processes / Ray CPUs (default: all cores).
       store: SQLite trial store path (created if absent).
       resume: continue an audit already in ``store`` (otherwise such a store is refused).
-      chunk_size: trials per task (default: about 8 tasks per worker, 16 to 20,000).
-      retries: extra attempts for a failing trial (and for a chunk whose worker died).
+      chunk_size: the largest number of trials per task (default: about 8 tasks per worker,
+        16 to 20,000); within it, chunks are sized to about ``commit_seconds`` of work each,
+        from the measured time per trial, so trials reach the store every few seconds.
+      retries: extra attempts for a failing trial (and for a trial whose worker died), at most
+        100.
       progress: rich progress bar (trials/s, ETA) on stderr's terminal.
       ray_address: Ray cluster address (default: RAY_ADDRESS, else a local ray.init()).
       stop_rule: sequential stopping rule on the finished prefix (see module).
+      trial_timeout: seconds one attempt of a trial may run before it fails with
+        ``TrialTimeout`` (None: no limit; see :mod:`dpaudit.engine.game`).
     """
     n = check_count("trials", trials, minimum=1)
     seed = check_count("seed", seed)
     retries = check_count("retries", retries)
+    if retries > MAX_RETRIES:
+        raise ValueError(f"retries (--retries) must be in [0, {MAX_RETRIES}]; got {retries}")
+    trial_timeout = check_timeout(trial_timeout)
     if isinstance(executor, str):
         check_choice("executor", executor, EXECUTORS)
     if workers is not None:
@@ -132,6 +190,7 @@ def execute(game: Any, *, trials: int, seed: int, executor: str | Executor = "pr
     k = len(fields)
     if k == 0:
         raise ValueError("game.fields must name at least one recorded number")
+    check_trials_fit(n, k)
     config = default_config(game, seed)
     aid = audit_id_of(config)
     records = np.full((n, k), np.nan)
@@ -168,6 +227,7 @@ def execute(game: Any, *, trials: int, seed: int, executor: str | Executor = "pr
     if stop_rule is not None and prefix > 0:
         stopped = stop_rule(records[:prefix], ok[:prefix])
     computed = 0
+    pending: list[ChunkResult] = []
     try:
         if missing.size and stopped is None:
             if isinstance(executor, Executor):
@@ -180,16 +240,18 @@ def execute(game: Any, *, trials: int, seed: int, executor: str | Executor = "pr
             cs = chunk_size or max(16, min(20_000, -(-missing.size // (8 * w))))
             if stop_rule is not None and chunk_size is None:
                 cs = max(16, min(cs, 64))
+            sizer = _ChunkSizer(cs, commit_seconds)
             if st is not None:
                 run_id = st.start_run(aid, ex.name, w)
-            pending: list[ChunkResult] = []
             last_commit = last_look = time.perf_counter()
             looked = prefix
             ndone = int(done.sum())
             bar, task = _progress(progress, n, ndone)
             with bar:
-                for res in ex.run(game, seed, _ranges(missing, cs), retries):
+                for res in ex.run(game, seed, _ranges(missing, sizer), retries,
+                                  trial_timeout):
                     s, e = res.start, res.stop
+                    sizer.observe(e - s, res.seconds)
                     records[s:e] = res.records
                     ok[s:e] = res.ok
                     done[s:e] = True
@@ -217,6 +279,17 @@ def execute(game: Any, *, trials: int, seed: int, executor: str | Executor = "pr
                     stopped = stop_rule(records[:prefix], ok[:prefix])
             if st is not None:
                 _flush(st, aid, pending)
+    except BaseException:
+        # an error or Ctrl-C: kill the workers now (their chunks are lost, the store keeps
+        # every committed trial)
+        if ex is not None:
+            ex.terminate()
+        if st is not None and pending:
+            try:
+                _flush(st, aid, pending)  # the finished chunks not yet written
+            except Exception:  # noqa: BLE001 - the original error matters more
+                pass
+        raise
     finally:
         if ex is not None and not isinstance(executor, Executor):
             ex.close()

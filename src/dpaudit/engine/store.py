@@ -16,10 +16,19 @@ a trial index is never stored twice), with ``synchronous=NORMAL`` in WAL mode: a
 with SIGKILL at any moment loses at most the batch in flight; the file stays consistent and a
 new run computes only the missing trials.
 
-Concurrency: a driver holds an exclusive ``flock`` on ``PATH.lock`` (released by the operating
-system when the process dies, even by SIGKILL); a second driver on the same store is refused
-with a clear error.  Readers (``dpaudit store info``, :meth:`TrialStore.observations`) need no
-lock.  A store holds one audit: opening it for a different configuration is refused.
+Concurrency: a driver holds an exclusive ``flock`` on ``REAL.lock``, REAL the store's resolved
+path (so a second driver reaching the store through a symlink or another relative path is
+refused too); the lock is released by the operating system when the driver dies, even by
+SIGKILL, and is never inherited by processes the driver forks (worker processes close it at
+fork).  A second driver on the same store is refused with a clear error.  Readers (``dpaudit
+store info``, :meth:`TrialStore.records`) need no lock.  A store holds one audit: opening it
+for a different configuration is refused.
+
+Safety: an existing SQLite database that is not a dpaudit trial store (other tables, no
+``meta`` schema row) is refused before anything is written into it; a damaged file (random
+bytes, truncation) raises :class:`StoreError` (an ``OSError``: one ``error:`` line on the
+command line), and rows a store never holds (negative trial index, a record of the wrong size)
+are refused on read.
 """
 
 from __future__ import annotations
@@ -38,7 +47,7 @@ import numpy as np
 
 from dpaudit.engine.game import TrialFailure
 
-__all__ = ["TrialStore", "StoreInfo", "audit_id_of", "StoreLockedError"]
+__all__ = ["TrialStore", "StoreInfo", "audit_id_of", "StoreLockedError", "StoreError"]
 
 SCHEMA_VERSION = 1
 
@@ -69,6 +78,59 @@ _MAX_BLOB = 1 << 23
 
 class StoreLockedError(ValueError):
     """Another driver holds the store."""
+
+
+class StoreError(OSError):
+    """The file is not a (healthy) dpaudit trial store."""
+
+
+_TABLES = frozenset({"meta", "audits", "trials", "failures", "runs"})
+
+#: lock descriptors held by this process; a forked child closes its copies (closing a copy
+#: does not release the parent's flock, and the child never holds it)
+_LOCK_FDS: set[int] = set()
+
+
+def _close_lock_fds_in_child() -> None:
+    for fd in list(_LOCK_FDS):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _LOCK_FDS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_lock_fds_in_child)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+class _Guard:
+    """Turns SQLite's errors on a damaged or foreign file into :class:`StoreError`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, typ: Any, exc: BaseException | None, tb: Any) -> bool:
+        if exc is None or not isinstance(exc, sqlite3.Error):
+            return False
+        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+            raise StoreError(f"trial store {self.path} is busy ({exc}); another process is "
+                             f"writing to it") from None
+        raise StoreError(f"trial store {self.path} is damaged or not a dpaudit trial store "
+                         f"({exc}); move it aside and start a new --store") from None
 
 
 def canonical_json(obj: Any) -> str:
@@ -111,27 +173,59 @@ class TrialStore:
 
     def __init__(self, path: str | os.PathLike[str], *, readonly: bool = False) -> None:
         self.path = Path(path)
+        self._guard = _Guard(self.path)
         if readonly and not self.path.exists():
             raise OSError(f"no trial store at {self.path}")
         if not readonly and self.path.parent and not self.path.parent.exists():
             raise OSError(f"directory {self.path.parent} does not exist")
+        if self.path.exists() and not self.path.is_file():
+            raise OSError(f"trial store {self.path} is not a regular file")
+        from dpaudit.io import note_input
+
+        note_input(self.path)
         uri = f"file:{self.path}?mode=ro" if readonly else str(self.path)
+        self._lock_fd: int | None = None
+        self.readonly = readonly
         try:
             self._db = sqlite3.connect(uri, uri=readonly, timeout=30.0,
                                        isolation_level=None, check_same_thread=False)
-            if not readonly:
-                self._db.execute("PRAGMA journal_mode=WAL")
-                self._db.execute("PRAGMA synchronous=NORMAL")
-                self._db.executescript(_SCHEMA)
-                self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)",
-                                 (str(SCHEMA_VERSION),))
-            row = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-        except sqlite3.DatabaseError as exc:
-            raise OSError(f"{self.path} is not a dpaudit trial store ({exc})") from None
-        if row is None or int(row[0]) != SCHEMA_VERSION:
-            raise OSError(f"{self.path}: unsupported trial-store schema {row}")
-        self._lock_fd: int | None = None
-        self.readonly = readonly
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open trial store {self.path} ({exc})") from None
+        try:
+            with self._guard:
+                self._check_foreign()
+                if not readonly:
+                    self._db.execute("PRAGMA journal_mode=WAL")
+                    self._db.execute("PRAGMA synchronous=NORMAL")
+                    self._db.executescript(_SCHEMA)
+                    self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)",
+                                     (str(SCHEMA_VERSION),))
+                row = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+            if row is None or str(row[0]).strip() != str(SCHEMA_VERSION):
+                raise StoreError(f"trial store {self.path} has schema "
+                                 f"{None if row is None else str(row[0])[:40]!r}; this dpaudit "
+                                 f"reads schema {SCHEMA_VERSION} only")
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _check_foreign(self) -> None:
+        """Refuse a database that is not a trial store before writing anything into it."""
+        tables = {r[0] for r in self._db.execute(
+            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+        if not tables:
+            if self.readonly:
+                raise StoreError(f"{self.path} is not a dpaudit trial store (an empty file "
+                                 f"or database)")
+            return
+        other = sorted(tables - _TABLES)
+        has_meta = "meta" in tables and self._db.execute(
+            "SELECT 1 FROM meta WHERE key='schema'").fetchone() is not None
+        if other or not has_meta:
+            shown = ", ".join(other[:5]) + (" ..." if len(other) > 5 else "")
+            raise StoreError(f"{self.path} is an SQLite database but not a dpaudit trial store"
+                             f"{f' (tables: {shown})' if other else ''}; refusing to write "
+                             f"into it -- give --store a new file")
 
     # -- lifecycle -------------------------------------------------------------------------
     def __enter__(self) -> TrialStore:
@@ -142,29 +236,40 @@ class TrialStore:
 
     def close(self) -> None:
         self.release()
-        self._db.close()
+        try:
+            self._db.close()
+        except sqlite3.Error:  # pragma: no cover - a damaged file
+            pass
 
     def acquire(self) -> None:
-        """Take the driver lock (``PATH.lock``); StoreLockedError if another driver has it."""
+        """Take the driver lock (``REAL.lock`` of the resolved path); StoreLockedError if
+        another driver has it."""
         if self._lock_fd is not None:
             return
         import fcntl
 
-        fd = os.open(f"{self.path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        lock = f"{self.path.resolve()}.lock"
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
             os.close(fd)
+            alive = not holder.isdigit() or _pid_alive(int(holder))
+            why = (f"pid {holder}" if alive else
+                   f"pid {holder}, which is no longer running: processes it started still "
+                   f"hold {lock}; end them (e.g. fuser {lock}) and resume")
             raise StoreLockedError(f"trial store {self.path} is in use by another driver "
-                                   f"(pid {holder}); wait for it to finish or use another "
+                                   f"({why}); wait for it to finish or use another "
                                    f"--store") from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         self._lock_fd = fd
+        _LOCK_FDS.add(fd)
 
     def release(self) -> None:
         if self._lock_fd is not None:
+            _LOCK_FDS.discard(self._lock_fd)
             os.close(self._lock_fd)  # closing the descriptor drops the flock
             self._lock_fd = None
 
@@ -174,7 +279,16 @@ class TrialStore:
                                "ORDER BY created LIMIT 1").fetchone()
         if row is None:
             return None
-        return row[0], json.loads(row[1]), tuple(json.loads(row[2])), row[3]
+        try:
+            cfg, fields = json.loads(row[1]), json.loads(row[2])
+        except (TypeError, ValueError):
+            raise StoreError(f"trial store {self.path}: the stored configuration is not JSON; "
+                             f"the file is damaged or was not written by dpaudit") from None
+        if not isinstance(cfg, dict) or not isinstance(fields, list) or not fields or \
+                not all(isinstance(f, str) for f in fields):
+            raise StoreError(f"trial store {self.path}: the stored configuration or field "
+                             f"list is malformed")
+        return str(row[0]), cfg, tuple(fields), str(row[3])
 
     def register(self, config: Mapping[str, Any], fields: Iterable[str], version: str) -> str:
         """Record the audit (first run) or check that ``config`` is the stored one."""
@@ -188,10 +302,16 @@ class TrialStore:
             return aid
         old_id, old_cfg, _, old_version = existing
         if old_id != aid:
-            keys = _diff_keys(old_cfg, cfg)
-            raise ValueError(f"trial store {self.path} holds audit {old_id} with a different "
-                             f"configuration (differs in: {', '.join(keys)}); refusing to mix "
-                             f"trials -- use another --store path")
+            from dpaudit.engine.identity import describe_changes
+
+            keys = [k for k in _diff_keys(old_cfg, cfg) if k not in ("identity", "versions")]
+            what = describe_changes(old_cfg, cfg)
+            if keys:
+                what.insert(0, f"the configuration differs in: {', '.join(keys)}")
+            raise ValueError(f"trial store {self.path} holds audit {old_id} of another "
+                             f"version of this audit ({'; '.join(what)}); refusing to mix "
+                             f"trials -- use another --store path (or move the old store "
+                             f"aside)")
         if old_version != version:
             raise ValueError(f"trial store {self.path} was written by dpaudit {old_version}, "
                              f"this is {version}; refusing to mix trials -- use another --store")
@@ -271,7 +391,19 @@ class TrialStore:
         rows = self._db.execute(q + " ORDER BY t", args).fetchall()
         if not rows:
             return np.empty(0, np.int64), np.empty((0, k))
-        t = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        try:
+            t = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        except (TypeError, ValueError, OverflowError):
+            raise StoreError(f"trial store {self.path} holds a trial index that is not an "
+                             f"integer; the file is damaged") from None
+        bad = [r for r in rows if not isinstance(r[1], bytes) or len(r[1]) != 8 * k]
+        if bad:
+            raise StoreError(f"trial store {self.path}: trial {bad[0][0]} holds a record of "
+                             f"{len(bad[0][1]) if isinstance(bad[0][1], bytes) else '?'} bytes, "
+                             f"expected {8 * k} ({k} numbers); the file is damaged")
+        if t[0] < 0:
+            raise StoreError(f"trial store {self.path} holds trial index {int(t[0])}; trial "
+                             f"indices are >= 0 -- the file is damaged")
         data = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f8").reshape(len(rows), k)
         return t, data
 
@@ -330,3 +462,18 @@ class TrialStore:
         out = Path(out)
         pq.write_table(table, out)
         return out
+
+
+def _guarded(fn: Any) -> Any:
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(self: TrialStore, *args: Any, **kwargs: Any) -> Any:
+        with self._guard:
+            return fn(self, *args, **kwargs)
+    return wrapper
+
+
+for _name in ("audit", "register", "trial_indices", "count", "write_many", "records",
+              "failures", "start_run", "finish_run", "info", "to_parquet"):
+    setattr(TrialStore, _name, _guarded(getattr(TrialStore, _name)))

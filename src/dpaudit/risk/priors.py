@@ -484,13 +484,25 @@ def _read_one_number_per_line(pth: Path, column: int | str) -> np.ndarray | None
 def load_priors(path: str | Path, *, column: int | str = 0) -> np.ndarray:
     """Per-person priors from a text/CSV file: one number per line, or a CSV column (by index
     or header name).  Blank lines and lines starting with '#' are ignored."""
-    from dpaudit.io import check_readable_file, read_text  # size limit, BOM, binary files
+    # size limit, BOM, binary files
+    from dpaudit.io import check_readable_file, read_text, scan_binary
 
     pth = check_readable_file(path, "prior file")
+    scan_binary(pth)  # a NUL byte: a binary file, refused before anything is parsed
     fast = _read_one_number_per_line(pth, column)
     if fast is not None:
         return heterogeneous_priors(fast, name="prior-file values")
+    size = pth.stat().st_size
+    if size > GENERAL_PARSER_MAX_BYTES:  # the general parser holds every cell as an object
+        raise ValueError(f"prior file {pth.name} is {size:,} bytes: files with headers, "
+                         f"comments, quotes or several columns are read up to "
+                         f"{GENERAL_PARSER_MAX_BYTES:,} bytes; write one number per line "
+                         f"(read up to the size limit)")
     return _parse_priors(read_text(pth, "prior file"), pth, column)
+
+
+#: largest prior file the general (CSV, header, comments) parser reads
+GENERAL_PARSER_MAX_BYTES = 64 << 20
 
 
 def _parse_priors(text: str, pth: Path, column: int | str) -> np.ndarray:

@@ -33,6 +33,20 @@ TPR at FPR:
 
 Intervals are two-sided at ``confidence``.  They describe the attack; they are not epsilon
 bounds (use the estimators for those).
+
+Conventions (users arrive with numbers from other tools; each number says which it uses):
+
+* AUROC: ``convention="mann_whitney"`` (default) -- the empirical ROC with ties counted 1/2,
+  U / (m n); ``"convex_hull"`` -- the area under the ROC convex hull (Provost & Fawcett 2001,
+  "Robust classification for imprecise environments", Machine Learning 42(3)), i.e. allowing
+  classifiers that randomise between two thresholds, the convention of
+  ``jax_privacy.auditing.CanaryScoreAuditor.attack_auroc``; it is >= the Mann-Whitney value.
+* TPR at FPR: ``convention="step"`` (default, :func:`tpr_at_fpr`) -- the largest TPR of a
+  deterministic threshold whose empirical FPR <= target; ``"interpolated"`` -- the convex hull
+  read at exactly the target FPR (a randomised mixture of two thresholds), jax_privacy's
+  ``tpr_at_given_fpr``; it is >= the step value.
+* :func:`max_accuracy` -- the best accuracy prevalence TPR + (1 - prevalence) TNR of one
+  threshold (the prevalence defaults to the members' share), as jax_privacy's ``max_accuracy``.
 """
 
 from __future__ import annotations
@@ -56,7 +70,12 @@ from dpaudit.validation import (
 )
 
 __all__ = ["auroc", "auroc_interval", "delong_from_counts", "tpr_at_fpr", "tpr_at_fpr_interval",
-           "rates_at_threshold", "attack_metrics", "MetricInterval", "AUROC_METHODS"]
+           "rates_at_threshold", "attack_metrics", "MetricInterval", "AUROC_METHODS",
+           "roc_points", "roc_convex_hull", "max_accuracy", "AUROC_CONVENTIONS",
+           "TPR_CONVENTIONS"]
+
+AUROC_CONVENTIONS = ("mann_whitney", "convex_hull")
+TPR_CONVENTIONS = ("step", "interpolated")
 
 AUROC_METHODS = ("delong", "hanley_mcneil", "bca")
 #: resamples evaluated at once (bounds the memory of a vectorised statistic to batch x n).
@@ -99,11 +118,65 @@ def _auc_xy(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
     return (ranks[..., :m].sum(axis=-1) - m * (m + 1) / 2) / (m * n)
 
 
-def auroc(member: Any, score: Any) -> float:
-    """AUROC = P[member score > non-member score] + P[tie] / 2 (Mann-Whitney U / (m n))."""
+def auroc(member: Any, score: Any, *, convention: str = "mann_whitney") -> float:
+    """AUROC = P[member score > non-member score] + P[tie] / 2 (Mann-Whitney U / (m n)); with
+    ``convention="convex_hull"`` the area under the ROC convex hull (see module)."""
+    check_choice("convention", convention, AUROC_CONVENTIONS)
     obs = _obs(member, score)
+    if convention == "convex_hull":
+        f, t = roc_convex_hull(obs.member, obs.score)
+        return float(np.sum((f[1:] - f[:-1]) * (t[1:] + t[:-1])) / 2)
     order = np.argsort(obs.score)
     return auroc_from_counts(counts_from_sorted(obs.score[order], obs.member[order]))
+
+
+def roc_points(member: Any, score: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(FPR, TPR) of every threshold rule "score >= t", t over the distinct scores and +inf,
+    from (0, 0) to (1, 1), FPR non-decreasing (one sort, cumulative counts)."""
+    obs = _obs(member, score)
+    values, inv = np.unique(-obs.score, return_inverse=True)  # descending scores
+    c1 = np.bincount(inv, weights=obs.member.astype(float), minlength=values.size)
+    c0 = np.bincount(inv, minlength=values.size) - c1
+    tpr = np.concatenate(([0.0], np.cumsum(c1) / obs.n_members))
+    fpr = np.concatenate(([0.0], np.cumsum(c0) / (obs.n - obs.n_members)))
+    return fpr, tpr
+
+
+def roc_convex_hull(member: Any, score: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Vertices (FPR, TPR) of the upper convex hull of the ROC points, from (0, 0) to (1, 1):
+    every point of the hull is reached by a classifier that randomises between two thresholds
+    (Provost & Fawcett 2001).  Qhull (``scipy.spatial.ConvexHull``) on the ROC points plus the
+    corner (1, 0): the hull's other vertices are exactly the upper chain, since every ROC point
+    has TPR >= 0 and FPR <= 1."""
+    from scipy.spatial import ConvexHull, QhullError
+
+    fpr, tpr = roc_points(member, score)
+    pts = np.unique(np.column_stack([fpr, tpr]), axis=0)
+    pts = np.vstack([pts, [[1.0, 0.0]]])
+    try:
+        idx = ConvexHull(pts).vertices
+    except QhullError:  # collinear: the ROC is the diagonal (or a segment of it)
+        return np.array([0.0, 1.0]), np.array([0.0, 1.0])
+    v = pts[idx]
+    v = v[~((v[:, 0] == 1.0) & (v[:, 1] == 0.0))]
+    v = v[np.lexsort((v[:, 1], v[:, 0]))]
+    # the chain runs from (0, 0) to (1, 1); (0, 0) or (1, 1) may be dropped by qhull only when
+    # collinear with a neighbour, and both are ROC points
+    f = np.concatenate(([0.0], v[:, 0], [1.0]))
+    t = np.concatenate(([0.0], v[:, 1], [1.0]))
+    keep = np.concatenate(([True], np.diff(f) > 0)) | np.concatenate(([True], np.diff(t) > 0))
+    return f[keep], t[keep]
+
+
+def max_accuracy(member: Any, score: Any, prevalence: float | None = None) -> float:
+    """max over thresholds of prevalence TPR + (1 - prevalence)(1 - FPR); ``prevalence``
+    defaults to the members' share (then it is the best empirical accuracy of one threshold).
+    A linear objective: the hull vertices give the same maximum as all the ROC points."""
+    fpr, tpr = roc_points(member, score)
+    obs = _obs(member, score)
+    p = obs.n_members / obs.n if prevalence is None else check_probability("prevalence",
+                                                                           prevalence)
+    return float(np.max(p * tpr + (1 - p) * (1 - fpr)))
 
 
 def _hanley_mcneil_se(a: float, m: int, n: int) -> float:
@@ -163,10 +236,15 @@ def _tpr_xy(x: np.ndarray, y: np.ndarray, fpr: float, axis: int = -1) -> np.ndar
     return (x > t).mean(axis=-1)
 
 
-def tpr_at_fpr(member: Any, score: Any, fpr: float) -> float:
-    """Largest empirical TPR among thresholds whose empirical FPR is <= ``fpr``."""
+def tpr_at_fpr(member: Any, score: Any, fpr: float, *, convention: str = "step") -> float:
+    """Largest empirical TPR among thresholds whose empirical FPR is <= ``fpr``; with
+    ``convention="interpolated"`` the ROC convex hull read at exactly ``fpr`` (see module)."""
+    check_choice("convention", convention, TPR_CONVENTIONS)
     obs = _obs(member, score)
     f = check_probability("fpr", fpr)
+    if convention == "interpolated":
+        hf, ht = roc_convex_hull(obs.member, obs.score)
+        return float(np.interp(f, hf, ht))
     return float(_tpr_xy(obs.score[obs.member], obs.score[~obs.member], f))
 
 
