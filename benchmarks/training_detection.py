@@ -26,7 +26,7 @@ import torch
 from dpaudit.training import TrainingConfig, train_audit
 
 FLAWS = ("per_tensor_clipping", "wrong_clip_noise", "lowered_sigma", "too_few_steps",
-         "batch_sum_clipping", "backprop_clipping")
+         "batch_sum_clipping")
 DATA = ("digits", "breast_cancer", "wine")
 BASE = dict(canaries=500, hidden=80, steps=300, reserved=32, shapes="mixed",
             noise_multiplier=1.0, sampling_rate=0.05)
