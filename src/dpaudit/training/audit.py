@@ -20,10 +20,12 @@ configuration error, reported first (``TrainAudit.configuration_errors``, JSON
 own accountant (``accountant=``: a ``PrivacyEngine`` or an Opacus accountant) is reported
 beside the claim and the audit.
 
-Null family: "gdp" (spec/000 §6.4's suggested default, the CLT view of DP-SGD, the same as
-``dpaudit simulate dpsgd``), so real and simulated audits are compared like for like.  The
-claimed epsilon, against which the verdict is taken, is that of ``dpsgd_curve(sigma, q, T)``
-(dp_accounting PLD); Opacus's accountant's epsilon is reported next to it.
+Null family: the claim's own, DP-SGD curves over the noise multiplier at (q, T) from the PLD
+accountant (``dpaudit.curves.accounting.dpsgd_family``, as ``dpaudit simulate dpsgd``), so the
+verdict is valid for the claim with no assumption; the mu-GDP family would not be (a DP-SGD
+curve and the mu-GDP curve of the same epsilon cross).  The claimed epsilon, against which the
+verdict is taken, is that of ``dpsgd_curve(sigma, q, T)`` (dp_accounting PLD); Opacus's
+accountant's epsilon is reported next to it.
 Decoder of the "bits" method: the median split, for every threat -- the rule of
 ``dpaudit one-run`` (``audit_one_run``'s default), so the library and the CLI give the same
 bound on the same scores.
@@ -38,6 +40,8 @@ from typing import Any
 import numpy as np
 
 from dpaudit.canaries.claims import Claim, ClaimCheck, RunFacts, check_claim
+from dpaudit.curves.accounting import dpsgd_family
+from dpaudit.curves.families import claim_family
 from dpaudit.estimators.one_run import ONE_RUN_METHODS, audit_one_run
 from dpaudit.observations import MembershipObservations
 from dpaudit.results import AuditResult
@@ -49,7 +53,7 @@ from dpaudit.validation import check_choice, check_confidence, check_delta
 __all__ = ["TrainAudit", "audit_training", "train_audit", "train_audit_dict",
            "simulator_reference", "FAMILY"]
 
-FAMILY = "gdp"
+FAMILY = "dpsgd"
 
 
 @dataclass(frozen=True, eq=False)
@@ -118,14 +122,19 @@ def audit_training(member: Any, score: Any, *, noise_multiplier: float, sampling
     ``facts`` (e.g. ``canaries.facts(len(train_set))``) turns on the claim checks;
     ``accountant`` (a ``PrivacyEngine`` or an Opacus accountant) adds its epsilon.
     ``threat`` ("white_box", "last_iterate", "black_box") is recorded; every threat uses the
-    same decoders.  ``family`` (default :data:`FAMILY`) is the null family of the f-DP methods.
+    same decoders.  ``family``: null family of the f-DP methods (default: the claim's own
+    DP-SGD family, ``dpsgd_family``; anything else is an assumption).
     """
     check_choice("threat", threat, ("white_box", "last_iterate", "black_box"))
     delta = check_delta(delta)
     confidence = check_confidence(confidence)
-    fam = FAMILY if family is None else family
     claimed = _claimed(noise_multiplier, sampling_rate, steps, delta)
     opacus = _opacus(noise_multiplier, sampling_rate, steps, delta)
+    if family is None:
+        fam: Any = claim_family(dpsgd_family(noise_multiplier, sampling_rate, steps, delta,
+                                             claimed_epsilon=claimed), delta)
+    else:
+        fam = family
     checks = [] if facts is None else check_claim(
         Claim(noise_multiplier, sampling_rate, steps, max_grad_norm), facts)
     acc_eps = None
@@ -138,7 +147,7 @@ def audit_training(member: Any, score: Any, *, noise_multiplier: float, sampling
     results = audit_one_run(np.asarray(member), np.asarray(score), delta=delta,
                             confidence=confidence, methods=tuple(methods), family=fam,
                             seed=seed)
-    settings = {"family": fam if isinstance(fam, str) else repr(fam),
+    settings = {"family": getattr(fam, "name", fam if isinstance(fam, str) else repr(fam)),
                 "noise_multiplier": noise_multiplier, "sampling_rate": sampling_rate,
                 "steps": steps, "threat": threat, "max_grad_norm": max_grad_norm,
                 "bits_decoder": "median split"}
@@ -175,7 +184,8 @@ def train_audit_dict(audit: TrainAudit) -> dict[str, Any]:
         "results": [r.to_dict() for r in audit.results],
         "claimed_epsilon": audit.claimed_epsilon,
         "violation": audit.violation,
-        "verdict": verdict(basis.epsilon, audit.claimed_epsilon),
+        "verdict": verdict(basis.epsilon, audit.claimed_epsilon, basis.assumption),
+        "verdict_assumption": basis.assumption,
         "verdict_method": basis.method,
         "family": audit.settings.get("family", FAMILY),
         "delta": audit.delta,
