@@ -8,7 +8,9 @@ the default shape (``shapes="mixed"``: 3 tensors x 2 coordinates each), white bo
 on an MLP (80 hidden units) with a reserved branch (``reserved=32``: silent coordinates in
 three tensors), 500 canaries, sigma = 1, q = 0.05, T = 300, C = 1, delta = 1e-5 (claimed
 epsilon 5.80).  A flaw is *detected* when the one-run audit's epsilon lower bound (tight,
-95%) exceeds the claim; configuration errors (the deterministic claim checks) are counted
+95%, the claim's own DP-SGD null family -- no assumption) exceeds the claim; every run's
+per-canary scores are stored, so other families can be re-audited without training again;
+configuration errors (the deterministic claim checks) are counted
 separately.  Correct training: 20 seeds on each of digits, breast_cancer and wine.
 Each run is appended to the JSONL file when it finishes; a re-run skips finished runs.
 """
@@ -39,14 +41,19 @@ def _run(out: Path, key: str, cfg: TrainingConfig) -> None:
            "epsilon": a.results[0].epsilon, "claimed": a.claimed_epsilon,
            "violation": a.violation, "configuration_errors": a.configuration_errors,
            "accountant_epsilon": a.accountant_epsilon, "test_accuracy": a.run.test_accuracy,
-           "seconds": time.perf_counter() - t0}
+           "family": a.settings.get("family"), "seconds": time.perf_counter() - t0,
+           "member": a.run.member.astype(int).tolist(), "score": a.run.score.tolist()}
     with out.open("a") as f:
         f.write(json.dumps(row) + "\n")
-    print(json.dumps(row), flush=True)
+    print(json.dumps({k: v for k, v in row.items() if k not in ("member", "score")}),
+          flush=True)
 
 
 def summarise(out: Path) -> None:
-    rows = [json.loads(x) for x in out.read_text().splitlines() if x.strip()]
+    rows = []
+    for path in (out, out.with_name(out.stem + "_correct" + out.suffix)):
+        if path.exists():
+            rows += [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
     groups: dict[tuple[str, str], list[dict]] = {}
     for r in rows:
         groups.setdefault((r["flaw"] or "none", r["data"]), []).append(r)

@@ -160,11 +160,12 @@ def plan_gradient_canaries(layout: Layout, activity: np.ndarray, n: int, *,
       per_tensor: coordinates per tensor of a "tensors" canary.
     """
     n = check_count("canaries", n, minimum=2)
+    sampling_rate = check_probability("sampling_rate", sampling_rate, open_low=True)
     act = np.asarray(activity, dtype=float)
     if act.shape != (layout.dimension,):
         raise ValueError(f"activity must have one value per trainable coordinate "
                          f"({layout.dimension}); got shape {act.shape}")
-    scale = float(scale)
+    scale = check_positive("scale", scale)
     if not scale >= 1.0:
         raise ValueError(f"scale must be >= 1 (canary gradient at or above the clip norm); "
                          f"got {scale!r}")
