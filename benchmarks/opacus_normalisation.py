@@ -7,7 +7,8 @@ resumable) runs ``--trials`` one-step trainings of ``make_private`` on the first
 records (secret bit per trial) of a regression set with 1,000 outputs (4,000 weights; the
 last setting 5,000) and scores minus the norm of the released weights; the classical
 multi-run audit (Clopper-Pearson, 95%) gives the epsilon lower bound at delta = 1e-5.
-The claim is the larger of Opacus's RDP-accountant epsilons for the two data sets (q = 1 / len(loader)).
+The claim is the larger of Opacus's RDP-accountant epsilons for the two data sets
+(q = 1 / len(loader)).
 """
 
 from __future__ import annotations
