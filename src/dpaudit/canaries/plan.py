@@ -4,9 +4,9 @@ One-run game (Steinke, Nasr and Jagielski 2023, "Privacy Auditing with One (1) T
 Run", Alg. 1; "Privacy Audit as Bits Transmission" §3, Alg. 2): canary i's secret bit b_i is
 an independent fair coin and the canary takes part in training iff b_i = 1.
 
-Gradient canaries (planted; seed 000 §6.4 after Nasr et al. 2023, "Tight Auditing of
-Differentially Private Machine Learning") are per-example gradients written straight into the
-optimizer's per-example gradients.  Each canary has a *shape*:
+Gradient canaries (planted; "Privacy Audit as Bits Transmission" §6.4, after Nasr et al.
+2023, "Tight Auditing of Differentially Private Machine Learning") are per-example gradients
+written straight into the optimizer's per-example gradients.  Each canary has a *shape*:
 
 * ``"dirac"`` -- ``scale C e_c``: all its mass on one read coordinate c (the classical Dirac
   canary).  Correct clipping leaves exactly ``C e_c``: amplitude 1.
@@ -55,7 +55,8 @@ DEFAULT_SHAPES: Mapping[str, float] = {"tensors": 1.0}
 
 
 def draw_bits(n: int, rng: np.random.Generator) -> np.ndarray:
-    """The one-run game's secret bits: n i.i.d. uniform bits (seed 000 Alg. 2)."""
+    """The one-run game's secret bits: n i.i.d. uniform bits ("Privacy Audit as Bits
+    Transmission", Alg. 2)."""
     return rng.integers(0, 2, size=check_count("canaries", n, minimum=2)).astype(bool)
 
 
