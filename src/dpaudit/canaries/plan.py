@@ -146,7 +146,7 @@ def plan_gradient_canaries(layout: Layout, activity: np.ndarray, n: int, *,
                            sampling_rate: float, rng: np.random.Generator,
                            shapes: Mapping[str, float] | str = DEFAULT_SHAPES,
                            scale: float = 1000.0, spread: int = 5,
-                           per_tensor: int = 2) -> CanaryPlan:
+                           per_tensor: int = 2, rho: float | None = None) -> CanaryPlan:
     """Plan n planted gradient canaries (see module docstring).
 
     Args:
@@ -159,6 +159,9 @@ def plan_gradient_canaries(layout: Layout, activity: np.ndarray, n: int, *,
       scale: norm of the planted gradient in units of C (>= 1, so that clipping acts).
       spread: coordinates of a spread canary besides its first (the least active).
       per_tensor: coordinates per tensor of a "tensors" canary.
+      rho: kept for compatibility with the first version of this function, where a spread
+        canary was read on one coordinate holding a share rho of its norm; spread canaries
+        are now read along their whole planted direction, so only ``None`` is accepted.
     """
     n = check_count("canaries", n, minimum=2)
     sampling_rate = check_probability("sampling_rate", sampling_rate, open_low=True)
@@ -170,6 +173,9 @@ def plan_gradient_canaries(layout: Layout, activity: np.ndarray, n: int, *,
     if not scale >= 1.0:
         raise ValueError(f"scale must be >= 1 (canary gradient at or above the clip norm); "
                          f"got {scale!r}")
+    if rho is not None:
+        raise ValueError("rho is no longer used: spread canaries are read along their whole "
+                         "planted direction (amplitude 1); leave rho unset")
     spread = check_count("spread", spread, minimum=1)
     per_tensor = check_count("per_tensor", per_tensor, minimum=1)
     if isinstance(shapes, str):
