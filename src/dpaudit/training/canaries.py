@@ -221,7 +221,8 @@ class GradientCanaries:
     def for_model(cls, model: nn.Module, x: torch.Tensor, y: torch.Tensor, n: int, *,
                   sampling_rate: float, max_grad_norm: float, seed: int = 0,
                   scale: float = 1000.0, shapes: Mapping[str, float] | str = DEFAULT_SHAPES,
-                  spread: int = 5, per_tensor: int = 2) -> GradientCanaries:
+                  spread: int = 5, per_tensor: int = 2,
+                  rho: float | None = None) -> GradientCanaries:
         """n canaries for ``model``, read on its least active coordinates measured on (x, y)
         (:func:`coordinate_activity`), i.i.d. uniform secret bits, all drawn from ``seed``.
 
@@ -238,7 +239,8 @@ class GradientCanaries:
         act = coordinate_activity(model, x, y, max_grad_norm)
         plan = plan_gradient_canaries(Layout.from_sizes([p.numel() for p in params]), act, n,
                                       sampling_rate=sampling_rate, rng=rng, shapes=shapes,
-                                      scale=scale, spread=spread, per_tensor=per_tensor)
+                                      scale=scale, spread=spread, per_tensor=per_tensor,
+                                      rho=rho)
         busy = int(np.count_nonzero(act[plan.read_coords[:, 0]] > 0))
         if busy:
             warnings.warn(
