@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import dpaudit as da
+from dpaudit import canaries as CN
 from dpaudit import estimators as E
 from dpaudit import risk as R
 from dpaudit.attacks import quantile as _QA
@@ -170,6 +171,16 @@ TARGETS = [
                 options=_QA.QuantileOptions(max_iter=2)),
            dict(public_features="matrix", public_scores="float_array"),
            {"public_features": "features"}),
+    Target("canaries.plan_gradient_canaries", CN.plan_gradient_canaries,
+           dict(layout=CN.Layout.from_sizes([50, 10]), activity=np.zeros(60), n=10,
+                sampling_rate=0.1, rng=np.random.default_rng(0)),
+           dict(n="count", sampling_rate="probability", scale="positive", spread="count",
+                per_tensor="count"), needles={"n": "canaries"}),
+    Target("canaries.plan_reserved_examples", CN.plan_reserved_examples,
+           dict(n=10, reserved=20, num_classes=3, sampling_rate=0.1,
+                rng=np.random.default_rng(0)),
+           dict(n="count", reserved="count", num_classes="count", sampling_rate="probability",
+                value="positive"), needles={"n": "canaries"}),
     Target("calibration.dpsgd_noise_multiplier", dpsgd_noise_multiplier,
            dict(epsilon=1.0, delta=1e-5),
            dict(epsilon="positive", delta="delta", sampling_rate="probability",

@@ -109,8 +109,15 @@ def report_cmd(
                                seed=st.get("seed", st.get("tie_break_seed")))
         t = title if title and len(audits) == 1 else (f"{title}: {name}" if title and name
                                                       else name)
+        own = payload.get("scores")  # train-audit --json carries its per-canary scores
+        if obs is None and isinstance(own, Mapping) and {"member", "score"} <= set(own):
+            from dpaudit.observations import MembershipObservations
+
+            pobs = MembershipObservations.from_arrays(own["member"], own["score"])
+        else:
+            pobs = obs
         try:
-            models.append(build_report(payload, observations=obs, title=t,
+            models.append(build_report(payload, observations=pobs, title=t,
                                        risk_prior=risk_prior, provenance=prov))
         except (TypeError, AttributeError, OverflowError, ZeroDivisionError, IndexError) as e:
             # a hand-edited or foreign payload the checks above did not anticipate

@@ -1,0 +1,293 @@
+"""The canary plan of a one-run DP-SGD audit: secret bits, shapes, where to plant and read.
+
+One-run game (Steinke, Nasr and Jagielski 2023, "Privacy Auditing with One (1) Training
+Run", Alg. 1; "Privacy Audit as Bits Transmission" §3, Alg. 2): canary i's secret bit b_i is
+an independent fair coin and the canary takes part in training iff b_i = 1.
+
+Gradient canaries (planted; "Privacy Audit as Bits Transmission" §6.4, after Nasr et al.
+2023, "Tight Auditing of Differentially Private Machine Learning") are per-example gradients
+written straight into the optimizer's per-example gradients.  Each canary has a *shape*:
+
+* ``"dirac"`` -- ``scale C e_c``: all its mass on one read coordinate c (the classical Dirac
+  canary).  Correct clipping leaves exactly ``C e_c``: amplitude 1.
+* ``"tensors"`` -- the same norm split equally over the read coordinate and one coordinate in
+  each of ``spread`` *other* parameter tensors that have silent coordinates (zero real-data
+  activity; e.g. the branch of :class:`dpaudit.training.ReservedModel`), cycling through
+  them; without such a tensor, the read tensor itself.  With ``per_tensor`` > 1 each tensor
+  holds ``per_tensor`` of the parts.  Correct clipping (L2 norm of the *whole* per-example
+  gradient) leaves C along the canary's direction: amplitude 1.  Clipping each tensor to C
+  on its own (per-tensor clipping; a norm computed over one tensor) leaves C on every part:
+  the reading is sqrt(number of tensors) C, more than any example may contribute; clipping each
+  coordinate reads sqrt(spread + 1) C.
+* ``"block"`` -- the same with the parts on ``spread + 1`` coordinates of one tensor: a norm
+  that is not the L2 norm (coordinate-wise clipping, an L-infinity norm) reads
+  sqrt(spread + 1) C.
+
+Every canary is read along its own planted direction (``read_coords`` = ``plant_coords``,
+unit ``read_weights``), so a correct run reads 1 (in units of C) per sampled step for every
+shape.  Canaries never share a coordinate; the coordinates are taken in order of increasing
+real-data activity (real data moving a read coordinate adds noise the audit cannot remove).
+
+The plan is framework-neutral (NumPy): PyTorch and JAX integrations write ``plant_values`` x
+C into the per-example gradients at ``plant_coords`` and read released updates at
+``read_coords``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpaudit.canaries.layout import Layout
+from dpaudit.validation import check_count, check_positive, check_probability
+
+__all__ = ["SHAPES", "DEFAULT_SHAPES", "CanaryPlan", "draw_bits", "plan_gradient_canaries",
+           "least_active", "sample_steps", "planted_amplitude", "dirac_plan"]
+
+SHAPES = ("dirac", "tensors", "block")
+#: the default: every canary spread over 3 tensors x 2 coordinates (``spread=5``,
+#: ``per_tensor=2``).  With silent coordinates in several tensors it is as tight as a Dirac
+#: canary on correct training (amplitude 1) and reads sqrt(3) C under per-tensor clipping or
+#: a norm over one tensor, sqrt(6) C under coordinate-wise clipping.
+DEFAULT_SHAPES: Mapping[str, float] = {"tensors": 1.0}
+
+
+def draw_bits(n: int, rng: np.random.Generator) -> np.ndarray:
+    """The one-run game's secret bits: n i.i.d. uniform bits ("Privacy Audit as Bits
+    Transmission", Alg. 2)."""
+    return rng.integers(0, 2, size=check_count("canaries", n, minimum=2)).astype(bool)
+
+
+@dataclass(frozen=True, eq=False)
+class CanaryPlan:
+    """Everything about n canaries that the run does not decide.
+
+    Attributes:
+      bits: (n,) secret bits (included iff True).
+      read_coords: (n, k) flat coordinates each canary is read on.
+      read_weights: (n, k) unit-norm rows: canary i's reading of a released vector u is
+        sum_j read_weights[i, j] u[read_coords[i, j]].
+      plant_coords: (n, m) flat coordinates of the planted per-example gradient (m >= k;
+        unused slots repeat a coordinate with value 0).
+      plant_values: (n, m) the planted gradient's values in units of the clip norm C
+        (values at a repeated coordinate add up).
+      amplitude: (n,) the reading of a sampled canary after correct clipping, in units of C.
+      shape: (n,) shape name of each canary (see module docstring).
+      sampling_rate: the rate q at which an included canary is sampled each step.
+    """
+
+    bits: np.ndarray
+    read_coords: np.ndarray
+    read_weights: np.ndarray
+    plant_coords: np.ndarray
+    plant_values: np.ndarray
+    amplitude: np.ndarray
+    shape: np.ndarray
+    sampling_rate: float
+
+    def __post_init__(self) -> None:
+        n = self.bits.shape[0]
+        if self.read_coords.shape != self.read_weights.shape or self.read_coords.shape[0] != n:
+            raise ValueError("read_coords and read_weights must be (n, k) arrays, one row per "
+                             "canary")
+        if self.plant_coords.shape != self.plant_values.shape or self.plant_coords.shape[0] != n:
+            raise ValueError("plant_coords and plant_values must be (n, m) arrays, one row "
+                             "per canary")
+        check_probability("sampling_rate", self.sampling_rate, open_low=True)
+
+    @property
+    def n(self) -> int:
+        return int(self.bits.shape[0])
+
+    def read(self, values: np.ndarray) -> np.ndarray:
+        """Canary readings of a released vector, given its values at ``read_coords``
+        ((n, k) array): sum_j w_ij u[c_ij] (vectorised, no loop over canaries)."""
+        return np.einsum("ij,ij->i", np.asarray(values, dtype=float), self.read_weights)
+
+    def read_flat(self, flat: np.ndarray) -> np.ndarray:
+        """Canary readings of a flat released vector (length d)."""
+        return self.read(np.asarray(flat)[self.read_coords])
+
+    def to_dict(self) -> dict[str, object]:
+        """Summary of the plan (shapes and counts; the arrays are kept out)."""
+        names, counts = np.unique(self.shape, return_counts=True)
+        return {"canaries": self.n, "included": int(self.bits.sum()),
+                "shapes": {str(a): int(b) for a, b in zip(names, counts, strict=True)},
+                "sampling_rate": self.sampling_rate}
+
+
+def least_active(activity: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """The n coordinates of smallest real-data activity (ties broken by a seeded random
+    priority), in random order."""
+    act = np.asarray(activity, dtype=float)
+    n = check_count("canaries", n, minimum=1)
+    if n > act.size:
+        raise ValueError(f"canaries must be at most the model's {act.size} trainable "
+                         f"coordinates (one read coordinate each); got {n}")
+    order = np.lexsort((rng.random(act.size), act))
+    return order[:n][rng.permutation(n)].astype(np.int64)
+
+
+def _shape_counts(n: int, shapes: Mapping[str, float]) -> dict[str, int]:
+    for k, v in shapes.items():
+        if k not in SHAPES:
+            raise ValueError(f"shapes must be among {', '.join(map(repr, SHAPES))}; got {k!r}")
+        check_positive(f"shapes[{k!r}]", v)
+    total = sum(shapes.values())
+    names = list(shapes)
+    counts = [int(np.floor(n * shapes[k] / total)) for k in names]
+    counts[0] += n - sum(counts)
+    return dict(zip(names, counts, strict=True))
+
+
+def plan_gradient_canaries(layout: Layout, activity: np.ndarray, n: int, *,
+                           sampling_rate: float, rng: np.random.Generator,
+                           shapes: Mapping[str, float] | str = DEFAULT_SHAPES,
+                           scale: float = 1000.0, spread: int = 5,
+                           per_tensor: int = 2, rho: float | None = None) -> CanaryPlan:
+    """Plan n planted gradient canaries (see module docstring).
+
+    Args:
+      layout: the trainable tensors (flat coordinate space of dimension d).
+      activity: (d,) real-data activity of each coordinate (lower = better to read on).
+      n: number of canaries.
+      sampling_rate: Poisson rate q of an included canary per step.
+      rng: source of the placement, the shapes' signs and the secret bits.
+      shapes: a shape name or a mapping shape -> proportion.
+      scale: norm of the planted gradient in units of C (>= 1, so that clipping acts).
+      spread: coordinates of a spread canary besides its first (the least active).
+      per_tensor: coordinates per tensor of a "tensors" canary.
+      rho: kept for compatibility with the first version of this function, where a spread
+        canary was read on one coordinate holding a share rho of its norm; spread canaries
+        are now read along their whole planted direction, so only ``None`` is accepted.
+    """
+    n = check_count("canaries", n, minimum=2)
+    sampling_rate = check_probability("sampling_rate", sampling_rate, open_low=True)
+    act = np.asarray(activity, dtype=float)
+    if act.shape != (layout.dimension,):
+        raise ValueError(f"activity must have one value per trainable coordinate "
+                         f"({layout.dimension}); got shape {act.shape}")
+    scale = check_positive("scale", scale)
+    if not scale >= 1.0:
+        raise ValueError(f"scale must be >= 1 (canary gradient at or above the clip norm); "
+                         f"got {scale!r}")
+    if rho is not None:
+        raise ValueError("rho is no longer used: spread canaries are read along their whole "
+                         "planted direction (amplitude 1); leave rho unset")
+    spread = check_count("spread", spread, minimum=1)
+    per_tensor = check_count("per_tensor", per_tensor, minimum=1)
+    if isinstance(shapes, str):
+        shapes = {shapes: 1.0}
+    counts = _shape_counts(n, shapes)
+    read = least_active(act, n, rng)
+    kind = np.repeat(np.array(list(counts), dtype=object), list(counts.values()))
+    kind = kind[rng.permutation(n)]
+    bits = draw_bits(n, rng)
+
+    m = 1 + spread
+    plant_c = np.repeat(read[:, None], m, axis=1)
+    plant_v = np.zeros((n, m))
+    plant_v[:, 0] = scale
+    spread_rows = np.flatnonzero(kind != "dirac")
+    if spread_rows.size:
+        plant_c[spread_rows, 1:] = _ballast(layout, act, read, spread_rows, kind, spread,
+                                            per_tensor, rng)
+        plant_v[spread_rows, :] = scale / np.sqrt(m)
+    read_w = plant_v / np.linalg.norm(plant_v, axis=1, keepdims=True)
+    amp = planted_amplitude(plant_c, plant_v, plant_c, read_w)
+    return CanaryPlan(bits=bits, read_coords=plant_c, read_weights=read_w,
+                      plant_coords=plant_c, plant_values=plant_v, amplitude=amp,
+                      shape=kind.astype(str), sampling_rate=float(sampling_rate))
+
+
+def _ballast(layout: Layout, act: np.ndarray, read: np.ndarray, rows: np.ndarray,
+             kind: np.ndarray, spread: int, per_tensor: int,
+             rng: np.random.Generator) -> np.ndarray:
+    """(rows, spread) further coordinates of the spread canaries, never a read coordinate
+    and never shared: per tensor, the unused coordinates in order of increasing activity
+    ("block": the read coordinate's tensor; "tensors": slot j in tensor (j // per_tensor) of
+    the read tensor followed by the silent other tensors).  Loops run over tensors and
+    slots, not canaries."""
+    d = layout.dimension
+    order = np.lexsort((rng.random(d), act))
+    order = order[~np.isin(order, read)]
+    t_order = layout.tensor_of(order)
+    queues = {int(t): order[t_order == t] for t in range(len(layout.sizes))}
+    taken = dict.fromkeys(queues, 0)
+    by_min = sorted(queues, key=lambda t: (act[queues[t]].min() if queues[t].size else np.inf))
+    t_read = layout.tensor_of(read[rows])
+    out = np.empty((rows.size, spread), dtype=np.int64)
+    for j in range(spread):
+        want = t_read.copy()
+        tensors_shape = kind[rows] == "tensors"
+        for r in np.unique(t_read[tensors_shape]):
+            # only tensors with silent coordinates: real gradients on a read coordinate add
+            # noise the audit cannot remove (no silent tensor: the read tensor itself)
+            others = [int(r)] + [t for t in by_min if t != r and queues[t].size
+                                 and act[queues[t][0]] == 0]
+            want[tensors_shape & (t_read == r)] = others[((j + 1) // per_tensor)
+                                                         % len(others)]
+        for t in np.unique(want):
+            sel = np.flatnonzero(want == t)
+            q = queues[int(t)]
+            if q.size == 0:
+                raise ValueError("spread canaries need coordinates that no canary reads "
+                                 "(too many canaries for this model)")
+            idx = (taken[int(t)] + np.arange(sel.size)) % q.size  # wraps only if exhausted
+            out[sel, j] = q[idx]
+            taken[int(t)] += sel.size
+    return out
+
+
+def planted_amplitude(plant_coords: np.ndarray, plant_values: np.ndarray,
+                      read_coords: np.ndarray | None = None,
+                      read_weights: np.ndarray | None = None) -> np.ndarray:
+    """Reading of each planted canary after correct L2 clipping to C, in units of C:
+    <v / |v|, w> with v the planted vector (values at repeated coordinates add up, as the
+    integrations write them) and w the unit read direction (default: slot 0 alone)."""
+    c = np.asarray(plant_coords)
+    v = np.asarray(plant_values, dtype=float)
+    same = c[:, :, None] == c[:, None, :]                       # (n, m, m)
+    acc = np.einsum("ijk,ik->ij", same, v)                      # value of each slot's coordinate
+    first = ~np.tril(same, k=-1).any(axis=2)                    # first slot of each coordinate
+    norm = np.sqrt(np.where(first, acc * acc, 0.0).sum(axis=1))
+    if read_coords is None:
+        dot = acc[:, 0]
+    else:
+        rc = np.asarray(read_coords)
+        w = np.asarray(read_weights, dtype=float)
+        hit = rc[:, :, None] == c[:, None, :]                   # read slot k sees plant slot l
+        first_b = np.broadcast_to(first[:, None, :], hit.shape)
+        dot = np.einsum("ik,ikl,il->i", w, hit & first_b, acc)
+    return np.divide(dot, norm, out=np.zeros(c.shape[0]), where=norm > 0)
+
+
+def sample_steps(bits: np.ndarray, sampling_rate: float, rng: np.random.Generator,
+                 steps: int = 1) -> np.ndarray:
+    """(steps, n) Poisson participation of planted canaries: an included canary (bit 1) is
+    sampled at each step independently with probability q, an excluded one never."""
+    q = check_probability("sampling_rate", sampling_rate, open_low=True)
+    b = np.asarray(bits, dtype=bool)
+    return (rng.random((check_count("steps", steps, minimum=1), b.size)) < q) & b
+
+
+def dirac_plan(coordinates: np.ndarray, bits: np.ndarray, *, sampling_rate: float,
+               scale: float = 1000.0) -> CanaryPlan:
+    """Dirac canaries on given distinct coordinates with given bits (amplitude 1)."""
+    c = np.asarray(coordinates, dtype=np.int64)
+    b = np.asarray(bits, dtype=bool)
+    if c.ndim != 1 or c.shape != b.shape:
+        raise ValueError("coordinates and bits must be 1-d arrays of the same length")
+    if np.unique(c).size != c.size:
+        raise ValueError("coordinates must be distinct (one coordinate per canary)")
+    scale = float(scale)
+    if not scale >= 1.0:
+        raise ValueError(f"scale must be >= 1 (canary gradient at or above the clip norm); "
+                         f"got {scale!r}")
+    n = c.size
+    return CanaryPlan(bits=b, read_coords=c[:, None], read_weights=np.ones((n, 1)),
+                      plant_coords=c[:, None], plant_values=np.full((n, 1), scale),
+                      amplitude=np.ones(n), shape=np.full(n, "dirac"),
+                      sampling_rate=float(sampling_rate))
