@@ -24,6 +24,8 @@ def _training_module() -> Any:
     """``dpaudit.training``, or one ``error:`` line naming the extra (exit 2)."""
     try:
         import dpaudit.training as training
+
+        training.require_torch()
     except ImportError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None

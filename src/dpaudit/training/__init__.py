@@ -2,6 +2,9 @@
 
 The only package of dpaudit that imports torch; it needs the extra
 ``pip install 'dpaudit[torch]'`` (torch, opacus, scikit-learn) and says so when missing.
+Importing the package itself does not import torch: each public name is loaded on first use
+(module ``__getattr__``), so a sibling ``dpaudit.training.jax`` can live without torch.  The
+framework-neutral canary core (plan, scores, claim checks) is :mod:`dpaudit.canaries`.
 
 Public API (stable; other modules such as the case studies build on it):
 
@@ -25,58 +28,43 @@ Public API (stable; other modules such as the case studies build on it):
 See docs/training.md for a runnable example on a user's own model and training loop.
 """
 
+import importlib
+from typing import Any
+
 from dpaudit.training._deps import EXTRA_HINT, MissingExtraError, require_torch
 
-require_torch()
+#: public name -> submodule that defines it (loaded, with torch, on first use)
+_NAMES = {
+    "claimed_epsilon": "accounting", "opacus_epsilon": "accounting",
+    "sigma_for_epsilon": "accounting",
+    "TrainAudit": "audit", "audit_training": "audit", "simulator_reference": "audit",
+    "train_audit": "audit", "train_audit_dict": "audit",
+    "INPUT_CANARY_KINDS": "canaries", "GradientCanaries": "canaries",
+    "InputCanaries": "canaries", "choose_coordinates": "canaries",
+    "coordinate_activity": "canaries", "draw_bits": "canaries",
+    "make_input_canaries": "canaries",
+    "Dataset": "data", "load_digits_data": "data",
+    "FLAWS": "flaws", "optimizer_class": "flaws",
+    "MODELS": "models", "accuracy": "models", "count_coordinates": "models",
+    "make_model": "models", "trainable_parameters": "models",
+    "loss_drop_scores": "scores", "lr_step_scores": "scores",
+    "CANARY_TYPES": "trainer", "THREATS": "trainer", "TrainingConfig": "trainer",
+    "TrainingRun": "trainer", "train_with_canaries": "trainer",
+}
 
-from dpaudit.training.accounting import (  # noqa: E402
-    claimed_epsilon,
-    opacus_epsilon,
-    sigma_for_epsilon,
-)
-from dpaudit.training.audit import (  # noqa: E402
-    TrainAudit,
-    audit_training,
-    simulator_reference,
-    train_audit,
-    train_audit_dict,
-)
-from dpaudit.training.canaries import (  # noqa: E402
-    INPUT_CANARY_KINDS,
-    GradientCanaries,
-    InputCanaries,
-    choose_coordinates,
-    coordinate_activity,
-    draw_bits,
-    make_input_canaries,
-)
-from dpaudit.training.data import Dataset, load_digits_data  # noqa: E402
-from dpaudit.training.flaws import FLAWS, optimizer_class  # noqa: E402
-from dpaudit.training.models import (  # noqa: E402
-    MODELS,
-    accuracy,
-    count_coordinates,
-    make_model,
-    trainable_parameters,
-)
-from dpaudit.training.scores import loss_drop_scores, lr_step_scores  # noqa: E402
-from dpaudit.training.trainer import (  # noqa: E402
-    CANARY_TYPES,
-    THREATS,
-    TrainingConfig,
-    TrainingRun,
-    train_with_canaries,
-)
 
-__all__ = [
-    "EXTRA_HINT", "MissingExtraError", "require_torch",
-    "Dataset", "load_digits_data",
-    "MODELS", "make_model", "trainable_parameters", "count_coordinates", "accuracy",
-    "GradientCanaries", "choose_coordinates", "coordinate_activity", "InputCanaries",
-    "make_input_canaries", "draw_bits", "INPUT_CANARY_KINDS",
-    "loss_drop_scores", "lr_step_scores",
-    "FLAWS", "optimizer_class",
-    "opacus_epsilon", "claimed_epsilon", "sigma_for_epsilon",
-    "TrainingConfig", "TrainingRun", "train_with_canaries", "CANARY_TYPES", "THREATS",
-    "TrainAudit", "audit_training", "train_audit", "train_audit_dict", "simulator_reference",
-]
+def __getattr__(name: str) -> Any:
+    module = _NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dpaudit.training' has no attribute {name!r}")
+    require_torch()
+    value = getattr(importlib.import_module(f"dpaudit.training.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_NAMES])
+
+
+__all__ = ["EXTRA_HINT", "MissingExtraError", "require_torch", *_NAMES]

@@ -32,7 +32,8 @@ training set iff b_i = 1 and is then sampled by Opacus's Poisson sampler like an
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,19 +41,25 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from dpaudit.canaries import (
+    DEFAULT_SHAPES,
+    CanaryPlan,
+    Layout,
+    RunFacts,
+    WhiteBoxAccumulator,
+    dirac_plan,
+    draw_bits,
+    last_iterate_scores,
+    least_active,
+    plan_gradient_canaries,
+)
 from dpaudit.training.models import count_coordinates, trainable_parameters
-from dpaudit.training.scores import lr_step_scores
 from dpaudit.validation import check_choice, check_count, check_positive, check_probability
 
 __all__ = ["coordinate_activity", "choose_coordinates", "GradientCanaries", "InputCanaries",
            "make_input_canaries", "INPUT_CANARY_KINDS", "draw_bits"]
 
 INPUT_CANARY_KINDS = ("flip", "random_label", "ood")
-
-
-def draw_bits(n: int, rng: np.random.Generator) -> np.ndarray:
-    """The one-run game's secret bits: n i.i.d. uniform bits (seed 000 Alg. 2)."""
-    return rng.integers(0, 2, size=check_count("canaries", n, minimum=2)).astype(bool)
 
 
 def _flat_per_example_grads(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
@@ -140,92 +147,122 @@ def choose_coordinates(model: nn.Module, x: torch.Tensor, y: torch.Tensor, n: in
         raise ValueError(f"canaries must be at most the model's {d} trainable coordinates "
                          f"for gradient (white-box) canaries, one coordinate each; got {n}")
     act = coordinate_activity(model, x, y, max_grad_norm)
-    order = np.lexsort((rng.random(d), act))  # activity first, random priority on ties
-    chosen = order[:n]
-    return chosen[rng.permutation(n)].astype(np.int64)
-
-
-@dataclass(frozen=True)
-class _Index:
-    param: np.ndarray   # canary -> index of its parameter tensor
-    local: np.ndarray   # canary -> flat offset inside that tensor
+    return least_active(act, n, rng)
 
 
 class GradientCanaries:
-    """Dirac gradient canaries planted into an Opacus ``DPOptimizer`` (see module docstring).
+    """Planted gradient canaries in an Opacus ``DPOptimizer`` (see module docstring).
+
+    The idealised canary: the auditor writes each sampled canary's per-example gradient
+    straight into Opacus's per-sample gradients, with its own Poisson coin, so the canaries
+    are blind to the user's data loader, sampler, batch sizes and normalisation (use
+    :class:`~dpaudit.training.examples.ExampleCanaries` to audit those).  The plan -- bits,
+    shapes, planted and read coordinates -- is :class:`dpaudit.canaries.CanaryPlan`; the
+    scores are :mod:`dpaudit.canaries.scores`'.
 
     Args:
       params: the model's trainable parameters (coordinate space; see
         :func:`dpaudit.training.models.trainable_parameters`).
-      coordinates: canary i's flat coordinate c(i) in that space (distinct).
-      bits: canary i's secret bit (included iff True).
+      coordinates: Dirac canaries: canary i's flat coordinate c(i) (distinct); or None with
+        ``plan``.
+      bits: canary i's secret bit (included iff True); or None with ``plan``.
       sampling_rate: Poisson rate q at which an included canary is sampled each step.
       max_grad_norm: the clip norm C (the observation unit).
-      scale: canary gradient norm in units of C (>= 1; correct clipping brings it to C, a
-        clipping bug that lets examples contribute more shows up as a larger step).
+      scale: Dirac canaries' gradient norm in units of C (>= 1).
       seed: randomness of the canaries' own Poisson sampling.
+      plan: a :class:`~dpaudit.canaries.CanaryPlan` (any shapes) instead of coordinates/bits.
 
-    After :meth:`attach`, every optimizer step records, per canary, the released noisy
-    update on its coordinate in canary units, y_{t,i} = <g~_t, e_{c(i)}> / C with
-    g~_t the noisy clipped gradient *sum* (Opacus's ``p.grad`` times the expected batch size
-    under ``loss_reduction="mean"``): y = b S + sigma Z (+ real-data background), the
-    observation of spec/000 §6.4.  Only the sufficient statistics are kept (sum and the
-    likelihood-ratio sum), never the T x n transcript.
+    After :meth:`attach`, every optimizer step records, per canary, the released update's
+    reading in canary units, y_{t,i} = <g~_t, w_i> / C with g~_t the noisy clipped gradient
+    *sum* (Opacus's ``p.grad`` times the expected batch size under ``loss_reduction="mean"``)
+    -- only sufficient statistics (:class:`~dpaudit.canaries.WhiteBoxAccumulator`) -- and the
+    run's facts for the claim checks (:meth:`facts`).
     """
 
-    def __init__(self, params: Sequence[nn.Parameter], coordinates: np.ndarray,
-                 bits: np.ndarray, *, sampling_rate: float, max_grad_norm: float,
-                 scale: float = 1000.0, seed: int = 0) -> None:
+    def __init__(self, params: Sequence[nn.Parameter], coordinates: np.ndarray | None = None,
+                 bits: np.ndarray | None = None, *, sampling_rate: float,
+                 max_grad_norm: float, scale: float = 1000.0, seed: int = 0,
+                 plan: CanaryPlan | None = None) -> None:
         self.params = list(params)
-        sizes = np.array([p.numel() for p in self.params], dtype=np.int64)
-        d = int(sizes.sum())
-        c = np.asarray(coordinates, dtype=np.int64)
-        b = np.asarray(bits, dtype=bool)
-        if c.ndim != 1 or c.shape != b.shape:
-            raise ValueError("coordinates and bits must be 1-d arrays of the same length")
-        if c.size and (c.min() < 0 or c.max() >= d):
-            raise ValueError(f"coordinates must be in [0, {d}) (the trainable coordinates)")
-        if np.unique(c).size != c.size:
-            raise ValueError("coordinates must be distinct (one coordinate per canary)")
-        self.coordinates, self.bits = c, b
-        self.q = check_probability("sampling_rate", sampling_rate, open_low=True)
+        self.layout = Layout.from_sizes([p.numel() for p in self.params])
+        q = check_probability("sampling_rate", sampling_rate, open_low=True)
+        if plan is None:
+            if coordinates is None or bits is None:
+                raise ValueError("give coordinates and bits, or a plan")
+            plan = dirac_plan(coordinates, bits, sampling_rate=q, scale=scale)
+        elif coordinates is not None or bits is not None:
+            raise ValueError("give coordinates and bits, or a plan, not both")
+        self.layout.tensor_of(plan.plant_coords)  # range check
+        self.layout.tensor_of(plan.read_coords)
+        self.plan = plan
+        self.bits = plan.bits
+        self.coordinates = plan.read_coords[:, 0]
+        self.q = q
         self.clip = check_positive("max_grad_norm", max_grad_norm)
         self.scale = float(scale)
-        if not self.scale >= 1.0:
-            raise ValueError(f"scale must be >= 1 (canary gradient at or above the clip "
-                             f"norm); got {scale!r}")
-        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        pidx = np.searchsorted(np.cumsum(sizes), c, side="right")
-        self._index = _Index(pidx, c - starts[pidx])
         self._rng = np.random.default_rng(np.random.SeedSequence([check_count("seed", seed),
                                                                    0xCA7]))
-        self.n = c.size
-        self.steps = 0
-        self.sum = np.zeros(self.n)
-        self.lr_sum = np.zeros(self.n)
-        self._theta0 = self._gather(lambda p: p.detach())
+        self.n = plan.n
+        self._acc = WhiteBoxAccumulator(self.n, sampling_rate=q, amplitude=plan.amplitude)
+        t, local = self.layout.split(plan.read_coords.ravel())
+        self._read_t, self._read_local = t, local
+        self._theta0 = self._gather_read(lambda p: p.detach())
         self._pending = False
-        self._optimizer = None
+        self._optimizer: object | None = None
+        self._batch_sizes: list[int] = []
+        self._sigmas: list[float] = []
+        self._clips: list[float] = []
 
     @classmethod
     def for_model(cls, model: nn.Module, x: torch.Tensor, y: torch.Tensor, n: int, *,
                   sampling_rate: float, max_grad_norm: float, seed: int = 0,
-                  scale: float = 1000.0) -> GradientCanaries:
-        """n canaries for ``model``: least-active coordinates measured on (x, y) (see
-        :func:`choose_coordinates`), i.i.d. uniform secret bits, all drawn from ``seed``.
-        Call before ``make_private`` or after (the parameters are the same tensors)."""
-        ss = np.random.SeedSequence([check_count("seed", seed), 0xB175]).spawn(2)
-        coords = choose_coordinates(model, x, y, n, max_grad_norm=max_grad_norm,
-                                    rng=np.random.default_rng(ss[0]))
-        bits = draw_bits(n, np.random.default_rng(ss[1]))
-        return cls(trainable_parameters(model), coords, bits, sampling_rate=sampling_rate,
-                   max_grad_norm=max_grad_norm, scale=scale, seed=seed)
+                  scale: float = 1000.0, shapes: Mapping[str, float] | str = DEFAULT_SHAPES,
+                  rho: float = 1 / 3, spread: int = 3) -> GradientCanaries:
+        """n canaries for ``model``, read on its least active coordinates measured on (x, y)
+        (:func:`coordinate_activity`), i.i.d. uniform secret bits, all drawn from ``seed``.
+
+        The default ``shapes`` mix Dirac canaries (tightest) with canaries spread over
+        several tensors and several coordinates of one tensor (they expose per-tensor
+        clipping and wrong norms; :mod:`dpaudit.canaries.plan`).  Warns, with the remedy,
+        when real data moves the read coordinates.  Call before ``make_private`` or after
+        (the parameters are the same tensors)."""
+        rng = np.random.default_rng(np.random.SeedSequence([check_count("seed", seed), 0xB175]))
+        params = trainable_parameters(model)
+        if not params:
+            raise ValueError("model has no trainable parameters (requires_grad) to plant "
+                             "gradient canaries in")
+        act = coordinate_activity(model, x, y, max_grad_norm)
+        plan = plan_gradient_canaries(Layout.from_sizes([p.numel() for p in params]), act, n,
+                                      sampling_rate=sampling_rate, rng=rng, shapes=shapes,
+                                      scale=scale, rho=rho, spread=spread)
+        busy = int(np.count_nonzero(act[plan.read_coords[:, 0]] > 0))
+        if busy:
+            warnings.warn(
+                f"{busy} of {n} canaries are read on coordinates that real data moves (the "
+                f"model has only {int(np.count_nonzero(act == 0))} coordinates no example "
+                f"touches): real gradients add noise the audit cannot remove, and the bound "
+                f"falls towards 0 (dense tabular models).  Remedy: reserve input features "
+                f"that real data leaves at 0 (one per canary; see ExampleCanaries and "
+                f"docs/training.md), or use fewer canaries.", UserWarning, stacklevel=2)
+        return cls(params, sampling_rate=sampling_rate, max_grad_norm=max_grad_norm,
+                   scale=scale, seed=seed, plan=plan)
 
     # -- coordinate helpers ------------------------------------------------------------------
+    def _gather_read(self, get: Callable[[nn.Parameter], torch.Tensor | None]) -> np.ndarray:
+        """(n, k) values at the canaries' read coordinates (zeros where ``get`` is None)."""
+        out = np.zeros(self._read_t.size)
+        for j in np.unique(self._read_t):  # tensors, not canaries
+            v = get(self.params[j])
+            if v is None:
+                continue
+            sel = self._read_t == j
+            out[sel] = v.reshape(-1)[torch.from_numpy(self._read_local[sel])].double().numpy()
+        return out.reshape(self.plan.read_coords.shape)
+
     def _gather(self, get: Callable[[nn.Parameter], torch.Tensor | None]) -> np.ndarray:
-        flat = torch.cat([(get(p) if get(p) is not None else torch.zeros_like(p)).reshape(-1)
-                          for p in self.params])
-        return flat[torch.from_numpy(self.coordinates)].double().numpy()
+        """(n,) readings of a parameter-shaped quantity (``get(p)``) along each canary's read
+        direction."""
+        return self.plan.read(self._gather_read(get))
 
     # -- Opacus integration --------------------------------------------------------------------
     def attach(self, optimizer: object) -> GradientCanaries:
@@ -253,6 +290,7 @@ class GradientCanaries:
 
         def clip_and_accumulate() -> None:
             if not self._pending:
+                self._batch_sizes.append(_batch_size(optimizer))
                 self._plant(optimizer)
                 self._pending = True
             original_clip()
@@ -269,60 +307,104 @@ class GradientCanaries:
 
     def _batch_unit(self, opt: object) -> float:
         """Divisor Opacus applies to the clipped sum (expected batch size for "mean")."""
-        if getattr(opt, "loss_reduction", "mean") == "mean":
-            return float(opt.expected_batch_size * max(1, opt.accumulated_iterations))
-        return 1.0
+        return _batch_unit(opt)
 
     def _plant(self, opt: object) -> None:
         sampled = self._rng.random(self.n) < self.q
         active = np.flatnonzero(sampled & self.bits)
         k = active.size
-        g = self.scale * self.clip
-        pidx, local = self._index.param[active], self._index.local[active]
-        rows_of = np.arange(k)
+        coords = self.plan.plant_coords[active]
+        vals = torch.from_numpy(self.plan.plant_values[active] * self.clip)
+        t, local = self.layout.split(coords)
+        rows_of = np.broadcast_to(np.arange(k)[:, None], coords.shape)
         for j, p in enumerate(self.params):
-            sel = pidx == j
+            sel = t == j
             if self._dp[j]:
                 flat = opt._get_flat_grad_sample(p)
                 rows = torch.zeros((k, p.numel()), dtype=flat.dtype, device=flat.device)
                 if sel.any():
-                    rows[torch.from_numpy(rows_of[sel]), torch.from_numpy(local[sel])] = g
+                    rows.index_put_((torch.from_numpy(rows_of[sel]), torch.from_numpy(local[sel])),
+                                    vals[torch.from_numpy(sel)].to(flat.dtype), accumulate=True)
                 p.grad_sample = torch.cat([flat, rows.view(k, *p.shape)], dim=0)
             elif sel.any():
                 # a trainable parameter outside the DP optimizer: the canary example's
                 # gradient reaches it unclipped and without noise, as backprop would put it.
                 if p.grad is None:
                     p.grad = torch.zeros_like(p)
-                upd = torch.zeros(p.numel(), dtype=p.dtype)
-                upd[torch.from_numpy(local[sel])] = g / self._batch_unit(opt)
-                p.grad.add_(upd.view_as(p))
+                upd = torch.zeros(p.numel(), dtype=torch.float64)
+                upd.index_put_((torch.from_numpy(local[sel]),),
+                               vals[torch.from_numpy(sel)] / self._batch_unit(opt),
+                               accumulate=True)
+                p.grad.add_(upd.to(p.dtype).view_as(p))
 
     def _record(self, opt: object) -> None:
         y = self._gather(lambda p: p.grad) * (self._batch_unit(opt) / self.clip)
-        self.sum += y
-        self.lr_sum += lr_step_scores(y, self.q, float(opt.noise_multiplier))
-        self.steps += 1
+        sigma = float(opt.noise_multiplier)
+        self._acc.add(y, sigma)
+        self._sigmas.append(sigma)
+        self._clips.extend(_clip_norms(opt))
 
-    # -- scores --------------------------------------------------------------------------------
+    # -- what was recorded ---------------------------------------------------------------------
+    @property
+    def steps(self) -> int:
+        return self._acc.steps
+
+    @property
+    def sum(self) -> np.ndarray:
+        """sum_t y_{t,i}: the summed readings in units of C."""
+        return self._acc.sum
+
+    @property
+    def lr_sum(self) -> np.ndarray:
+        return self._acc.lr_sum
+
     def white_box_scores(self, kind: str = "lr") -> np.ndarray:
-        """Scores from every released step (higher = bit 1):
+        """Scores from every released step (higher = bit 1), from
+        :meth:`dpaudit.canaries.WhiteBoxAccumulator.scores`:
 
-        * ``"sum"``: s_i = sum_t y_{t,i} - qT/2 (spec/000 §6.4's default; decoder threshold 0);
-        * ``"lr"``: s_i = sum_t log(1 - q + q exp((y_{t,i} - 1/2) / sigma^2)), the optimal
-          likelihood-ratio score when real data leaves the coordinate alone (the simulator's
-          ``score="lr"``).
+        * ``"lr"``: s_i = sum_t log(1 - q + q exp((a_i y_{t,i} - a_i^2/2) / sigma^2)), the
+          optimal likelihood-ratio score when real data leaves the coordinate alone;
+        * ``"sum"``: s_i = a_i sum_t y_{t,i} - q T a_i^2 / 2.
         """
-        check_choice("score", kind, ("sum", "lr"))
-        if self.steps == 0:
-            raise ValueError("no optimizer step was recorded (attach before training)")
-        if kind == "lr":
-            return self.lr_sum.copy()
-        return self.sum - self.q * self.steps / 2
+        return self._acc.scores(kind)
 
     def last_iterate_scores(self) -> np.ndarray:
-        """theta_0 - theta_T on each canary's coordinate (only the final model is released);
-        for SGD this is lr/|B| C times the summed released updates."""
-        return self._theta0 - self._gather(lambda p: p.detach())
+        """Reading of theta_0 - theta_T (only the final model is released); for SGD this is
+        lr/|B| C times the summed released readings."""
+        return last_iterate_scores(self._theta0, self._gather_read(lambda p: p.detach()),
+                                   self.plan.read_weights)
+
+    def facts(self, dataset_size: int | None = None) -> RunFacts:
+        """What the attached optimizer did (for :func:`dpaudit.canaries.check_claim`):
+        steps, noise multipliers, clip norms, batch sizes (real examples, before the planted
+        canaries), the normalisation divisor."""
+        opt = self._optimizer
+        unit = None if opt is None else self._batch_unit(opt)
+        red = "mean" if opt is None else getattr(opt, "loss_reduction", "mean")
+        return RunFacts(steps=self.steps,
+                        noise_multipliers=tuple(dict.fromkeys(self._sigmas)),
+                        max_grad_norms=tuple(dict.fromkeys(self._clips)),
+                        batch_sizes=np.asarray(self._batch_sizes, dtype=np.int64),
+                        expected_batch_size=unit if red == "mean" else None,
+                        dataset_size=dataset_size, loss_reduction=red)
+
+
+def _batch_unit(opt: object) -> float:
+    """Divisor Opacus applies to the clipped sum (expected batch size for "mean")."""
+    if getattr(opt, "loss_reduction", "mean") == "mean":
+        return float(opt.expected_batch_size * max(1, opt.accumulated_iterations))
+    return 1.0
+
+
+def _batch_size(opt: object) -> int:
+    """Examples in the current batch (rows of the per-sample gradients)."""
+    p = opt.params[0]
+    return int(opt._get_flat_grad_sample(p).shape[0])
+
+
+def _clip_norms(opt: object) -> list[float]:
+    c = opt.max_grad_norm
+    return [float(v) for v in c] if isinstance(c, (list, tuple)) else [float(c)]
 
 
 @dataclass(frozen=True, eq=False)

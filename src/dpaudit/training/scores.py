@@ -1,5 +1,8 @@
 """Canary scores of one training run (higher = more likely that the canary was included).
 
+The scores are implemented once, framework-neutrally, in :mod:`dpaudit.canaries.scores`;
+this module re-exports ``lr_step_scores`` and computes the black-box losses with torch.
+
 * white box, per released step (seed 000 §6.4 / seed 001 App. A, spec/000 §6.4): with
   y_t = b S_t + sigma Z_t the canary-coordinate observation in units of C, the optimal
   likelihood-ratio score of a step is log(1 - q + q exp((y_t - 1/2) / sigma^2))
@@ -14,7 +17,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -22,17 +24,12 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from dpaudit.canaries.scores import black_box_scores, lr_step_scores
+
 if TYPE_CHECKING:
     from dpaudit.training.canaries import InputCanaries
 
 __all__ = ["lr_step_scores", "loss_drop_scores"]
-
-
-def lr_step_scores(y: np.ndarray, sampling_rate: float, noise_multiplier: float) -> np.ndarray:
-    """log(1 - q + q exp((y - 1/2) / sigma^2)) elementwise, in log space (logaddexp)."""
-    q = sampling_rate
-    log1mq = math.log1p(-q) if q < 1 else -math.inf
-    return np.logaddexp(log1mq, math.log(q) + (np.asarray(y) - 0.5) / noise_multiplier ** 2)
 
 
 def loss_drop_scores(model_before: nn.Module, model_after: nn.Module,
@@ -42,4 +39,4 @@ def loss_drop_scores(model_before: nn.Module, model_after: nn.Module,
     with torch.no_grad():
         before = F.cross_entropy(model_before(canaries.x), canaries.y, reduction="none")
         after = F.cross_entropy(model_after(canaries.x), canaries.y, reduction="none")
-    return (before - after).double().numpy()
+    return black_box_scores(before.double().numpy(), after.double().numpy())

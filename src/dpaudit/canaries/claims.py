@@ -1,0 +1,177 @@
+"""Claim checks: compare a DP-SGD privacy claim with what the run actually did.
+
+Deterministic before statistical: a claim for the wrong number of steps, noise multiplier,
+clip norm or sampling rate is a *configuration error*, visible without any statistics, and is
+reported first, in words.  The statistical audit still runs and is reported beside it.
+
+Facts come from the run itself (an integration records them at every optimizer step): the
+steps taken, the noise multiplier(s) and clip norm(s) the optimizer used, the observed
+batch sizes, the normalisation divisor and, when known, the data set size.
+
+Batch sizes.  Under Poisson sampling at rate q over N records (the sampling the DP-SGD
+accounting of Abadi et al. 2016 and Mironov, Talwar, Zhang 2019 assumes) a batch size is
+Binomial(N, q).  Two checks, each with a false-alarm probability below 1e-6 on correct
+runs:
+
+* the mean of T batch sizes must lie within z = 5 standard errors sqrt(N q (1 - q) / T)
+  (+ 1/2 for rounding) of N q -- otherwise the implied rate mean / N is reported;
+* their variance must not be far below N q (1 - q): (T - 1) s^2 / (N q (1 - q)) is
+  approximately chi^2_{T-1}; a value below its 1e-6 quantile means fixed-size batches
+  (shuffling), which the Poisson accounting does not cover (opacus issue #80; Chua et al.
+  2024, "How Private are DP-SGD Implementations?").
+
+Normalisation.  Opacus divides the noisy sum by ``expected_batch_size``, computed from the
+(private) data set size; the accountant assumes the plain subsampled Gaussian.  When
+floor(N q) differs from floor((N +- 1) q) the released scale differs between neighbouring
+data sets (opacus issues #571 and #819): reported as a configuration finding when N is known.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+from scipy import stats
+
+__all__ = ["Claim", "RunFacts", "ClaimCheck", "check_claim", "BATCH_Z", "VARIANCE_ALPHA"]
+
+BATCH_Z = 5.0
+VARIANCE_ALPHA = 1e-6
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A DP-SGD privacy claim: T steps of the subsampled Gaussian at (sigma, q), clip C."""
+
+    noise_multiplier: float
+    sampling_rate: float
+    steps: int
+    max_grad_norm: float | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class RunFacts:
+    """What the run did (recorded by an integration at each step).
+
+    Attributes:
+      steps: optimizer steps taken.
+      noise_multipliers: every distinct noise multiplier the optimizer used.
+      max_grad_norms: every distinct clip norm the optimizer used.
+      batch_sizes: (T,) number of examples in each step's batch (real + canary examples).
+      expected_batch_size: the divisor of the noisy sum (None if the sum is released).
+      dataset_size: N, the number of records sampled from (None if unknown).
+      loss_reduction: "mean" or "sum".
+    """
+
+    steps: int
+    noise_multipliers: tuple[float, ...] = ()
+    max_grad_norms: tuple[float, ...] = ()
+    batch_sizes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    expected_batch_size: float | None = None
+    dataset_size: int | None = None
+    loss_reduction: str = "mean"
+
+    def to_dict(self) -> dict[str, object]:
+        b = np.asarray(self.batch_sizes)
+        return {"steps": self.steps, "noise_multipliers": list(self.noise_multipliers),
+                "max_grad_norms": list(self.max_grad_norms),
+                "batch_size_mean": float(b.mean()) if b.size else None,
+                "batch_size_var": float(b.var(ddof=1)) if b.size > 1 else None,
+                "batch_size_min": int(b.min()) if b.size else None,
+                "batch_size_max": int(b.max()) if b.size else None,
+                "expected_batch_size": self.expected_batch_size,
+                "dataset_size": self.dataset_size, "loss_reduction": self.loss_reduction}
+
+
+@dataclass(frozen=True)
+class ClaimCheck:
+    """One comparison of the claim with the run: ``ok`` False = a configuration error."""
+
+    name: str
+    ok: bool
+    claimed: object
+    observed: object
+    message: str
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-12)
+
+
+def check_claim(claim: Claim, facts: RunFacts) -> list[ClaimCheck]:
+    """Every deterministic check of ``claim`` against ``facts`` (see module docstring);
+    failed checks first."""
+    out: list[ClaimCheck] = []
+    ok = claim.steps == facts.steps
+    out.append(ClaimCheck(
+        "steps", ok, claim.steps, facts.steps,
+        f"steps: the claim is for {claim.steps} steps"
+        + ("" if ok else f" but the run took {facts.steps}")))
+    if facts.noise_multipliers:
+        used = facts.noise_multipliers
+        ok = all(_close(s, claim.noise_multiplier) for s in used)
+        out.append(ClaimCheck(
+            "noise_multiplier", ok, claim.noise_multiplier, list(used),
+            f"noise multiplier: the claim assumes sigma = {claim.noise_multiplier:g}"
+            + ("" if ok else " but the optimizer used "
+               + ", ".join(f"{s:g}" for s in used))))
+    if claim.max_grad_norm is not None and facts.max_grad_norms:
+        used = facts.max_grad_norms
+        ok = all(_close(c, claim.max_grad_norm) for c in used)
+        out.append(ClaimCheck(
+            "max_grad_norm", ok, claim.max_grad_norm, list(used),
+            f"clip norm: the claim assumes C = {claim.max_grad_norm:g}"
+            + ("" if ok else " but the optimizer clipped to "
+               + ", ".join(f"{c:g}" for c in used))))
+    out.extend(_batch_checks(claim, facts))
+    return sorted(out, key=lambda c: c.ok)
+
+
+def _batch_checks(claim: Claim, facts: RunFacts) -> list[ClaimCheck]:
+    b = np.asarray(facts.batch_sizes, dtype=float)
+    q = claim.sampling_rate
+    out: list[ClaimCheck] = []
+    n = facts.dataset_size
+    if n is None and facts.expected_batch_size is not None:
+        n_eff = facts.expected_batch_size / q  # what the optimizer's divisor implies
+    else:
+        n_eff = n
+    if b.size >= 2 and n_eff is not None and q < 1:
+        mean, var = n_eff * q, n_eff * q * (1 - q)
+        if n is not None:
+            se = math.sqrt(var / b.size)
+            ok = abs(b.mean() - mean) <= BATCH_Z * se + 0.5
+            out.append(ClaimCheck(
+                "sampling_rate", ok, q, float(b.mean() / n),
+                f"sampling rate: the claim assumes q = {q:g}; the observed batch sizes "
+                f"(mean {b.mean():.2f} of N = {n}) imply {b.mean() / n:.4g}"
+                + ("" if ok else f" (more than {BATCH_Z:g} standard errors from N q = "
+                   f"{mean:.2f})")))
+        if var >= 1.0 and b.size >= 10:
+            stat = (b.size - 1) * b.var(ddof=1) / var
+            p = float(stats.chi2.cdf(stat, b.size - 1))
+            ok = p >= VARIANCE_ALPHA
+            out.append(ClaimCheck(
+                "poisson_batches", ok, f"Poisson: variance {var:.2f}",
+                float(b.var(ddof=1)),
+                "batch sizes: Poisson sampling gives Binomial(N, q) batch sizes (variance "
+                f"{var:.2f}); observed variance {b.var(ddof=1):.3g}"
+                + ("" if ok else " -- fixed-size batches (shuffling), which the Poisson "
+                   "accounting of the claim does not cover (opacus #80)")))
+    if (n is not None and facts.expected_batch_size is not None
+            and facts.loss_reduction == "mean" and q < 1):
+        here = math.floor(n * q)
+        neighbours = {math.floor((n - 1) * q), math.floor((n + 1) * q)}
+        ok = neighbours == {here}
+        out.append(ClaimCheck(
+            "normalisation", ok, "a public divisor", facts.expected_batch_size,
+            f"normalisation: the noisy sum is divided by floor(N q) = {here} computed from "
+            f"the data set size" + ("" if ok else
+                                    f"; a neighbouring data set (N +- 1) gives "
+                                    f"{sorted(neighbours - {here})}, so the released scale "
+                                    f"depends on private data (opacus #571, #819)")))
+    return out

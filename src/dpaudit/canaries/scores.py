@@ -1,0 +1,107 @@
+"""Canary scores of one DP-SGD run, each implemented once (higher = "bit 1").
+
+Units.  A canary's *reading* of a released vector u is its inner product with the canary's
+unit read direction, sum_j w_ij u[c_ij] (:meth:`~dpaudit.canaries.plan.CanaryPlan.read`).
+The white-box observation of step t is the reading of the released noisy clipped gradient
+*sum* divided by the clip norm C,
+
+    y_{t,i} = <g~_t, w_i> / C = b_i s_{t,i} a_i + sigma Z_{t,i}  (+ real-data background),
+
+with s_{t,i} ~ Bernoulli(q) the canary's participation, a_i its amplitude (the reading of its
+clipped gradient in units of C; 1 for a Dirac canary) and Z standard normal (seed 000 §6.4;
+"Tight Auditing of Differentially Private Machine Learning", Nasr et al. 2023, §4).  An
+integration that releases the *mean* (Opacus with ``loss_reduction="mean"`` divides by the
+expected batch size B) must multiply back by B before dividing by C.
+
+* :func:`lr_step_scores` -- the optimal per-step log-likelihood ratio of the mixture
+  (1 - q) N(0, sigma^2) + q N(a, sigma^2) against N(0, sigma^2):
+  log(1 - q + q exp((a y - a^2 / 2) / sigma^2)), in log space;
+* :class:`WhiteBoxAccumulator` -- per-step readings -> the white-box scores ``"lr"`` (sum of
+  the per-step LR) or ``"sum"`` (a sum_t y_t - q T a^2 / 2, the Gaussian shift statistic);
+  it keeps only these sufficient statistics, never the T x n transcript;
+* :func:`last_iterate_scores` -- the reading of theta_0 - theta_T (only the final model is
+  released);
+* :func:`black_box_scores` -- canary loss before minus after training (only losses released).
+
+Any score gives a valid one-run audit (the bits are random and the score is a function of
+the released output); the scores differ only in power.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpaudit.validation import check_choice, check_positive, check_probability
+
+__all__ = ["WHITE_BOX_KINDS", "lr_step_scores", "WhiteBoxAccumulator", "last_iterate_scores",
+           "black_box_scores"]
+
+WHITE_BOX_KINDS = ("lr", "sum")
+
+
+def lr_step_scores(y: np.ndarray, sampling_rate: float, noise_multiplier: float,
+                   amplitude: np.ndarray | float = 1.0) -> np.ndarray:
+    """log(1 - q + q exp((a y - a^2/2) / sigma^2)) elementwise, in log space (logaddexp)."""
+    q = sampling_rate
+    a = np.asarray(amplitude, dtype=float)
+    log1mq = math.log1p(-q) if q < 1 else -math.inf
+    return np.logaddexp(log1mq, math.log(q) + (a * np.asarray(y) - a * a / 2)
+                        / noise_multiplier ** 2)
+
+
+class WhiteBoxAccumulator:
+    """Running white-box statistics of n canaries: ``add(y, sigma)`` once per released step.
+
+    Args:
+      n: number of canaries.
+      sampling_rate: q.
+      amplitude: (n,) or scalar expected reading of a sampled canary (units of C).
+    """
+
+    def __init__(self, n: int, *, sampling_rate: float,
+                 amplitude: np.ndarray | float = 1.0) -> None:
+        self.n = int(n)
+        self.q = check_probability("sampling_rate", sampling_rate, open_low=True)
+        self.amplitude = np.broadcast_to(np.asarray(amplitude, dtype=float), (self.n,)).copy()
+        self.steps = 0
+        self.sum = np.zeros(self.n)
+        self.lr_sum = np.zeros(self.n)
+
+    def add(self, y: np.ndarray, noise_multiplier: float) -> None:
+        """Record one step's readings y (n,), in units of C of the noisy clipped sum."""
+        y = np.asarray(y, dtype=float)
+        if y.shape != (self.n,):
+            raise ValueError(f"y must have one reading per canary ({self.n}); got {y.shape}")
+        sigma = check_positive("noise_multiplier", noise_multiplier)
+        self.sum += y
+        self.lr_sum += lr_step_scores(y, self.q, sigma, self.amplitude)
+        self.steps += 1
+
+    def scores(self, kind: str = "lr") -> np.ndarray:
+        """``"lr"``: sum_t LR_t; ``"sum"``: a sum_t y_t - q T a^2 / 2."""
+        check_choice("score", kind, WHITE_BOX_KINDS)
+        if self.steps == 0:
+            raise ValueError("no optimizer step was recorded (attach before training)")
+        if kind == "lr":
+            return self.lr_sum.copy()
+        a = self.amplitude
+        return a * self.sum - self.q * self.steps * a * a / 2
+
+
+def last_iterate_scores(before: np.ndarray, after: np.ndarray,
+                        weights: np.ndarray | None = None) -> np.ndarray:
+    """Reading of theta_0 - theta_T: ``before``/``after`` are the parameters at the canaries'
+    read coordinates, (n,) or (n, k) with unit ``weights`` rows (n, k)."""
+    d = np.asarray(before, dtype=float) - np.asarray(after, dtype=float)
+    if d.ndim == 1:
+        return d
+    w = np.ones_like(d) if weights is None else np.asarray(weights, dtype=float)
+    return np.einsum("ij,ij->i", d, w)
+
+
+def black_box_scores(loss_before: np.ndarray, loss_after: np.ndarray) -> np.ndarray:
+    """Per-canary loss under the initial model minus under the final model (the model learnt
+    the canary = more likely a member)."""
+    return np.asarray(loss_before, dtype=float) - np.asarray(loss_after, dtype=float)

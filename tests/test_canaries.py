@@ -1,0 +1,158 @@
+"""The framework-neutral canary core (NumPy only): plan, readings, scores, claim checks."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpaudit.canaries import (
+    Claim,
+    Layout,
+    RunFacts,
+    WhiteBoxAccumulator,
+    check_claim,
+    dirac_plan,
+    last_iterate_scores,
+    lr_step_scores,
+    plan_gradient_canaries,
+    plan_reserved_examples,
+    planted_amplitude,
+    unit_rows,
+)
+
+
+def test_core_imports_no_framework() -> None:
+    code = "import sys, dpaudit.canaries; print('torch' in sys.modules, 'jax' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["False", "False"]
+
+
+def test_layout_splits_flat_coordinates() -> None:
+    lay = Layout.from_sizes([6, 2, 4])
+    t, local = lay.split(np.array([0, 5, 6, 7, 8, 11]))
+    assert t.tolist() == [0, 0, 1, 1, 2, 2] and local.tolist() == [0, 5, 0, 1, 0, 3]
+    with pytest.raises(ValueError, match=r"coordinates must be in \[0, 12\)"):
+        lay.tensor_of(np.array([12]))
+
+
+def _plan(n: int = 60, seed: int = 0):  # type: ignore[no-untyped-def]
+    lay = Layout.from_sizes([400, 20, 100, 10])
+    act = np.r_[np.zeros(150), np.ones(380)]  # 150 silent coordinates in tensor 0
+    return lay, plan_gradient_canaries(lay, act, n, sampling_rate=0.1,
+                                       rng=np.random.default_rng(seed))
+
+
+def test_plan_places_reads_on_silent_coordinates_and_shapes_as_documented() -> None:
+    lay, p = _plan()
+    assert (p.read_coords[:, 0] < 150).all()                       # least active first
+    assert np.unique(p.read_coords).size == p.n                    # one read coordinate each
+    assert not np.isin(p.plant_coords[:, 1:][p.shape != "dirac"], p.read_coords).any()
+    # planted norms: scale C, all shapes; read share: 1 (dirac) or rho = 1/3 (spread)
+    assert np.allclose(np.linalg.norm(p.plant_values, axis=1), 1000.0)
+    assert np.allclose(p.amplitude[p.shape == "dirac"], 1.0)
+    assert np.allclose(p.amplitude[p.shape != "dirac"], 1 / 3)
+    assert {str(s) for s in p.shape} == {"dirac", "tensors", "block"}
+    assert (p.shape == "dirac").sum() == 30 and (p.shape == "tensors").sum() == 15
+    t = lay.tensor_of(p.plant_coords)
+    tensors = p.shape == "tensors"
+    assert (t[tensors, 1:] != t[tensors, :1]).all()     # ballast in other tensors
+    assert np.unique(t[tensors, 1:], axis=None).size == 3
+    block = p.shape == "block"
+    assert (t[block, 1:] == t[block, :1]).all()         # ballast in the read tensor
+
+
+def test_planted_amplitude_adds_repeated_coordinates() -> None:
+    # (3 + 1) on coordinate 1 and 3 on coordinate 2: reading 4 / 5
+    assert planted_amplitude(np.array([[1, 1, 2]]), np.array([[3.0, 1.0, 3.0]])) == \
+        pytest.approx([0.8])
+
+
+def test_readings_are_inner_products_with_unit_directions() -> None:
+    rng = np.random.default_rng(1)
+    u = rng.normal(size=50)
+    coords = np.array([[3, 7], [10, 11], [0, 49]])
+    w = unit_rows(rng.normal(size=(3, 2)))
+    p = dirac_plan(np.array([1, 2, 3]), np.array([True, False, True]), sampling_rate=0.5)
+    p = type(p)(p.bits, coords, w, p.plant_coords, p.plant_values, p.amplitude, p.shape, 0.5)
+    assert np.allclose(p.read_flat(u), [u[c] @ wi for c, wi in zip(coords, w, strict=True)])
+    assert np.allclose(last_iterate_scores(u[coords], np.zeros((3, 2)), w), p.read_flat(u))
+
+
+@pytest.mark.parametrize("amp", [1.0, 1 / 3])
+def test_lr_step_score_is_the_mixture_log_likelihood_ratio(amp: float) -> None:
+    y, q, sigma = np.linspace(-3, 4, 15), 0.05, 0.8
+    mix = (1 - q) * stats.norm.pdf(y, 0, sigma) + q * stats.norm.pdf(y, amp, sigma)
+    assert np.allclose(lr_step_scores(y, q, sigma, amp), np.log(mix / stats.norm.pdf(y, 0, sigma)))
+
+
+def test_white_box_accumulator_sum_and_lr() -> None:
+    rng = np.random.default_rng(2)
+    ys = rng.normal(size=(7, 4))
+    amp = np.array([1.0, 1.0, 0.5, 0.25])
+    acc = WhiteBoxAccumulator(4, sampling_rate=0.1, amplitude=amp)
+    for y in ys:
+        acc.add(y, 1.5)
+    assert np.allclose(acc.scores("sum"), amp * ys.sum(0) - 0.1 * 7 * amp ** 2 / 2)
+    assert np.allclose(acc.scores("lr"), lr_step_scores(ys, 0.1, 1.5, amp).sum(0))
+    with pytest.raises(ValueError, match="noise_multiplier"):
+        acc.add(ys[0], 0.0)
+
+
+def test_claim_checks_name_the_configuration_error() -> None:
+    facts = RunFacts(steps=200, noise_multipliers=(0.5,), max_grad_norms=(1.0,))
+    checks = check_claim(Claim(noise_multiplier=2.0, sampling_rate=0.05, steps=40,
+                               max_grad_norm=1.0), facts)
+    bad = {c.name: c for c in checks if not c.ok}
+    assert set(bad) == {"steps", "noise_multiplier"}
+    assert checks[0].ok is False and "took 200" in bad["steps"].message
+    assert "used 0.5" in bad["noise_multiplier"].message
+    good = check_claim(Claim(0.5, 0.05, 200, 1.0), facts)
+    assert all(c.ok for c in good)
+
+
+def test_batch_checks_poisson_vs_fixed_size() -> None:
+    n, q, t = 1347, 0.05, 200
+    rng = np.random.default_rng(3)
+    # false alarms on correct Poisson runs: none in 2,000 runs (each check is designed
+    # for < 1e-6 per run)
+    false = 0
+    for b in rng.binomial(n, q, size=(2000, t)):
+        false += not all(c.ok for c in check_claim(
+            Claim(1.0, q, t), RunFacts(steps=t, batch_sizes=b, dataset_size=n,
+                                       expected_batch_size=67.0)))
+    assert false == 0
+    fixed = np.full(t, 67)
+    bad = [c.name for c in check_claim(Claim(1.0, q, t), RunFacts(
+        steps=t, batch_sizes=fixed, dataset_size=n, expected_batch_size=67.0)) if not c.ok]
+    assert bad == ["poisson_batches"]
+    wrong_q = rng.binomial(n, 0.1, size=t)
+    bad = [c.name for c in check_claim(Claim(1.0, q, t), RunFacts(
+        steps=t, batch_sizes=wrong_q, dataset_size=n)) if not c.ok]
+    assert bad == ["sampling_rate"]
+
+
+def test_normalisation_check_flags_a_divisor_that_depends_on_n() -> None:
+    # floor(N q): 3 * 0.5 -> 1 but 4 * 0.5 -> 2 (opacus #571 / #819); 1347 * 0.05 -> 67 for
+    # N - 1, N and N + 1
+    def norm_ok(n: int, q: float) -> bool:
+        c = [c for c in check_claim(Claim(1.0, q, 1), RunFacts(
+            steps=1, expected_batch_size=math.floor(n * q), dataset_size=n))
+             if c.name == "normalisation"]
+        return c[0].ok
+    assert not norm_ok(3, 0.5) and norm_ok(1347, 0.05) and not norm_ok(1000, 0.05)
+
+
+def test_reserved_examples_plan() -> None:
+    p = plan_reserved_examples(40, reserved=64, num_classes=10, sampling_rate=0.1,
+                               rng=np.random.default_rng(0))
+    assert np.unique(p.reserved_index).size == 40 and p.reserved_index.max() < 64
+    assert set(p.labels.tolist()) <= set(range(10))
+    with pytest.raises(ValueError, match="reserved"):
+        plan_reserved_examples(70, reserved=64, num_classes=10, sampling_rate=0.1,
+                               rng=np.random.default_rng(0))
