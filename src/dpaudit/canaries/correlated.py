@@ -34,13 +34,14 @@ amplified BandMF accounting (ceil(T/b) compositions of the subsampled Gaussian; 
 NeurIPS 2023 paper, jax_privacy's ``amplified_bandmf_event``).  The score is the exact
 log-likelihood ratio of the window statistics,
 
-    s = sum_t log(1 - p + p exp((y_t - 1/2) / sigma_t^2)),     sigma_t = sigma ||c|| / ||c_W||,
+    s = sum_t log(1 - p + p exp((a y_t - a^2/2) / sigma_t^2)),     sigma_t = sigma ||c|| / ||c_W||,
 
-the DP-SGD white-box score of Nasr et al. 2023 / "Privacy Audit as Bits Transmission" §6.4
-applied to the whitened windows.  For b = 1 (DP-SGD) C = I and this is the DP-SGD score.
-Auditing DP-FTRL through its released updates in one run follows the set-up of "Let's Ask
-Gauss" (arXiv 2606.12733, §5, DP-FTRL experiments); the whitening is the matched filter for
-the known correlation.
+(a the canary's amplitude, 1 for a Dirac canary): the DP-SGD white-box score of Nasr et al.
+2023 / "Privacy Audit as Bits Transmission" §6.4 (:func:`dpaudit.canaries.scores.
+lr_step_scores`, the one implementation) applied to the whitened windows.  For b = 1 (DP-SGD)
+C = I and this is the DP-SGD score.  Auditing DP-FTRL through its released updates in one
+run follows "Let's Ask Gauss" (arXiv 2606.12733), which evaluates DP-FTRL; the whitening is
+the matched filter for the known correlation.
 
 The naive per-step score ignores the correlation: it reads the raw x_t at the canary's eligible
 steps as N(S_t, v_t) with v_t the marginal noise variance s_n^2 ||C^{-1}[t, :]||^2 and sums the
@@ -62,6 +63,7 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit.canaries.scores import lr_step_scores
 from dpaudit.validation import (
     check_count,
     check_finite_array,
@@ -139,24 +141,26 @@ def window_statistics(w: Any, strategy: Any, groups: Any) -> tuple[np.ndarray, n
     return y, scale
 
 
-def _lr(y: np.ndarray, std: np.ndarray, p: float) -> np.ndarray:
-    """log(1 - p + p exp((y - 1/2) / std^2)) elementwise (logaddexp); 0 where std is NaN."""
-    log1mp = math.log1p(-p) if p < 1 else -math.inf
-    live = np.isfinite(std)
-    s = np.where(live, std, 1.0)
-    out = np.logaddexp(log1mp, math.log(p) + (y - 0.5) / s ** 2)
+def _lr(y: np.ndarray, scale: np.ndarray, p: float, sigma: float,
+        amplitude: np.ndarray | float) -> np.ndarray:
+    """Per-entry log-likelihood ratio of y ~ (1 - p) N(0, (sigma s)^2) + p N(a, (sigma s)^2)
+    against N(0, (sigma s)^2) through ``lr_step_scores`` (y / s has noise sigma and signal
+    a / s); 0 where the noise scale s is NaN (no window)."""
+    live = np.isfinite(scale)
+    s = np.where(live, scale, 1.0)
+    out = lr_step_scores(y / s, p, sigma, np.asarray(amplitude, dtype=float) / s)
     return np.where(live, out, 0.0)
 
 
 def whitened_scores(x: Any, strategy: Any, groups: Any, *, sampling_rate: float,
-                    noise_multiplier: float) -> np.ndarray:
+                    noise_multiplier: float, amplitude: Any = 1.0) -> np.ndarray:
     """Per-canary whitened log-likelihood-ratio score (module docstring): whiten the (T, n)
     released transcript (canary units) by C, read each eligible window with the matched
     filter, sum the windows' log-likelihood ratios.  b = 1 gives the DP-SGD white-box score."""
     p = check_probability("sampling_rate", sampling_rate, open_low=True)
     sigma = check_positive("noise_multiplier", noise_multiplier)
     y, scale = window_statistics(whiten(x, strategy), strategy, groups)
-    return _lr(y, sigma * scale, p).sum(axis=0)
+    return _lr(y, scale, p, sigma, amplitude).sum(axis=0)
 
 
 def marginal_noise_std(strategy: Any, steps: int) -> np.ndarray:
@@ -167,7 +171,7 @@ def marginal_noise_std(strategy: Any, steps: int) -> np.ndarray:
 
 
 def naive_step_scores(x: Any, strategy: Any, groups: Any, *, sampling_rate: float,
-                      noise_multiplier: float) -> np.ndarray:
+                      noise_multiplier: float, amplitude: Any = 1.0) -> np.ndarray:
     """The naive per-step score: the raw released x_t at the canary's eligible steps, each read
     as N(S_t, sigma^2 v_t) with v_t the marginal variance (correlation ignored), summed."""
     p = check_probability("sampling_rate", sampling_rate, open_low=True)
@@ -180,5 +184,5 @@ def naive_step_scores(x: Any, strategy: Any, groups: Any, *, sampling_rate: floa
             k >= c.size).any():
         raise ValueError(f"groups must be {n} integers in [0, {c.size}) (one per canary)")
     eligible = (np.arange(t)[:, None] % c.size) == k[None, :]
-    std = sigma * marginal_noise_std(c, t)[:, None] * np.ones((1, n))
-    return _lr(x, np.where(eligible, std, np.nan), p).sum(axis=0)
+    scale = marginal_noise_std(c, t)[:, None] * np.ones((1, n))
+    return _lr(x, np.where(eligible, scale, np.nan), p, sigma, amplitude).sum(axis=0)

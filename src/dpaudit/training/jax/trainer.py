@@ -38,7 +38,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpaudit.canaries import correlated
+from dpaudit.canaries import (
+    WhiteBoxAccumulator,
+    black_box_scores,
+    correlated,
+    dirac_plan,
+    draw_bits,
+    last_iterate_scores,
+)
 from dpaudit.training.jax.flaws import FLAWS, MISMATCH_BANDS, UNCLIPPED_GROUP
 from dpaudit.training.jax.model import (
     PIXELS,
@@ -188,7 +195,6 @@ class _StepKey:
     steps: int
     clip_norm: float
     unclipped_group: bool
-    canary_gradient: float
 
 
 @lru_cache(maxsize=16)
@@ -204,12 +210,14 @@ def _compiled_step(key: _StepKey) -> Callable[..., Any]:
                      sampling_rate=key.sampling_rate, steps=key.steps, noise_seed=0,
                      clip_norm=key.clip_norm)
     privatizer = plan.noise_addition_transform
-    k_canary = key.canary_gradient
+    clip = key.clip_norm
 
     def loss_fn(p: dict[str, jax.Array], batch: dict[str, jax.Array]) -> jax.Array:
+        # a gradient canary's loss is linear in w1: its gradient is C * plant_values placed at
+        # plant_coords (the canary plan's planted gradient)
         real = example_losses(p, batch["x"], batch["y"])
-        dirac = k_canary * p["w1"].reshape(-1)[batch["coord"]]
-        return jnp.sum(batch["w"] * jnp.where(batch["dirac"], dirac, real))
+        planted = clip * jnp.sum(batch["pv"] * p["w1"].reshape(-1)[batch["pc"]], axis=-1)
+        return jnp.sum(batch["w"] * jnp.where(batch["dirac"], planted, real))
 
     if key.unclipped_group:
         def rest_loss(rest: dict[str, jax.Array], w1: jax.Array,
@@ -234,11 +242,11 @@ def _compiled_step(key: _StepKey) -> Callable[..., Any]:
 
     @jax.jit
     def step(p: dict[str, jax.Array], noise_state: Any, batch: dict[str, jax.Array],
-             pad: jax.Array, lr: jax.Array, coords: jax.Array
+             pad: jax.Array, lr: jax.Array, read_coords: jax.Array
              ) -> tuple[dict[str, jax.Array], Any, jax.Array]:
         noisy, noise_state = privatizer.update(grad_sum(p, batch, pad), noise_state)
         p = jax.tree.map(lambda a, g: a - lr * g, p, noisy)
-        return p, noise_state, noisy["w1"].reshape(-1)[coords]
+        return p, noise_state, noisy["w1"].reshape(-1)[read_coords]
 
     return step
 
@@ -259,8 +267,10 @@ def train_jax_with_canaries(config: JaxTrainingConfig, data: DigitsArrays | None
     noise_seed, batch_seed = (int(v) for v in ss[3].generate_state(2))
     data = data if data is not None else load_digits_arrays(cfg.seed)
     n = cfg.canaries
-    bits = rng_bits.integers(0, 2, size=n).astype(bool)
+    bits = draw_bits(n, rng_bits)
     coords, reserved = reserved_coordinates(n, hidden=cfg.hidden, rng=rng_place)
+    canaries = dirac_plan(coords, bits, sampling_rate=cfg.sampling_rate,
+                          scale=cfg.canary_scale)
     gradient = cfg.canary == "gradient"
     if gradient:
         xc = np.zeros((n, PIXELS), np.float32)
@@ -294,21 +304,28 @@ def train_jax_with_canaries(config: JaxTrainingConfig, data: DigitsArrays | None
                            clip_norm=cfg.max_grad_norm).noise_addition_transform
     step = _compiled_step(_StepKey(tuple(noise_strategy.tolist()), noise_sigma,
                                    cfg.sampling_rate, cfg.steps, cfg.max_grad_norm,
-                                   cfg.flawed == "unclipped_group",
-                                   float(cfg.canary_scale * cfg.max_grad_norm)))
+                                   cfg.flawed == "unclipped_group"))
 
     params0 = init_mlp(np.random.default_rng(ss[4]), hidden=cfg.hidden, reserved=reserved,
                        num_classes=data.num_classes)
     params = {k: jnp.asarray(v) for k, v in params0.items()}
     lr = jnp.float32(cfg.learning_rate / expected_b)
-    coords_j = jnp.asarray(coords)
-    coord_of = np.where(slot >= 0, coords[np.maximum(slot, 0)], 0).astype(np.int32)
+    read_j = jnp.asarray(canaries.read_coords)
+    m = canaries.plant_coords.shape[1]
+    is_c = slot >= 0
+    plant_c = np.zeros((total, m), np.int32)
+    plant_v = np.zeros((total, m), np.float32)
+    plant_c[is_c] = canaries.plant_coords[slot[is_c]]
+    plant_v[is_c] = canaries.plant_values[slot[is_c]]
 
     groups_all = (_partition_groups(plan, total, batch_seed) if b_claim > 1
                   else np.zeros(total, dtype=np.int64))
-    arrays = {"x": x_all, "y": y_all, "coord": coord_of, "w": weight, "dirac": is_grad_canary}
+    arrays = {"x": x_all, "y": y_all, "pc": plant_c, "pv": plant_v, "w": weight,
+              "dirac": is_grad_canary}
     noise_state = privatizer.init(params)
     transcript = np.zeros((cfg.steps, n))
+    running = WhiteBoxAccumulator(n, sampling_rate=cfg.sampling_rate,
+                                  amplitude=canaries.amplitude)
     # One padded batch size for (almost) every step: mean + 6 sd of the Binomial batch size,
     # rounded up to a multiple of 32, so that the step compiles once.
     group = total / b_claim
@@ -330,8 +347,9 @@ def train_jax_with_canaries(config: JaxTrainingConfig, data: DigitsArrays | None
         sel = np.where(pad, 0, padded)
         batch = {k: jnp.asarray(v[sel]) for k, v in arrays.items()}
         params, noise_state, rec = step(params, noise_state, batch, jnp.asarray(pad), lr,
-                                        coords_j)
-        transcript[t] = np.asarray(rec, dtype=np.float64)
+                                        read_j)
+        transcript[t] = canaries.read(np.asarray(rec, dtype=np.float64))
+        running.add(transcript[t], cfg.noise_multiplier)
         if on_step is not None:
             on_step(t + 1)
     steps_done = t + 1
@@ -339,20 +357,20 @@ def train_jax_with_canaries(config: JaxTrainingConfig, data: DigitsArrays | None
 
     scores: dict[str, np.ndarray] = {}
     if cfg.threat == "white_box":
-        kw = {"sampling_rate": cfg.sampling_rate, "noise_multiplier": cfg.noise_multiplier}
+        kw = {"sampling_rate": cfg.sampling_rate, "noise_multiplier": cfg.noise_multiplier,
+              "amplitude": canaries.amplitude}
         scores["whitened"] = correlated.whitened_scores(transcript, strategy, groups, **kw)
         scores["naive"] = correlated.naive_step_scores(transcript, strategy, groups, **kw)
-        scores["sum"] = transcript.sum(axis=0) - cfg.sampling_rate * math.ceil(
-            cfg.steps / b_claim) / 2
+        scores["sum"] = running.scores("sum")
         score = scores["whitened"] if cfg.score == "lr" else scores["sum"]
     elif cfg.threat == "last_iterate":
-        flat0 = params0["w1"].reshape(-1)[coords]
-        flat1 = np.asarray(params["w1"]).reshape(-1)[coords]
-        score = scores["last_iterate"] = (flat0 - flat1).astype(np.float64)
+        rc = canaries.read_coords
+        score = scores["last_iterate"] = last_iterate_scores(
+            params0["w1"].reshape(-1)[rc], np.asarray(params["w1"]).reshape(-1)[rc],
+            canaries.read_weights)
     else:
-        before = np.asarray(losses_jit(params0, xc, yc), dtype=np.float64)
-        after = np.asarray(losses_jit(params, xc, yc), dtype=np.float64)
-        score = scores["loss_drop"] = before - after
+        score = scores["loss_drop"] = black_box_scores(losses_jit(params0, xc, yc),
+                                                       losses_jit(params, xc, yc))
     acc = accuracy(params, data.x_test, data.y_test)
     return JaxTrainingRun(member=bits, score=np.asarray(score, float), scores=scores,
                           steps=steps_done, expected_batch_size=expected_b,

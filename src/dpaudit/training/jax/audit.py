@@ -1,0 +1,184 @@
+"""Audit a jax_privacy training run in one run: scores -> ``audit_one_run`` -> verdict.
+
+* :func:`audit_scores` -- the part every entry point shares (a user's own ``jax.grad`` /
+  ``vmap`` loop too): canaries' secret bits and scores from ONE run, the claim, every one-run
+  method side by side (``dpaudit.audit_one_run``: tight, bits, Steinke et al., Mahloujifar et
+  al.) and the verdict;
+* :func:`train_audit_jax` -- train the digits MLP with jax_privacy (:mod:`.trainer`) and audit
+  it; white box, the whitened and the naive score are both audited (:attr:`JaxTrainAudit.
+  compared`);
+* :func:`jax_train_audit_dict` -- the ``train-audit --framework jax --json`` document: the keys
+  of the Opacus audit's document (results, claimed_epsilon, violation, verdict,
+  verdict_method, family, delta, confidence, training{...}) plus ``framework``,
+  ``mechanism`` and ``scores_compared``.
+
+The claim.  epsilon at delta of the DP event jax_privacy's plan gives for the run
+(``plan.dp_event``), composed by dp_accounting's PLD accountant under the plan's zero-out
+relation (:func:`.plan.event_epsilon`); dpaudit's ``dpsgd_curve(sigma, q, rounds)`` of the same
+composition is reported beside it (``dpsgd_curve_epsilon``).
+
+Null family of the verdict: ``"eps_delta"`` -- the (epsilon, delta) trade-off curve at the
+claim's delta, which every mechanism meeting the claim as stated lies above, so the verdict
+holds for any such mechanism (no Gaussian-shape assumption).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dpaudit.estimators.one_run import ONE_RUN_METHODS, audit_one_run
+from dpaudit.observations import MembershipObservations
+from dpaudit.results import AuditResult
+from dpaudit.training.jax.plan import claim_rounds, event_epsilon
+from dpaudit.training.jax.trainer import (
+    JaxTrainingConfig,
+    JaxTrainingRun,
+    train_jax_with_canaries,
+)
+from dpaudit.validation import (
+    check_confidence,
+    check_count,
+    check_delta,
+    check_positive,
+    check_probability,
+)
+
+__all__ = ["JaxTrainAudit", "audit_scores", "train_audit_jax", "jax_train_audit_dict",
+           "FAMILY", "dpsgd_curve_epsilon"]
+
+FAMILY = "eps_delta"
+
+
+@dataclass(frozen=True, eq=False)
+class JaxTrainAudit:
+    """Results of a one-run audit of a JAX run (the first result is the verdict's basis),
+    the claim, the observations, and for white box the primary method's bound from each
+    score compared (``compared``: score name -> epsilon lower bound)."""
+
+    results: list[AuditResult]
+    claimed_epsilon: float
+    dpsgd_curve_epsilon: float
+    delta: float
+    confidence: float
+    threat: str
+    run: JaxTrainingRun | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+    observations: MembershipObservations | None = None
+    compared: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def verdict_result(self) -> AuditResult:
+        return self.results[0]
+
+    @property
+    def violation(self) -> bool:
+        return bool(self.verdict_result.epsilon > self.claimed_epsilon)
+
+
+def dpsgd_curve_epsilon(noise_multiplier: float, sampling_rate: float, rounds: int,
+                        delta: float) -> float:
+    """epsilon at delta of dpaudit's ``dpsgd_curve`` over ``rounds`` compositions."""
+    from dpaudit.training.accounting import claimed_epsilon  # memoised; imports no torch
+
+    return claimed_epsilon(noise_multiplier, sampling_rate, rounds, delta)
+
+
+def audit_scores(member: Any, score: Any, *, noise_multiplier: float, sampling_rate: float,
+                 steps: int, bands: int = 1, dp_event: Any = None, threat: str = "white_box",
+                 delta: float = 1e-5, confidence: float = 0.95,
+                 methods: Sequence[str] = ONE_RUN_METHODS, seed: int = 0) -> JaxTrainAudit:
+    """One-run audit of a DP-SGD (``bands=1``) or amplified BandMF run from its canaries' bits
+    and scores.  The claim is the epsilon of ``dp_event`` (jax_privacy's plan's event) when
+    given, else of ceil(steps / bands) Poisson-subsampled Gaussians at
+    (noise_multiplier, sampling_rate) -- the event jax_privacy builds for these settings."""
+    sigma = check_positive("noise_multiplier", noise_multiplier)
+    q = check_probability("sampling_rate", sampling_rate, open_low=True)
+    rounds = claim_rounds(steps, bands)
+    check_count("steps", steps, minimum=1)
+    delta = check_delta(delta)
+    confidence = check_confidence(confidence)
+    if dp_event is None:
+        from jax_privacy.experimental import accounting
+
+        dp_event = accounting.amplified_bandmf_event(sigma, steps, num_bands=bands,
+                                                     sampling_prob=q)
+    claimed = event_epsilon(dp_event, delta)
+    reference = dpsgd_curve_epsilon(sigma, q, rounds, delta)
+    results = audit_one_run(np.asarray(member), np.asarray(score), delta=delta,
+                            confidence=confidence, methods=tuple(methods), family=FAMILY,
+                            seed=seed)
+    return JaxTrainAudit(results, claimed, reference, delta, confidence, threat,
+                         settings={"family": FAMILY, "noise_multiplier": sigma,
+                                   "sampling_rate": q, "steps": steps, "bands": bands,
+                                   "rounds": rounds, "dp_event": repr(dp_event)},
+                         observations=MembershipObservations.from_arrays(member, score))
+
+
+def train_audit_jax(config: JaxTrainingConfig, *, delta: float = 1e-5,
+                    confidence: float = 0.95,
+                    on_step: Callable[[int], None] | None = None) -> JaxTrainAudit:
+    """Train with jax_privacy and canaries (one run) and audit it; white box also audits
+    the other white-box scores of the same run (whitened vs naive) for comparison."""
+    delta = check_delta(delta)
+    confidence = check_confidence(confidence)
+    run = train_jax_with_canaries(config, on_step=on_step)
+    a = audit_scores(run.member, run.score, noise_multiplier=config.noise_multiplier,
+                     sampling_rate=config.sampling_rate, steps=run.steps,
+                     bands=config.num_bands, dp_event=run.dp_event, threat=config.threat,
+                     delta=delta, confidence=confidence, seed=config.seed)
+    compared: dict[str, float] = {}
+    for name, s in run.scores.items():
+        if s is run.score:
+            compared[name] = float(a.verdict_result.epsilon)
+        elif config.threat == "white_box":
+            r = audit_one_run(run.member, s, delta=delta, confidence=confidence,
+                              methods=(a.verdict_result.method,), family=FAMILY,
+                              seed=config.seed)
+            compared[name] = float(r[0].epsilon)
+    return JaxTrainAudit(a.results, a.claimed_epsilon, a.dpsgd_curve_epsilon, delta,
+                         confidence, config.threat, run, {**a.settings, **config.to_dict()},
+                         a.observations, compared)
+
+
+def jax_train_audit_dict(audit: JaxTrainAudit) -> dict[str, Any]:
+    """The ``train-audit --framework jax --json`` document (see module docstring)."""
+    from dpaudit.cli.common import verdict
+
+    basis = audit.verdict_result
+    out: dict[str, Any] = {
+        "results": [r.to_dict() for r in audit.results],
+        "claimed_epsilon": audit.claimed_epsilon,
+        "violation": audit.violation,
+        "verdict": verdict(basis.epsilon, audit.claimed_epsilon),
+        "verdict_method": basis.method,
+        "family": audit.settings.get("family", FAMILY),
+        "delta": audit.delta,
+        "confidence": audit.confidence,
+        "framework": "jax",
+        "mechanism": audit.settings.get("mechanism", "dpsgd" if audit.settings.get(
+            "bands", 1) == 1 else "bandmf"),
+        "scores_compared": dict(audit.compared),
+    }
+    training = {"steps": audit.settings.get("steps"),
+                "sampling_rate": audit.settings.get("sampling_rate"),
+                "noise_multiplier": audit.settings.get("noise_multiplier"),
+                "bands": audit.settings.get("bands"), "rounds": audit.settings.get("rounds"),
+                "jax_privacy_epsilon": audit.claimed_epsilon,
+                "dpsgd_curve_epsilon": audit.dpsgd_curve_epsilon,
+                "dp_event": audit.settings.get("dp_event")}
+    run = audit.run
+    if run is not None:
+        c = run.config
+        out.update({"model": "mlp", "canary": c.canary, "threat": c.threat,
+                    "canaries": c.canaries, "flaw": c.flawed, "seed": c.seed,
+                    "config": c.to_dict()})
+        training.update({"steps": run.steps, "max_grad_norm": c.max_grad_norm,
+                         "test_accuracy": run.test_accuracy, "seconds": run.seconds,
+                         "expected_batch_size": run.expected_batch_size,
+                         "strategy": [float(v) for v in run.strategy]})
+    out["training"] = training
+    return out
