@@ -47,6 +47,8 @@ from dpaudit.training.jax.audit import (  # noqa: E402
     JaxTrainAudit,
     audit_scores,
     jax_train_audit_dict,
+    run_cli_audit,
+    summary_lines,
     train_audit_jax,
 )
 from dpaudit.training.jax.flaws import FLAWS  # noqa: E402
@@ -74,4 +76,5 @@ __all__ = [
     "MECHANISMS", "strategy_for", "make_plan", "event_epsilon", "FLAWS",
     "JaxTrainingConfig", "JaxTrainingRun", "train_jax_with_canaries",
     "FAMILY", "JaxTrainAudit", "audit_scores", "train_audit_jax", "jax_train_audit_dict",
+    "run_cli_audit", "summary_lines",
 ]

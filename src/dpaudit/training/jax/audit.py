@@ -182,3 +182,55 @@ def jax_train_audit_dict(audit: JaxTrainAudit) -> dict[str, Any]:
                          "strategy": [float(v) for v in run.strategy]})
     out["training"] = training
     return out
+
+
+def run_cli_audit(*, model: str, canary: str, threat: str, canaries: int,
+                  noise_multiplier: float, sampling_rate: float, steps: int,
+                  max_grad_norm: float, learning_rate: float, flawed: str | None, seed: int,
+                  hidden: int, score: str, input_kind: str, mechanism: str, bands: int,
+                  delta: float, confidence: float, progress: bool = False
+                  ) -> tuple[dict[str, Any], MembershipObservations | None]:
+    """``dpaudit train-audit --framework jax``: train, audit, return ``(document,
+    observations)`` (the observations feed the audit card)."""
+    if model != "mlp":
+        raise ValueError(f"model must be 'mlp' with framework 'jax' (the digits MLP with "
+                         f"reserved inputs); got {model!r}")
+    cfg = JaxTrainingConfig(
+        mechanism=mechanism, bands=bands, canary=canary, threat=threat, canaries=canaries,
+        noise_multiplier=noise_multiplier, sampling_rate=sampling_rate, steps=steps,
+        max_grad_norm=max_grad_norm, learning_rate=learning_rate, flawed=flawed, seed=seed,
+        hidden=hidden, score=score, input_kind=input_kind)
+    if not progress:
+        audit = train_audit_jax(cfg, delta=delta, confidence=confidence)
+        return jax_train_audit_dict(audit), audit.observations
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from dpaudit.cli.common import console
+
+    with Progress(TextColumn("training (jax_privacy)"), BarColumn(),
+                  TextColumn("{task.completed}/{task.total} steps"), TimeRemainingColumn(),
+                  console=console, transient=True) as bar:
+        task = bar.add_task("steps", total=cfg.steps)
+        audit = train_audit_jax(cfg, delta=delta, confidence=confidence,
+                                on_step=lambda i: bar.update(task, completed=i))
+    return jax_train_audit_dict(audit), audit.observations
+
+
+def summary_lines(out: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Title and extra lines of the CLI table for a :func:`jax_train_audit_dict` document."""
+    tr, c = out["training"], out.get("config", {})
+    flaw = out.get("flaw")
+    mech = ("DP-SGD" if out["mechanism"] == "dpsgd"
+            else f"BandMF ({tr['bands']} bands)")
+    title = (f"One-run {out['threat']} audit of {'FLAWED (' + flaw + ') ' if flaw else ''}"
+             f"{mech} training (mlp, jax_privacy): sigma={tr['noise_multiplier']:g}, "
+             f"q={tr['sampling_rate']:g}, T={tr['steps']}, {c.get('canaries', 0):,} "
+             f"{c.get('canary', '')} canaries")
+    extra: dict[str, Any] = {
+        "claimed_epsilon (jax_privacy DP event, dp_accounting PLD)": out["claimed_epsilon"],
+        "dpsgd_curve epsilon (dpaudit, same composition)": tr["dpsgd_curve_epsilon"],
+        "null family": out["family"]}
+    for name, eps in out.get("scores_compared", {}).items():
+        extra[f"{out['verdict_method']} epsilon with the {name} score"] = eps
+    extra.update({"test_accuracy": tr.get("test_accuracy"), "seconds": tr.get("seconds")})
+    return title, extra
