@@ -16,8 +16,8 @@ runs already there (resume after an interruption).  Parts:
 
 Settings (digits MLP, 64 hidden units, reserved inputs for the canaries, C = 1, delta = 1e-5,
 confidence 0.95, null family eps_delta): DP-SGD sigma = 4, q = 0.2, T = 100 (claim 2.10);
-BandMF 4 bands, sigma = 3, q = 0.3, T = 100 (25 rounds; claim 2.23).  3,000 canaries.  The machine is
-shared; seconds are wall-clock.
+BandMF 4 bands, sigma = 3, q = 0.3, T = 100 (25 rounds; claim 2.23).  3,000 canaries.
+The machine is shared; seconds are wall-clock.
 """
 
 from __future__ import annotations

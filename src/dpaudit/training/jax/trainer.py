@@ -138,7 +138,8 @@ class JaxTrainingConfig:
 class JaxTrainingRun:
     """One run's canary truth bits and scores (``score`` = the config's threat and score;
     ``scores`` = every score computed, e.g. "whitened" and "naive" for white box), the
-    strategy and groups the scores used, and the training facts."""
+    strategy and groups the scores used, the training facts and the (T, n) transcript of
+    released readings (canary units)."""
 
     member: np.ndarray
     score: np.ndarray
@@ -151,6 +152,7 @@ class JaxTrainingRun:
     groups: np.ndarray
     dp_event: Any
     config: JaxTrainingConfig
+    transcript: np.ndarray | None = None
 
 
 def _input_canaries(data: DigitsArrays, n: int, kind: str, rng: np.random.Generator
@@ -376,4 +378,4 @@ def train_jax_with_canaries(config: JaxTrainingConfig, data: DigitsArrays | None
                           steps=steps_done, expected_batch_size=expected_b,
                           test_accuracy=acc, seconds=time.perf_counter() - start,
                           strategy=np.asarray(strategy), groups=groups,
-                          dp_event=plan.dp_event, config=cfg)
+                          dp_event=plan.dp_event, config=cfg, transcript=transcript)
