@@ -19,6 +19,7 @@ import pytest
 import dpaudit as da
 from dpaudit import estimators as E
 from dpaudit import risk as R
+from dpaudit.canaries import correlated as CORR
 from dpaudit.curves import resolve_family
 from dpaudit.stats import binomial as B
 
@@ -134,6 +135,12 @@ TARGETS = [
            dict(epsilon="nonnegative", delta="delta")),
     Target("risk.rero_bound", R.rero_bound, dict(kappa=0.1, epsilon=1.0, delta=1e-5),
            dict(kappa="probability", epsilon="nonnegative", delta="delta")),
+    *[Target(f"correlated.{f.__name__}", f,
+             dict(x=np.zeros((8, 2)), strategy=[0.8, 0.6], groups=np.array([0, 1]),
+                  sampling_rate=0.5, noise_multiplier=1.0),
+             dict(x="matrix", strategy="float_array", sampling_rate="probability",
+                  noise_multiplier="positive"), {"x": "transcript"})
+      for f in (CORR.whitened_scores, CORR.naive_step_scores)],
 ]
 
 # kinds that do not apply to an argument (documented exceptions)
@@ -308,6 +315,14 @@ def cli_cases() -> list[tuple[str, list[str]]]:
     cases.append(("report missing", ["report", "FILE:missing"]))
     cases.append(("report malformed", ["report", "FILE:deep_json"]))
     cases.append(("reproduce bogus", ["reproduce", "bogus"]))
+    for label, extra in (("--framework bogus", ["--framework", "bogus"]),
+                         ("--mechanism bogus", ["--mechanism", "bogus"]),
+                         ("--mechanism bandmf (opacus)", ["--mechanism", "bandmf"]),
+                         ("jax --model cnn", ["--framework", "jax", "--model", "cnn"]),
+                         ("jax --bands 1", ["--framework", "jax", "--mechanism", "bandmf",
+                                            "--bands", "1"]),
+                         ("jax --flawed bogus", ["--framework", "jax", "--flawed", "bogus"])):
+        cases.append((f"train-audit {label}", ["train-audit", *extra]))
     cases.append(("reproduce --size", ["reproduce", "bits-dpsgd", "--size", "huge"]))
     return cases
 
