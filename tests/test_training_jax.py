@@ -104,6 +104,10 @@ def test_strategy_mismatch_makes_the_running_sum_less_noisy_than_claimed() -> No
     last iterate accumulates) has std sigma ||c|| ||1^T C^{-1}|| instead of sigma sqrt(T)."""
     cfg = JaxTrainingConfig(flawed="strategy_mismatch", seed=3, **FLAWED)
     run = train_jax_with_canaries(cfg)
+    from dpaudit.training.jax.audit import run_claim_checks
+
+    failed = [c.name for c in run_claim_checks(run) if not c.ok]
+    assert failed == ["noise_strategy"]
     sums = run.transcript[:, ~run.member].sum(axis=0)
     c = strategy_for(cfg.steps, 16)
     cinv = np.linalg.inv(K.banded_toeplitz(c, cfg.steps))
@@ -120,6 +124,9 @@ def test_strategy_mismatch_makes_the_running_sum_less_noisy_than_claimed() -> No
 def test_flaw_is_detected(flaw: str, mechanism: str) -> None:
     a = train_audit_jax(JaxTrainingConfig(flawed=flaw, mechanism=mechanism, seed=0, **FLAWED))
     assert a.violation, (a.verdict_result.epsilon, a.claimed_epsilon)
+    # and, before any statistics, the claim check names what the run did differently
+    word = {"mean_noise": "noise multiplier", "unclipped_group": "clip norm"}[flaw]
+    assert len(a.configuration_errors) == 1 and word in a.configuration_errors[0]
 
 
 @pytest.mark.slow
@@ -136,6 +143,7 @@ def test_correct_training_is_never_flagged(mechanism: str, threat: str) -> None:
         a = train_audit_jax(JaxTrainingConfig(mechanism=mechanism, threat=threat,
                                               canary=canary, seed=seed, **FLAWED))
         assert not a.violation, (seed, a.verdict_result.epsilon, a.claimed_epsilon)
+        assert a.configuration_errors == [], a.configuration_errors
 
 
 @pytest.mark.slow

@@ -141,6 +141,10 @@ def train_audit_cmd(
         print_json(out)
         return
     if framework == "jax":
+        from rich.markup import escape
+
+        for msg in out["configuration_errors"]:  # deterministic findings first, in words
+            console.print(f"[bold red]configuration error:[/bold red] {escape(msg)}")
         _print_rows(out, *_jax_module().summary_lines(out))
         console.print(f"[bold]{out['verdict']}[/bold] (based on {out['verdict_method']})")
         return

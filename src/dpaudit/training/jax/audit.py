@@ -6,7 +6,7 @@
   al.) and the verdict;
 * :func:`train_audit_jax` -- train the digits MLP with jax_privacy (:mod:`.trainer`) and audit
   it; white box, the whitened and the naive score are both audited (:attr:`JaxTrainAudit.
-  compared`);
+  compared`) and the claim is checked against what the run did (:func:`run_claim_checks`);
 * :func:`jax_train_audit_dict` -- the ``train-audit --framework jax --json`` document: the keys
   of the Opacus audit's document (results, claimed_epsilon, violation, verdict,
   verdict_method, family, delta, confidence, training{...}) plus ``framework``,
@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit.canaries import Claim, ClaimCheck, check_claim
 from dpaudit.estimators.one_run import ONE_RUN_METHODS, audit_one_run
 from dpaudit.observations import MembershipObservations
 from dpaudit.results import AuditResult
@@ -48,7 +49,8 @@ from dpaudit.validation import (
 )
 
 __all__ = ["JaxTrainAudit", "audit_scores", "train_audit_jax", "jax_train_audit_dict",
-           "FAMILY", "dpsgd_curve_epsilon"]
+           "FAMILY", "dpsgd_curve_epsilon", "run_claim_checks", "run_cli_audit",
+           "summary_lines"]
 
 FAMILY = "eps_delta"
 
@@ -69,6 +71,12 @@ class JaxTrainAudit:
     settings: dict[str, Any] = field(default_factory=dict)
     observations: MembershipObservations | None = None
     compared: dict[str, float] = field(default_factory=dict)
+    claim_checks: list[ClaimCheck] = field(default_factory=list)
+
+    @property
+    def configuration_errors(self) -> list[str]:
+        """The failed deterministic claim checks, in words (reported before the audit)."""
+        return [c.message for c in self.claim_checks if not c.ok]
 
     @property
     def verdict_result(self) -> AuditResult:
@@ -141,7 +149,27 @@ def train_audit_jax(config: JaxTrainingConfig, *, delta: float = 1e-5,
             compared[name] = float(r[0].epsilon)
     return JaxTrainAudit(a.results, a.claimed_epsilon, a.dpsgd_curve_epsilon, delta,
                          confidence, config.threat, run, {**a.settings, **config.to_dict()},
-                         a.observations, compared)
+                         a.observations, compared, run_claim_checks(run))
+
+
+def run_claim_checks(run: JaxTrainingRun) -> list[ClaimCheck]:
+    """Deterministic checks of the claim against what the run did, before any statistics:
+    the core's :func:`~dpaudit.canaries.check_claim` (steps, noise multiplier, clip norm of
+    every parameter group, Poisson batch sizes of each eligible group) plus the noise
+    strategy: the privatiser's strategy must be the one the plan's DP event accounts for.
+    Failed checks first."""
+    c = run.config
+    out = list(check_claim(Claim(c.noise_multiplier, c.sampling_rate, c.steps,
+                                 c.max_grad_norm), run.facts)) if run.facts else []
+    if run.noise_strategy is not None:
+        same = (run.noise_strategy.shape == run.strategy.shape
+                and np.allclose(run.noise_strategy, run.strategy))
+        out.append(ClaimCheck(
+            "noise_strategy", bool(same), run.strategy.size, int(run.noise_strategy.size),
+            f"noise strategy: the claim accounts for a {run.strategy.size}-band strategy"
+            + ("" if same else f" but the noise was generated with a "
+               f"{run.noise_strategy.size}-band one")))
+    return sorted(out, key=lambda x: x.ok)
 
 
 def jax_train_audit_dict(audit: JaxTrainAudit) -> dict[str, Any]:
@@ -162,6 +190,8 @@ def jax_train_audit_dict(audit: JaxTrainAudit) -> dict[str, Any]:
         "mechanism": audit.settings.get("mechanism", "dpsgd" if audit.settings.get(
             "bands", 1) == 1 else "bandmf"),
         "scores_compared": dict(audit.compared),
+        "configuration_errors": audit.configuration_errors,
+        "claim_checks": [c.to_dict() for c in audit.claim_checks],
     }
     training = {"steps": audit.settings.get("steps"),
                 "sampling_rate": audit.settings.get("sampling_rate"),

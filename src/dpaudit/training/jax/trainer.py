@@ -39,6 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpaudit.canaries import (
+    RunFacts,
     WhiteBoxAccumulator,
     black_box_scores,
     correlated,
@@ -153,6 +154,8 @@ class JaxTrainingRun:
     dp_event: Any
     config: JaxTrainingConfig
     transcript: np.ndarray | None = None
+    facts: RunFacts | None = None
+    noise_strategy: np.ndarray | None = None
 
 
 def _input_canaries(data: DigitsArrays, n: int, kind: str, rng: np.random.Generator
@@ -326,6 +329,7 @@ def train_jax_with_canaries(config: JaxTrainingConfig, data: DigitsArrays | None
               "dirac": is_grad_canary}
     noise_state = privatizer.init(params)
     transcript = np.zeros((cfg.steps, n))
+    batch_sizes = np.zeros(cfg.steps, dtype=np.int64)
     running = WhiteBoxAccumulator(n, sampling_rate=cfg.sampling_rate,
                                   amplitude=canaries.amplitude)
     # One padded batch size for (almost) every step: mean + 6 sd of the Binomial batch size,
@@ -337,6 +341,7 @@ def train_jax_with_canaries(config: JaxTrainingConfig, data: DigitsArrays | None
     for t, idx in enumerate(plan.batch_selection_strategy.batch_iterator(total,
                                                                         rng=batch_seed)):
         idx = np.asarray(idx, dtype=np.int64)
+        batch_sizes[t] = idx.size
         if b_claim > 1 and idx.size and (groups_all[idx] != t % b_claim).any():
             raise RuntimeError("jax_privacy's cyclic sampler drew an example outside its "
                                "group: the partition read before training does not match")
@@ -355,6 +360,15 @@ def train_jax_with_canaries(config: JaxTrainingConfig, data: DigitsArrays | None
         if on_step is not None:
             on_step(t + 1)
     steps_done = t + 1
+    # what the run did, for the deterministic claim checks (dpaudit.canaries.claims): the
+    # noise multiplier the privatiser was built with, the clip norm of every parameter group
+    # (inf for a group summed unclipped), the batch sizes, and the size of the data set each
+    # eligible step samples from (a group: total / b)
+    clips = (cfg.max_grad_norm, math.inf) if cfg.flawed == "unclipped_group" else (
+        cfg.max_grad_norm,)
+    facts = RunFacts(steps=steps_done, noise_multipliers=(float(noise_sigma),),
+                     max_grad_norms=clips, batch_sizes=batch_sizes[:steps_done],
+                     dataset_size=total // b_claim, loss_reduction="sum")
     groups = groups_all[n_real:]
 
     scores: dict[str, np.ndarray] = {}
@@ -378,4 +392,5 @@ def train_jax_with_canaries(config: JaxTrainingConfig, data: DigitsArrays | None
                           steps=steps_done, expected_batch_size=expected_b,
                           test_accuracy=acc, seconds=time.perf_counter() - start,
                           strategy=np.asarray(strategy), groups=groups,
-                          dp_event=plan.dp_event, config=cfg, transcript=transcript)
+                          dp_event=plan.dp_event, config=cfg, transcript=transcript,
+                          facts=facts, noise_strategy=np.asarray(noise_strategy))
