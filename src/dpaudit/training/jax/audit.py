@@ -182,6 +182,7 @@ def jax_train_audit_dict(audit: JaxTrainAudit) -> dict[str, Any]:
         "claimed_epsilon": audit.claimed_epsilon,
         "violation": audit.violation,
         "verdict": verdict(basis.epsilon, audit.claimed_epsilon),
+        "verdict_assumption": getattr(basis, "assumption", None),  # None: eps_delta null
         "verdict_method": basis.method,
         "family": audit.settings.get("family", FAMILY),
         "delta": audit.delta,
