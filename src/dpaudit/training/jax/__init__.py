@@ -14,7 +14,7 @@ Public API:
   :func:`event_epsilon` (jax_privacy execution plans and their claim);
 * flaws:    :data:`FLAWS`;
 * training: :class:`JaxTrainingConfig`, :class:`JaxTrainingRun`,
-  :func:`train_jax_with_canaries`;
+  :func:`train_jax_with_canaries`, :func:`partition_groups` (a BandMF sampler's groups);
 * audit:    :func:`audit_scores` (bits + scores of one run, e.g. from a user's own
   ``jax.grad`` / ``vmap`` loop -> every one-run method and the verdict),
   :func:`train_audit_jax`, :func:`jax_train_audit_dict`, :class:`JaxTrainAudit`.
@@ -67,6 +67,7 @@ from dpaudit.training.jax.plan import (  # noqa: E402
 from dpaudit.training.jax.trainer import (  # noqa: E402
     JaxTrainingConfig,
     JaxTrainingRun,
+    partition_groups,
     train_jax_with_canaries,
 )
 
@@ -74,7 +75,7 @@ __all__ = [
     "JAX_EXTRA_HINT", "require_jax", "MissingExtraError",
     "load_digits_arrays", "init_mlp", "example_losses", "reserved_coordinates",
     "MECHANISMS", "strategy_for", "make_plan", "event_epsilon", "FLAWS",
-    "JaxTrainingConfig", "JaxTrainingRun", "train_jax_with_canaries",
+    "JaxTrainingConfig", "JaxTrainingRun", "train_jax_with_canaries", "partition_groups",
     "FAMILY", "JaxTrainAudit", "audit_scores", "train_audit_jax", "jax_train_audit_dict",
     "run_cli_audit", "summary_lines",
 ]

@@ -62,7 +62,7 @@ from dpaudit.training.jax.plan import MECHANISMS, make_plan, strategy_for
 from dpaudit.validation import check_choice, check_count, check_positive, check_probability
 
 __all__ = ["JaxTrainingConfig", "JaxTrainingRun", "train_jax_with_canaries", "CANARY_TYPES",
-           "THREATS", "SCORE_KINDS", "INPUT_KINDS"]
+           "THREATS", "SCORE_KINDS", "INPUT_KINDS", "partition_groups"]
 
 CANARY_TYPES = ("gradient", "input")
 THREATS = ("white_box", "last_iterate", "black_box")
@@ -174,13 +174,16 @@ def _input_canaries(data: DigitsArrays, n: int, kind: str, rng: np.random.Genera
     return x, y.astype(np.int32)
 
 
-def _partition_groups(strategy: Any, num_examples: int, seed: int) -> np.ndarray:
-    """Group (cycle position) of every example under the sampler's partition.  The partition
-    is drawn by ``CyclicPoissonSampling.batch_iterator`` from its generator before any batch;
-    with sampling probability 1 its first b batches are the groups themselves."""
+def partition_groups(plan: Any, num_examples: int, seed: int) -> np.ndarray:
+    """Group (cycle position) of every example under the partition of ``plan``'s cyclic
+    Poisson sampler run with generator seed ``seed``: the partition is drawn by
+    ``CyclicPoissonSampling.batch_iterator`` from its generator before any batch, so with
+    sampling probability 1 its first b batches are the groups themselves.  The partition is
+    independent of the data (the amplified BandMF guarantee holds for every partition), so
+    an auditor may use it; the training loop checks every batch against it."""
     from jax_privacy import batch_selection
 
-    b = strategy.batch_selection_strategy
+    b = plan.batch_selection_strategy
     full = batch_selection.CyclicPoissonSampling(
         sampling_prob=1.0, iterations=b.cycle_length, cycle_length=b.cycle_length,
         partition_type=b.partition_type)
@@ -323,7 +326,7 @@ def train_jax_with_canaries(config: JaxTrainingConfig, data: DigitsArrays | None
     plant_c[is_c] = canaries.plant_coords[slot[is_c]]
     plant_v[is_c] = canaries.plant_values[slot[is_c]]
 
-    groups_all = (_partition_groups(plan, total, batch_seed) if b_claim > 1
+    groups_all = (partition_groups(plan, total, batch_seed) if b_claim > 1
                   else np.zeros(total, dtype=np.int64))
     arrays = {"x": x_all, "y": y_all, "pc": plant_c, "pv": plant_v, "w": weight,
               "dirac": is_grad_canary}
