@@ -189,10 +189,17 @@ def main() -> None:
     ap.add_argument("--out", default="benchmarks/out/training.jsonl")
     ap.add_argument("--quick", action="store_true", help="one seed per sweep point")
     ap.add_argument("--repeats", type=int, default=3, help="seeds per sweep point")
-    ap.add_argument("--only", choices=("sweep", "validity", "flaws"), default=None)
+    ap.add_argument("--only", choices=("sweep", "validity", "flaws", "overhead"), default=None)
     ap.add_argument("--epsilons", type=float, nargs="+", default=list(EPSILONS),
                     choices=EPSILONS, help="theoretical epsilons of the sweep")
     a = ap.parse_args()
+    if a.only == "overhead":  # with and without canaries, each in a fresh process
+        import runpy
+        import sys
+
+        sys.argv = [str(Path(__file__).with_name("training_overhead.py"))]
+        runpy.run_path(sys.argv[0], run_name="__main__")
+        return
     parts = (a.only,) if a.only else ("sweep", "validity", "flaws")
     run(Path(a.out), 1 if a.quick else a.repeats, parts, tuple(a.epsilons))
 

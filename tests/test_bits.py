@@ -128,7 +128,7 @@ def test_aci_literal_is_anticonservative_where_spec_says():
     assert aci_literal(0, 10**6, 0.95) == pytest.approx(0.001)
     # e_bar >= 1/2: ends at the 1/2 ceiling; epsilon 0.
     assert aci_literal(60, 100, 0.95) == pytest.approx(0.5, abs=1e-3)
-    assert E.bits(n=100, errors=60, ci="aci").epsilon == 0.0
+    assert E.bits(n=100, errors=60, ci="aci", family="gdp").epsilon == 0.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -404,17 +404,18 @@ def test_bits_result_fields_and_pvalue_at_boundary():
 
 
 def test_bits_monotone_in_errors_and_confidence():
-    eps = [E.bits(n=2000, errors=k).epsilon for k in (100, 300, 500, 700, 900)]
+    eps = [E.bits(n=2000, errors=k, family="gdp").epsilon for k in (100, 300, 500, 700, 900)]
     assert all(a > b for a, b in zip(eps, eps[1:], strict=False))
-    assert E.bits(n=2000, errors=500, confidence=0.99).epsilon < \
-        E.bits(n=2000, errors=500, confidence=0.9).epsilon
+    assert E.bits(n=2000, errors=500, confidence=0.99, family="gdp").epsilon < \
+        E.bits(n=2000, errors=500, confidence=0.9, family="gdp").epsilon
     # delta only changes the conversion: same fitted mu, smaller epsilon at larger delta
-    a, b = E.bits(n=2000, errors=500, delta=1e-6), E.bits(n=2000, errors=500, delta=1e-3)
+    a = E.bits(n=2000, errors=500, delta=1e-6, family="gdp")
+    b = E.bits(n=2000, errors=500, delta=1e-3, family="gdp")
     assert a.params["mu"] == b.params["mu"] and a.epsilon > b.epsilon
 
 
 def test_bits_nothing_rejected_and_ceiling():
-    r = E.bits(n=100, errors=48)
+    r = E.bits(n=100, errors=48, family="gdp")
     assert r.epsilon == 0.0 and r.details["nothing_rejected"] and r.params["mu"] == 0.0
     small = Family("gdp<=2", GaussianDP, 0.01, 2.0, "mu")
     r = E.bits(n=10**5, errors=0, family=small)
@@ -466,7 +467,7 @@ def test_bits_monte_carlo_coverage(mu):
     for ci in ("clopper_pearson", "hoeffding", "aci"):
         # the bound depends on the data only through k: evaluate each distinct k once
         ks, inv = np.unique(errors, return_inverse=True)
-        eps = np.array([E.bits(n=n, errors=int(k), ci=ci, confidence=gamma).epsilon
+        eps = np.array([E.bits(n=n, errors=int(k), ci=ci, confidence=gamma, family="gdp").epsilon
                         for k in ks])[inv]
         fail = float(np.mean(eps > true_eps))
         # exact failure probability of this CI at this mechanism (pmf summation)

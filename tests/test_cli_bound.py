@@ -22,13 +22,19 @@ def run_json(capsys, argv):
 def test_bound_bits_json_matches_table_a(capsys):
     # spec/000 Table A: n=1000, k=300, Hoeffding -> eps 3.542 (GDP), 0.669 ((eps,d) family)
     d = run_json(capsys, ["bound", "bits", "--canaries", "1000", "--wrong", "300",
-                          "--ci", "hoeffding"])
+                          "--ci", "hoeffding", "--family", "gdp"])
     assert d["method"] == "bits" and d["epsilon"] == pytest.approx(3.542, abs=6e-4)
+    assert d["assumption"] == "the mechanism is μ-GDP" and d["family_is_assumption"]
     assert d["settings"]["ci"] == "hoeffding" and d["details"]["p_up"] == pytest.approx(0.3387,
                                                                                        abs=1e-4)
     d = run_json(capsys, ["bound", "bits", "--canaries", "1000", "--wrong", "300",
                           "--ci", "hoeffding", "--family", "eps_delta"])
     assert d["epsilon"] == pytest.approx(0.669, abs=6e-4)
+    assert d["assumption"] is None and d["family_is_assumption"] is False
+    # eps_delta is the default family
+    d = run_json(capsys, ["bound", "bits", "--canaries", "1000", "--wrong", "300",
+                          "--ci", "hoeffding"])
+    assert d["epsilon"] == pytest.approx(0.669, abs=6e-4) and d["assumption"] is None
     d = run_json(capsys, ["bound", "bits", "--canaries", "1000", "--wrong", "300",
                           "--family", "subsampled_gaussian:0.5"])
     ref = E.bits(n=1000, errors=300, family=("subsampled_gaussian", 0.5))
@@ -39,7 +45,7 @@ def test_bound_bits_json_matches_table_a(capsys):
 def test_bound_tight_matches_spec(capsys):
     # spec/001 §4.6: exact mode, (n, r, u) = (1000, 100, 10) -> 3.16445
     d = run_json(capsys, ["bound", "tight", "--canaries", "1000", "--guesses", "100",
-                          "--wrong", "10"])
+                          "--wrong", "10", "--family", "gdp"])
     assert d["method"] == "tight" and d["epsilon"] == pytest.approx(3.1645, abs=2e-4)
 
 
@@ -59,9 +65,12 @@ def test_bound_mahloujifar_matches_estimator(capsys):
 
 
 def test_bound_table_output_and_verdict(capsys):
-    rc = main(["bound", "bits", "--canaries", "1000", "--wrong", "300", "--claimed-epsilon", "2"])
+    rc = main(["bound", "bits", "--canaries", "1000", "--wrong", "300", "--claimed-epsilon", "2",
+               "--family", "gdp"])
     out = capsys.readouterr().out
     assert rc == 0 and "bits" in out and "3.9203" in out and "violation" in out
+    # the GDP null is an assumption: the verdict and the table say so
+    assert "assuming the mechanism is μ-GDP, violation" in out
 
 
 @pytest.mark.parametrize("argv,needle", [
@@ -103,15 +112,17 @@ def scores_csv(tmp_path_factory):
 
 def test_one_run_json_matches_api(capsys, scores_csv):
     p, b, y = scores_csv
+    # default null eps_delta: the all-guessed bits row of a mu = 1 Gaussian proves ~0.75
     d = run_json(capsys, ["one-run", str(p), "--methods", "bits,steinke",
-                          "--claimed-epsilon", "1.0"])
+                          "--claimed-epsilon", "0.5"])
     ref = E.audit_one_run(b, np.round(y, 9), methods=("bits", "steinke"))
     assert [r["method"] for r in d["results"]] == ["bits", "steinke"]
     for got, want in zip(d["results"], ref, strict=True):
         assert got["epsilon"] == pytest.approx(want.epsilon, rel=1e-12)
         assert got["settings"]["correction"] == "bonferroni"
     assert d["canaries"] == 4000 and d["verdict_method"] == "bits"
-    assert d["violation"] is True and d["results"][0]["epsilon"] > 1.0
+    assert d["violation"] is True and d["results"][0]["epsilon"] > 0.5
+    assert d["verdict_assumption"] is None and d["results"][0]["family_is_assumption"] is False
 
 
 def test_one_run_table_output(capsys, scores_csv):

@@ -269,7 +269,7 @@ def test_audit_one_run_uses_the_same_counts():
     rng = np.random.default_rng(8)
     b = rng.random(2000) < 0.5
     s = np.round(b + rng.standard_normal(2000), 1)  # ties
-    res = audit_one_run(b, s, methods=("steinke",), grid=[(100, 100), (500, 500)])[0]
+    res = audit_one_run(b, s, methods=("steinke",), grid=[(100, 100), (500, 500)], family="gdp")[0]
     kp, km = res.settings["k_plus"], res.settings["k_minus"]
     _, v = _guesses_from_sorted_reference(b, s, kp, km, 0)
     assert res.settings["wrong"] == kp + km - v
@@ -305,7 +305,7 @@ def test_balance_warning_message():
     s = np.random.default_rng(0).standard_normal(1000)
     p = stats.binomtest(700, 1000, 0.5).pvalue
     with pytest.warns(UserWarning, match=rf"700 of 1000 are 1, binomial p = {p:.2g}"):
-        audit_one_run(b, s, methods=("steinke",))
+        audit_one_run(b, s, methods=("steinke",), family="gdp")
 
 
 @pytest.mark.parametrize("dtype", [bool, np.int8, np.uint8, np.int32, np.int64, np.uint16,

@@ -228,7 +228,7 @@ def test_underflow_gives_zero_not_nan():
     ref = special.logsumexp(stats.binom.logpmf(k, 3000, 0.45))
     assert float(log_binom_cdf(10, 3000, 0.45)) == pytest.approx(ref, rel=1e-3)
     # no errors at all: (1 - Phi(-mu/2))^n = 0.05 <=> mu ~ 8.0 for n = 1e5
-    res = E.tight(n=10**5, r=10**5, u=0)
+    res = E.tight(n=10**5, r=10**5, u=0, family="gdp")
     assert res.params["mu"] == pytest.approx(-2 * special.ndtri(-math.log(0.05) / 1e5),
                                              rel=1e-3)
     assert math.isfinite(res.epsilon) and not res.details["hit_ceiling"]
@@ -277,7 +277,7 @@ def test_tight_gdp_mu05_table(n, r, u, ref):
     (10000, 20, 1, 1.4596), (10000, 100, 4, 3.2083), (10000, 500, 37, 3.8538),
     (10000, 5000, 1034, 4.1789), (10000, 10000, 3085, 4.1592)])
 def test_tight_gdp_mu1(n, r, u, ref):
-    res = E.tight(n=n, r=r, u=u)
+    res = E.tight(n=n, r=r, u=u, family="gdp")
     assert res.epsilon == pytest.approx(ref, abs=2e-3)
     assert res.method == "tight" and res.delta == 1e-5 and res.confidence == 0.95
     assert res.p_value <= 0.05
@@ -289,18 +289,19 @@ def test_tight_gdp_mu1(n, r, u, ref):
 @pytest.mark.parametrize("n,r,u,ref", [(1000, 100, 10, 2.8232), (1000, 250, 36, 3.3514),
                                        (1000, 1000, 309, 3.3860)])
 def test_tight_paper_mode(n, r, u, ref):
-    paper = E.tight(n=n, r=r, u=u, mode="paper")
+    paper = E.tight(n=n, r=r, u=u, mode="paper", family="gdp")
     assert paper.epsilon == pytest.approx(ref, abs=2e-3)
-    assert paper.epsilon < E.tight(n=n, r=r, u=u).epsilon        # looser than exact
-    hoef = E.tight(n=n, r=r, u=u, mode="hoeffding")
+    assert paper.epsilon < E.tight(n=n, r=r, u=u, family="gdp").epsilon        # looser than exact
+    hoef = E.tight(n=n, r=r, u=u, mode="hoeffding", family="gdp")
     assert 0 < hoef.epsilon < paper.epsilon                       # Hoeffding is looser still
 
 
 def test_paper_mode_mu_value():
     # spec/001 §4.5: paper mode fits mu = 0.6816, exact mode mu = 0.7537 for (1000, 100, 10)
-    assert E.tight(n=1000, r=100, u=10, mode="paper").params["mu"] == pytest.approx(0.6816,
-                                                                                   abs=5e-4)
-    assert E.tight(n=1000, r=100, u=10).params["mu"] == pytest.approx(0.7537, abs=5e-4)
+    paper = E.tight(n=1000, r=100, u=10, mode="paper", family="gdp")
+    assert paper.params["mu"] == pytest.approx(0.6816, abs=5e-4)
+    exact = E.tight(n=1000, r=100, u=10, family="gdp")
+    assert exact.params["mu"] == pytest.approx(0.7537, abs=5e-4)
 
 
 @pytest.mark.parametrize("delta,n,u,ref", [
@@ -331,36 +332,36 @@ def test_subsampled_family_and_callable_family():
     assert true_eps == pytest.approx(3.5340, abs=1e-3)
     assert 0.6 * true_eps < res.epsilon <= true_eps
     # a callable family gives the same answer as the named one
-    named = E.tight(n=1000, r=100, u=10)
+    named = E.tight(n=1000, r=100, u=10, family="gdp")
     fam = E.tight(n=1000, r=100, u=10, family=GaussianDP)
     assert fam.epsilon == pytest.approx(named.epsilon, abs=1e-4)
 
 
 def test_nothing_rejected_gives_zero():
-    res = E.tight(n=100, r=100, u=50)
+    res = E.tight(n=100, r=100, u=50, family="gdp")
     assert res.epsilon == 0.0 and res.params["mu"] == 0.0
     assert res.details["nothing_rejected"] and res.p_value > 0.05
-    res0 = E.tight(n=100, r=0, u=0)
+    res0 = E.tight(n=100, r=0, u=0, family="gdp")
     assert res0.epsilon == 0.0 and res0.p_value == 1.0
 
 
 def test_bad_inputs():
     with pytest.raises(ValueError, match="n must"):
-        E.tight(n=0, r=0, u=0)
+        E.tight(n=0, r=0, u=0, family="gdp")
     with pytest.raises(ValueError, match="r must be <= n"):
-        E.tight(n=10, r=11, u=0)
+        E.tight(n=10, r=11, u=0, family="gdp")
     with pytest.raises(ValueError, match="u must be <= r"):
-        E.tight(n=10, r=5, u=6)
+        E.tight(n=10, r=5, u=6, family="gdp")
     with pytest.raises(ValueError, match="u must"):
-        E.tight(n=10, r=5, u=-1)
+        E.tight(n=10, r=5, u=-1, family="gdp")
     with pytest.raises(ValueError, match="r must"):
-        E.tight(n=10, r=2.5, u=0)
+        E.tight(n=10, r=2.5, u=0, family="gdp")
     with pytest.raises(ValueError, match="delta"):
-        E.tight(n=10, r=5, u=1, delta=1.0)
+        E.tight(n=10, r=5, u=1, delta=1.0, family="gdp")
     with pytest.raises(ValueError, match="confidence"):
-        E.tight(n=10, r=5, u=1, confidence=1.0)
+        E.tight(n=10, r=5, u=1, confidence=1.0, family="gdp")
     with pytest.raises(ValueError, match="mode"):
-        E.tight(n=10, r=5, u=1, mode="poisson_binomial")
+        E.tight(n=10, r=5, u=1, mode="poisson_binomial", family="gdp")
     with pytest.raises(ValueError, match="family"):
         E.tight(n=10, r=5, u=1, family="renyi")
     with pytest.raises(ValueError, match="curve"):
@@ -416,5 +417,5 @@ def test_tight_coverage_gaussian_mechanism():
     # the full estimator agrees with the reduction on a few runs
     true_eps = curve.epsilon(1e-5)
     for k in range(3):
-        res = E.tight(n=n, r=r, u=int(u[k]))
+        res = E.tight(n=n, r=r, u=int(u[k]), family="gdp")
         assert (res.epsilon > true_eps) == bool(u[k] <= u_crit)

@@ -10,19 +10,23 @@ optimizer's per-example gradients.  Each canary has a *shape*:
 
 * ``"dirac"`` -- ``scale C e_c``: all its mass on one read coordinate c (the classical Dirac
   canary).  Correct clipping leaves exactly ``C e_c``: amplitude 1.
-* ``"tensors"`` -- mass ``rho`` on the read coordinate c and the rest spread, with random
-  signs, over one coordinate in each of up to ``spread`` *other* parameter tensors ("ballast";
-  never read).  Correct (whole-vector L2) clipping leaves ``rho C`` on c; clipping each tensor
-  to C on its own (per-tensor clipping, or a norm computed over one tensor) leaves C, a
-  1/rho-fold larger step.
-* ``"block"`` -- the same, with the ballast on other coordinates of c's own tensor: a norm
-  that is not the L2 norm of the whole per-example gradient (coordinate-wise clipping, an
-  L-infinity norm) shows up as a step larger than ``rho C``.
+* ``"tensors"`` -- the same norm split equally over the read coordinate and one coordinate in
+  each of ``spread`` *other* parameter tensors that have silent coordinates (zero real-data
+  activity; e.g. the branch of :class:`dpaudit.training.ReservedModel`), cycling through
+  them; without such a tensor, the read tensor itself.  With ``per_tensor`` > 1 each tensor
+  holds ``per_tensor`` of the parts.  Correct clipping (L2 norm of the *whole* per-example
+  gradient) leaves C along the canary's direction: amplitude 1.  Clipping each tensor to C
+  on its own (per-tensor clipping; a norm computed over one tensor) leaves C on every part:
+  the reading is sqrt(number of tensors) C, more than any example may contribute; clipping each
+  coordinate reads sqrt(spread + 1) C.
+* ``"block"`` -- the same with the parts on ``spread + 1`` coordinates of one tensor: a norm
+  that is not the L2 norm (coordinate-wise clipping, an L-infinity norm) reads
+  sqrt(spread + 1) C.
 
-Canaries are read only on their read coordinate(s) (``read_coords`` with unit
-``read_weights``), which are the least active coordinates of the model (real data moves them
-least) and never another canary's ballast.  ``amplitude`` is the reading of one sampled
-canary under correct DP-SGD, in units of C: the signal the white-box score expects.
+Every canary is read along its own planted direction (``read_coords`` = ``plant_coords``,
+unit ``read_weights``), so a correct run reads 1 (in units of C) per sampled step for every
+shape.  Canaries never share a coordinate; the coordinates are taken in order of increasing
+real-data activity (real data moving a read coordinate adds noise the audit cannot remove).
 
 The plan is framework-neutral (NumPy): PyTorch and JAX integrations write ``plant_values`` x
 C into the per-example gradients at ``plant_coords`` and read released updates at
@@ -43,9 +47,11 @@ __all__ = ["SHAPES", "DEFAULT_SHAPES", "CanaryPlan", "draw_bits", "plan_gradient
            "least_active", "sample_steps", "planted_amplitude", "dirac_plan"]
 
 SHAPES = ("dirac", "tensors", "block")
-#: the default mix: half Dirac (tightest on correct training), a quarter each of the spread
-#: shapes (which see per-tensor clipping and wrong norms).
-DEFAULT_SHAPES: Mapping[str, float] = {"dirac": 0.5, "tensors": 0.25, "block": 0.25}
+#: the default: every canary spread over 3 tensors x 2 coordinates (``spread=5``,
+#: ``per_tensor=2``).  With silent coordinates in several tensors it is as tight as a Dirac
+#: canary on correct training (amplitude 1) and reads sqrt(3) C under per-tensor clipping or
+#: a norm over one tensor, sqrt(6) C under coordinate-wise clipping.
+DEFAULT_SHAPES: Mapping[str, float] = {"tensors": 1.0}
 
 
 def draw_bits(n: int, rng: np.random.Generator) -> np.ndarray:
@@ -138,8 +144,8 @@ def _shape_counts(n: int, shapes: Mapping[str, float]) -> dict[str, int]:
 def plan_gradient_canaries(layout: Layout, activity: np.ndarray, n: int, *,
                            sampling_rate: float, rng: np.random.Generator,
                            shapes: Mapping[str, float] | str = DEFAULT_SHAPES,
-                           scale: float = 1000.0, rho: float = 1 / 3,
-                           spread: int = 3) -> CanaryPlan:
+                           scale: float = 1000.0, spread: int = 5,
+                           per_tensor: int = 2) -> CanaryPlan:
     """Plan n planted gradient canaries (see module docstring).
 
     Args:
@@ -150,8 +156,8 @@ def plan_gradient_canaries(layout: Layout, activity: np.ndarray, n: int, *,
       rng: source of the placement, the shapes' signs and the secret bits.
       shapes: a shape name or a mapping shape -> proportion.
       scale: norm of the planted gradient in units of C (>= 1, so that clipping acts).
-      rho: the read coordinate's share of a spread canary's norm (0 < rho < 1).
-      spread: ballast coordinates of a spread canary.
+      spread: coordinates of a spread canary besides its first (the least active).
+      per_tensor: coordinates per tensor of a "tensors" canary.
     """
     n = check_count("canaries", n, minimum=2)
     act = np.asarray(activity, dtype=float)
@@ -162,9 +168,8 @@ def plan_gradient_canaries(layout: Layout, activity: np.ndarray, n: int, *,
     if not scale >= 1.0:
         raise ValueError(f"scale must be >= 1 (canary gradient at or above the clip norm); "
                          f"got {scale!r}")
-    if not 0.0 < rho < 1.0:
-        raise ValueError(f"rho must be in (0, 1); got {rho!r}")
     spread = check_count("spread", spread, minimum=1)
+    per_tensor = check_count("per_tensor", per_tensor, minimum=1)
     if isinstance(shapes, str):
         shapes = {shapes: 1.0}
     counts = _shape_counts(n, shapes)
@@ -179,61 +184,76 @@ def plan_gradient_canaries(layout: Layout, activity: np.ndarray, n: int, *,
     plant_v[:, 0] = scale
     spread_rows = np.flatnonzero(kind != "dirac")
     if spread_rows.size:
-        free = np.setdiff1d(np.arange(layout.dimension), read)  # never another canary's read
-        if free.size == 0:
-            raise ValueError("spread canaries need coordinates that no canary reads "
-                             "(too many canaries for this model)")
-        t_free = layout.tensor_of(free)
-        t_read = layout.tensor_of(read)
-        for name in ("tensors", "block"):
-            rows = spread_rows[kind[spread_rows] == name]
-            if rows.size == 0:
-                continue
-            plant_c[rows, 1:] = _ballast(name, t_read[rows], free, t_free, spread, rng)
-        signs = rng.choice([-1.0, 1.0], size=(spread_rows.size, spread))
-        plant_v[spread_rows, 0] = scale * rho
-        plant_v[spread_rows, 1:] = signs * scale * np.sqrt(1 - rho ** 2) / np.sqrt(spread)
-    amp = planted_amplitude(plant_c, plant_v)
-    return CanaryPlan(bits=bits, read_coords=read[:, None], read_weights=np.ones((n, 1)),
+        plant_c[spread_rows, 1:] = _ballast(layout, act, read, spread_rows, kind, spread,
+                                            per_tensor, rng)
+        plant_v[spread_rows, :] = scale / np.sqrt(m)
+    read_w = plant_v / np.linalg.norm(plant_v, axis=1, keepdims=True)
+    amp = planted_amplitude(plant_c, plant_v, plant_c, read_w)
+    return CanaryPlan(bits=bits, read_coords=plant_c, read_weights=read_w,
                       plant_coords=plant_c, plant_values=plant_v, amplitude=amp,
                       shape=kind.astype(str), sampling_rate=float(sampling_rate))
 
 
-def _ballast(name: str, t_read: np.ndarray, free: np.ndarray, t_free: np.ndarray,
-             spread: int, rng: np.random.Generator) -> np.ndarray:
-    """(rows, spread) ballast coordinates: in other tensors ("tensors"; cycling through the
-    tensors other than the read coordinate's) or in the same tensor ("block").  Falls back
-    to any free coordinate when a tensor has none to offer."""
-    tensors = np.unique(t_free)
-    out = np.empty((t_read.size, spread), dtype=np.int64)
-    # vectorised over canaries: one random free coordinate of the wanted tensor per slot
-    # (loops run over the few ballast slots and tensors only)
-    by_tensor = {int(t): free[t_free == t] for t in tensors}
+def _ballast(layout: Layout, act: np.ndarray, read: np.ndarray, rows: np.ndarray,
+             kind: np.ndarray, spread: int, per_tensor: int,
+             rng: np.random.Generator) -> np.ndarray:
+    """(rows, spread) further coordinates of the spread canaries, never a read coordinate
+    and never shared: per tensor, the unused coordinates in order of increasing activity
+    ("block": the read coordinate's tensor; "tensors": slot j in tensor (j // per_tensor) of
+    the read tensor followed by the silent other tensors).  Loops run over tensors and
+    slots, not canaries."""
+    d = layout.dimension
+    order = np.lexsort((rng.random(d), act))
+    order = order[~np.isin(order, read)]
+    t_order = layout.tensor_of(order)
+    queues = {int(t): order[t_order == t] for t in range(len(layout.sizes))}
+    taken = dict.fromkeys(queues, 0)
+    by_min = sorted(queues, key=lambda t: (act[queues[t]].min() if queues[t].size else np.inf))
+    t_read = layout.tensor_of(read[rows])
+    out = np.empty((rows.size, spread), dtype=np.int64)
     for j in range(spread):
         want = t_read.copy()
-        if name == "tensors":
-            for r in np.unique(t_read):  # a handful of tensors, not canaries
-                others = tensors[tensors != r]
-                if others.size:
-                    want[t_read == r] = others[j % others.size]
+        tensors_shape = kind[rows] == "tensors"
+        for r in np.unique(t_read[tensors_shape]):
+            # only tensors with silent coordinates: real gradients on a read coordinate add
+            # noise the audit cannot remove (no silent tensor: the read tensor itself)
+            others = [int(r)] + [t for t in by_min if t != r and queues[t].size
+                                 and act[queues[t][0]] == 0]
+            want[tensors_shape & (t_read == r)] = others[((j + 1) // per_tensor)
+                                                         % len(others)]
         for t in np.unique(want):
-            sel = want == t
-            pool = by_tensor.get(int(t), free)
-            out[sel, j] = pool[rng.integers(0, pool.size, size=int(sel.sum()))]
+            sel = np.flatnonzero(want == t)
+            q = queues[int(t)]
+            if q.size == 0:
+                raise ValueError("spread canaries need coordinates that no canary reads "
+                                 "(too many canaries for this model)")
+            idx = (taken[int(t)] + np.arange(sel.size)) % q.size  # wraps only if exhausted
+            out[sel, j] = q[idx]
+            taken[int(t)] += sel.size
     return out
 
 
-def planted_amplitude(plant_coords: np.ndarray, plant_values: np.ndarray) -> np.ndarray:
-    """Reading of each planted canary on its read coordinate (slot 0) after correct L2
-    clipping to C, in units of C: (accumulated value at slot 0) / (L2 norm of the planted
-    vector), where values at repeated coordinates add up (as the integrations write them)."""
+def planted_amplitude(plant_coords: np.ndarray, plant_values: np.ndarray,
+                      read_coords: np.ndarray | None = None,
+                      read_weights: np.ndarray | None = None) -> np.ndarray:
+    """Reading of each planted canary after correct L2 clipping to C, in units of C:
+    <v / |v|, w> with v the planted vector (values at repeated coordinates add up, as the
+    integrations write them) and w the unit read direction (default: slot 0 alone)."""
     c = np.asarray(plant_coords)
     v = np.asarray(plant_values, dtype=float)
     same = c[:, :, None] == c[:, None, :]                       # (n, m, m)
     acc = np.einsum("ijk,ik->ij", same, v)                      # value of each slot's coordinate
     first = ~np.tril(same, k=-1).any(axis=2)                    # first slot of each coordinate
     norm = np.sqrt(np.where(first, acc * acc, 0.0).sum(axis=1))
-    return np.divide(acc[:, 0], norm, out=np.zeros(c.shape[0]), where=norm > 0)
+    if read_coords is None:
+        dot = acc[:, 0]
+    else:
+        rc = np.asarray(read_coords)
+        w = np.asarray(read_weights, dtype=float)
+        hit = rc[:, :, None] == c[:, None, :]                   # read slot k sees plant slot l
+        first_b = np.broadcast_to(first[:, None, :], hit.shape)
+        dot = np.einsum("ik,ikl,il->i", w, hit & first_b, acc)
+    return np.divide(dot, norm, out=np.zeros(c.shape[0]), where=norm > 0)
 
 
 def sample_steps(bits: np.ndarray, sampling_rate: float, rng: np.random.Generator,

@@ -6,8 +6,10 @@ is guessed) and exactly one of ``--wrong`` / ``--correct`` -- and prints the bou
 with ``--json``, as the :class:`~dpaudit.results.AuditResult` dictionary.  The older spellings
 (``--n --r --u``, ``--m``, ``--errors``) are hidden aliases for one release.
 
-Families (``--family``): ``gdp``, ``laplace``, ``eps_delta`` (null delta = ``--delta``) or
-``subsampled_gaussian:Q`` (alias ``sgm:Q``) with sampling rate Q in (0, 1].
+Families (``--family``): ``eps_delta`` (the default; null delta = ``--delta``), valid for every
+mechanism meeting an (epsilon, ``--delta``) claim; ``gdp``, ``laplace`` or
+``subsampled_gaussian:Q`` (alias ``sgm:Q``, sampling rate Q in (0, 1]) assume the mechanism's
+trade-off curve has that shape, and the output says so ("assuming the mechanism is μ-GDP").
 """
 
 from __future__ import annotations
@@ -59,8 +61,10 @@ def parse_family(text: str, delta: float = 0.0) -> Any:
 
 _DELTA = typer.Option(1e-5, "--delta", help="delta at which epsilon is stated.")
 _CONF = typer.Option(0.95, "--confidence", help="Probability that the bound holds.")
-_FAMILY = typer.Option("gdp", "--family",
-                       help="Null family: gdp, laplace, eps_delta, subsampled_gaussian:Q.")
+_FAMILY = typer.Option("eps_delta", "--family",
+                       help="Null family: eps_delta (default; valid for every (epsilon, "
+                            "delta) claim), or an assumption about the mechanism: gdp, "
+                            "laplace, subsampled_gaussian:Q.")
 _CLAIM = typer.Option(None, "--claimed-epsilon", help="Claimed epsilon to test.")
 _JSON = typer.Option(False, "--json", help="Machine-readable output (AuditResult keys).")
 _CANARIES = typer.Option(..., "--canaries", help="Number of canaries (secret bits).")

@@ -33,7 +33,8 @@ from dpaudit.results import AuditResult, json_safe
 from dpaudit.validation import check_nested_counts
 
 __all__ = ["app", "bound_app", "console", "fmt_number", "json_payload", "print_results",
-           "print_json", "verdict", "OPTION_ALIASES", "rewrite_aliases", "normalize_name",
+           "print_json", "verdict", "assumption_notes", "OPTION_ALIASES", "rewrite_aliases",
+           "normalize_name",
            "resolve_wrong_correct", "check_claimed_epsilon", "given_options", "reject_unused"]
 
 #: Old option spellings, per command path, kept as hidden aliases for one release (0.2 removes
@@ -169,13 +170,47 @@ def print_json(obj: Any) -> None:
                           allow_nan=False))
 
 
-def verdict(epsilon_lb: float, claimed: float | None) -> str | None:
-    """The one-line verdict against a claimed epsilon."""
+def verdict(epsilon_lb: float, claimed: float | None, assumption: str | None = None
+            ) -> str | None:
+    """The one-line verdict against a claimed epsilon; ``assumption`` (the basis row's
+    ``AuditResult.assumption``) is named first: "assuming the mechanism is μ-GDP, violation:
+    ..." (:func:`dpaudit.estimators.verdict.verdict_sentence`)."""
     if claimed is None:
         return None
-    if epsilon_lb > claimed:
-        return f"violation: epsilon >= {epsilon_lb:.4f} > claimed {claimed:g}"
-    return f"no violation detected (epsilon >= {epsilon_lb:.4f} <= claimed {claimed:g})"
+    from dpaudit.estimators.verdict import verdict_sentence
+
+    return verdict_sentence(epsilon_lb, claimed, assumption)
+
+
+def _basis_verdict(rs: Sequence[AuditResult], claimed: float | None) -> str | None:
+    """The verdict of the first (primary) row; an estimate cannot be the basis."""
+    if claimed is None or not rs:
+        return None
+    from dpaudit.estimators.verdict import check_not_estimate
+
+    check_not_estimate(rs[0])
+    v = verdict(rs[0].epsilon, claimed, rs[0].assumption)
+    if v and len(rs) > 1:
+        v += f" (verdict from {rs[0].method}; other rows are for comparison)"
+    return v
+
+
+def assumption_notes(rs: Sequence[AuditResult]) -> list[str]:
+    """Lines naming the rows that rest on an assumption or are estimates (printed under every
+    table, so that no such figure reads as a lower bound valid for the claim as stated)."""
+    out = [f"note: {r.method} is an estimate assuming {r.assumption}, not a lower bound "
+           f"(never used for a verdict)" for r in rs if r.is_estimate]
+    groups: dict[tuple[str, str], list[str]] = {}
+    for r in rs:
+        if r.assumption is not None and not r.is_estimate:
+            fam = str(r.settings.get("family", "")) if r.settings else ""
+            groups.setdefault((r.assumption, fam), []).append(r.method)
+    for (text, fam), names in groups.items():
+        verb = "assumes" if len(names) == 1 else "assume"
+        out.append(f"note: {', '.join(names)} {verb} {text} (null family {fam}): not valid for "
+                   f"every mechanism meeting an (epsilon, delta) claim, as the default family "
+                   f"eps_delta is")
+    return out
 
 
 def fmt_number(x: Any) -> str:
@@ -202,14 +237,13 @@ def json_payload(results: Sequence[AuditResult] | AuditResult, *,
     true epsilon and ``extra``; a lone result without extras is printed bare."""
     rs: list[AuditResult] = [results] if isinstance(results, AuditResult) else list(results)
     best = rs[0].epsilon if rs else 0.0
-    v = verdict(best, claimed_epsilon)
-    if v and len(rs) > 1:
-        v += f" (verdict from {rs[0].method}; other rows are for comparison)"
+    v = _basis_verdict(rs, claimed_epsilon)
     out: dict[str, Any] = {"results": [r.to_dict() for r in rs]}
     if claimed_epsilon is not None:
         out["claimed_epsilon"] = claimed_epsilon
         out["violation"] = bool(best > claimed_epsilon)
         out["verdict"] = v
+        out["verdict_assumption"] = rs[0].assumption
     if true_epsilon is not None:
         out["true_epsilon"] = true_epsilon
     if extra:
@@ -229,26 +263,32 @@ def print_results(results: Sequence[AuditResult] | AuditResult, *, as_json: bool
     rs: list[AuditResult] = [results] if isinstance(results, AuditResult) else list(results)
     # The verdict rests on the FIRST (primary) result only: each row holds at the stated
     # confidence on its own, but the maximum over several rows does not.
-    best = rs[0].epsilon if rs else 0.0
-    v = verdict(best, claimed_epsilon)
-    if v and len(rs) > 1:
-        v += f" (verdict from {rs[0].method}; other rows are for comparison)"
+    v = _basis_verdict(rs, claimed_epsilon)
     if as_json:
         print_json(json_payload(rs, claimed_epsilon=claimed_epsilon, true_epsilon=true_epsilon,
                                 extra=extra))
         return
-    header = ["method", "epsilon >=", "delta", "confidence"]
+    # a row that is an estimate (under an assumption) is never shown as "epsilon >="
+    estimates = any(r.is_estimate for r in rs)
+    header = ["method", "epsilon" if estimates else "epsilon >=", "delta", "confidence"]
     rows = []
     for r in rs:
-        row = [r.method, fmt_number(r.epsilon), fmt_number(r.delta), fmt_number(r.confidence)]
+        e = fmt_number(r.epsilon)
+        if estimates:
+            e = f"~ {e} (estimate)" if r.is_estimate else f">= {e}"
+        row = [r.method, e, fmt_number(r.delta), fmt_number(r.confidence)]
         if true_epsilon is not None:
             row.append(f"{100 * r.ratio_to(true_epsilon):.1f}%")
         row.append(", ".join(f"{k}={fmt_number(v)}" for k, v in r.params.items()) or "-")
         row.append(fmt_number(r.p_value))
+        if any(x.assumption is not None for x in rs):
+            row.append("-" if r.assumption is None else _short_assumption(r.assumption))
         rows.append(row)
     if true_epsilon is not None:
         header.append("of true eps")
     header += ["fit", "p-value"]
+    if any(x.assumption is not None for x in rs):
+        header.append("assuming")
     # No constant columns: with several rows, a column with one value for all of them (delta,
     # confidence; an empty fit or p-value) moves to the caption.
     keep = list(range(len(header)))
@@ -272,11 +312,21 @@ def print_results(results: Sequence[AuditResult] | AuditResult, *, as_json: bool
                           f"({r.settings.get('family', 'family')}): epsilon >= "
                           f"{fmt_number(r.epsilon)} is the ceiling's epsilon, at the family's "
                           f"ceiling; the data may support more")
+    for line in assumption_notes(rs):
+        console.print(line, markup=False)
     if extra:
         for k, val in extra.items():
             console.print(f"{k}: {fmt_number(val)}")
     if v:
         console.print(f"[bold]{v}[/bold]")
+
+
+def _short_assumption(text: str) -> str:
+    """Table cell of an assumption: "the mechanism is μ-GDP" -> "μ-GDP"."""
+    for pre in ("the mechanism is ", "the mechanism's trade-off curve is "):
+        if text.startswith(pre):
+            return text[len(pre):]
+    return text
 
 
 def parse_float_list(text: str, name: str) -> list[float]:

@@ -74,7 +74,14 @@ def report_cmd(
                                seed=st.get("seed", st.get("tie_break_seed")))
         t = title if title and len(audits) == 1 else (f"{title}: {name}" if title and name
                                                       else name)
-        models.append(build_report(payload, observations=obs, title=t, risk_prior=risk_prior,
+        own = payload.get("scores")  # train-audit --json carries its per-canary scores
+        if obs is None and isinstance(own, Mapping) and {"member", "score"} <= set(own):
+            from dpaudit.observations import MembershipObservations
+
+            pobs = MembershipObservations.from_arrays(own["member"], own["score"])
+        else:
+            pobs = obs
+        models.append(build_report(payload, observations=pobs, title=t, risk_prior=risk_prior,
                                    provenance=prov))
     path = out if out is not None else result.with_suffix(f".{report_format}")
     written = write_report(path, models, fmt=report_format, page_title=title)

@@ -17,7 +17,16 @@ import typer
 from dpaudit.cli.common import app, console, fmt_number, print_json
 from dpaudit.report.cli import format_option, maybe_write_report, report_option
 
-__all__ = ["train_audit_cmd", "run_train_audit", "run_train_audit_observed"]
+__all__ = ["train_audit_cmd", "run_train_audit", "run_train_audit_observed", "write_scores"]
+
+
+def write_scores(path: Path, member: Any, score: Any) -> None:
+    """Per-canary scores as ``member,score`` CSV (``dpaudit one-run SCORES.csv`` reads it)."""
+    import numpy as np
+
+    rows = np.column_stack([np.asarray(member, dtype=int), np.asarray(score, dtype=float)])
+    np.savetxt(path, rows, delimiter=",", header="member,score", comments="",
+               fmt=["%d", "%.17g"])
 
 
 def _training_module() -> Any:
@@ -38,8 +47,9 @@ def run_train_audit_observed(
         steps: int = 300, max_grad_norm: float = 1.0, flawed: str | None = None, seed: int = 0,
         delta: float = 1e-5, confidence: float = 0.95, learning_rate: float = 2.0,
         hidden: int = 256, score: str = "lr", input_kind: str = "flip", progress: bool = False,
-        framework: str = "opacus", mechanism: str = "dpsgd", bands: int = 4
-) -> tuple[dict[str, Any], Any]:
+        data: str = "digits", reserved: int = 0, shapes: str = "dirac",
+        claimed_steps: int | None = None, framework: str = "opacus", mechanism: str = "dpsgd",
+        bands: int = 4) -> tuple[dict[str, Any], Any]:
     """Train, audit and return ``(document, observations)``: the ``--json`` document (the
     single place the command's result is assembled, so that a report can be built from the
     same dict) and the canaries' :class:`~dpaudit.observations.MembershipObservations`
@@ -51,6 +61,10 @@ def run_train_audit_observed(
     if threat is None:
         threat = "black_box" if canary == "input" else "white_box"
     if framework == "jax":  # jax_privacy DP-SGD / BandMF: dpaudit.training.jax
+        if data != "digits" or reserved or shapes != "dirac" or claimed_steps is not None:
+            raise ValueError("--data, --reserved, --shapes and --claimed-steps apply to "
+                             "framework 'opacus'; framework 'jax' trains the digits MLP with "
+                             "reserved inputs and Dirac canaries")
         return _jax_module().run_cli_audit(
             model=model, canary=canary, threat=threat, canaries=canaries,
             noise_multiplier=noise_multiplier, sampling_rate=sampling_rate, steps=steps,
@@ -65,7 +79,8 @@ def run_train_audit_observed(
         model=model, canary=canary, threat=threat, canaries=canaries,
         noise_multiplier=noise_multiplier, sampling_rate=sampling_rate, steps=steps,
         max_grad_norm=max_grad_norm, learning_rate=learning_rate, flawed=flawed, seed=seed,
-        hidden=hidden, score=score, input_kind=input_kind)
+        hidden=hidden, score=score, input_kind=input_kind, data=data, reserved=reserved,
+        shapes=shapes, claimed_steps=claimed_steps)
     if not progress:
         audit = training.train_audit(cfg, delta=delta, confidence=confidence)
         return training.train_audit_dict(audit), audit.observations
@@ -108,8 +123,10 @@ def train_audit_cmd(
     sampling_rate: float = typer.Option(0.05, "--sampling-rate", help="Poisson rate q."),
     steps: int = typer.Option(300, "--steps", help="Training steps T."),
     max_grad_norm: float = typer.Option(1.0, "--max-grad-norm", help="Clip norm C."),
-    flawed: str | None = typer.Option(None, "--flawed", help="backprop_clipping, mean_noise "
-                                      "or non_private_group."),
+    flawed: str | None = typer.Option(None, "--flawed", help="backprop_clipping, mean_noise, "
+                                      "non_private_group, per_tensor_clipping, "
+                                      "batch_sum_clipping, wrong_clip_noise, lowered_sigma "
+                                      "or too_few_steps."),
     seed: int = typer.Option(0, "--seed", help="Seed of everything random in the run."),
     delta: float = typer.Option(1e-5, "--delta", help="delta at which epsilon is stated."),
     confidence: float = typer.Option(0.95, "--confidence", help="Probability the bound holds."),
@@ -118,6 +135,15 @@ def train_audit_cmd(
     score: str = typer.Option("lr", "--score", help="White-box score: lr or sum."),
     input_kind: str = typer.Option("flip", "--input-kind",
                                    help="Input canaries: flip, random_label or ood."),
+    data: str = typer.Option("digits", "--data", help="digits, breast_cancer or wine."),
+    reserved: int = typer.Option(0, "--reserved", help="Reserved input features (a silent "
+                                 "branch for canaries; mlp/logreg)."),
+    shapes: str = typer.Option("dirac", "--shapes", help="Gradient canary shapes: dirac, "
+                               "mixed (the own-loop default), tensors or block."),
+    claimed_steps: int | None = typer.Option(None, "--claimed-steps", help="Steps the claim "
+                                             "is for (default: the steps run)."),
+    save_scores: Path | None = typer.Option(None, "--save-scores", help="Write the "
+                                            "per-canary member,score CSV here."),
     framework: str = typer.Option("opacus", "--framework", help="opacus or jax (jax_privacy)."),
     mechanism: str = typer.Option("dpsgd", "--mechanism",
                                   help="dpsgd or bandmf (correlated noise; --framework jax)."),
@@ -132,19 +158,20 @@ def train_audit_cmd(
         noise_multiplier=noise_multiplier, sampling_rate=sampling_rate, steps=steps,
         max_grad_norm=max_grad_norm, flawed=flawed, seed=seed, delta=delta,
         confidence=confidence, learning_rate=learning_rate, hidden=hidden, score=score,
-        input_kind=input_kind, progress=not as_json and console.is_terminal,
-        framework=framework, mechanism=mechanism, bands=bands)
+        input_kind=input_kind, progress=not as_json and console.is_terminal, data=data,
+        reserved=reserved, shapes=shapes, claimed_steps=claimed_steps, framework=framework,
+        mechanism=mechanism, bands=bands)
+    if save_scores is not None:
+        write_scores(save_scores, obs.member, obs.score)
     maybe_write_report(report, report_format, out, observations=obs,
                        title=f"DP-SGD training audit ({model}, {canary} canaries"
                              f"{', flawed: ' + flawed if flawed else ''})")
     if as_json:
         print_json(out)
         return
+    for msg in out["configuration_errors"]:
+        console.print(f"[bold red]configuration error[/bold red]: {msg}")
     if framework == "jax":
-        from rich.markup import escape
-
-        for msg in out["configuration_errors"]:  # deterministic findings first, in words
-            console.print(f"[bold red]configuration error:[/bold red] {escape(msg)}")
         _print_rows(out, *_jax_module().summary_lines(out))
         console.print(f"[bold]{out['verdict']}[/bold] (based on {out['verdict_method']})")
         return
@@ -154,6 +181,7 @@ def train_audit_cmd(
              f"q={sampling_rate:g}, T={tr['steps']}, {canaries:,} {canary} canaries")
     extra = {"claimed_epsilon (dp_accounting PLD)": out["claimed_epsilon"],
              "opacus_epsilon (PRV accountant)": tr["opacus_epsilon"],
+             "accountant_epsilon (the run's own accountant)": tr.get("accountant_epsilon"),
              "test_accuracy": tr["test_accuracy"], "seconds": tr["seconds"]}
     _print_rows(out, title, extra)
     console.print(f"[bold]{out['verdict']}[/bold] (based on {out['verdict_method']})")

@@ -55,7 +55,7 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from dpaudit.curves import Curve, resolve_family
-from dpaudit.curves.families import Family
+from dpaudit.curves.families import DEFAULT_FAMILY, Family
 from dpaudit.results import AuditResult
 from dpaudit.search import largest_rejected
 from dpaudit.stats.binomial import clopper_pearson, hoeffding
@@ -301,7 +301,7 @@ def _fit(fam: Family, p_up: float, floor: str, tol: float) -> tuple[float, bool,
     return result.theta, result.nothing_rejected, result.hit_ceiling
 
 
-def epsilon_from_error_rate(p_up: float, family: Any = "gdp", delta: float = 1e-5, *,
+def epsilon_from_error_rate(p_up: float, family: Any = DEFAULT_FAMILY, delta: float = 1e-5, *,
                             floor: str = "bayes", tol: float = 1e-10) -> tuple[float, float]:
     """(epsilon at ``delta``, theta) of the family member whose error floor equals ``p_up``.
 
@@ -318,7 +318,7 @@ def epsilon_from_error_rate(p_up: float, family: Any = "gdp", delta: float = 1e-
     return float(fam.epsilon(theta, delta)), float(theta)
 
 
-def bits(n: int, errors: int, family: Any = "gdp", delta: float = 1e-5,
+def bits(n: int, errors: int, family: Any = DEFAULT_FAMILY, delta: float = 1e-5,
          confidence: float = 0.95, ci: str = "clopper_pearson", *, floor: str = "bayes",
          tol: float = 1e-10) -> AuditResult:
     """Epsilon lower bound from ``errors`` wrong guesses out of ``n`` fully decoded uniform bits.
@@ -330,9 +330,13 @@ def bits(n: int, errors: int, family: Any = "gdp", delta: float = 1e-5,
     Args:
       n: number of bits (canaries), every one decoded (no abstention).
       errors: number of wrong guesses k (0 <= k <= n).
-      family: null family ("gdp", "laplace", "eps_delta", ("subsampled_gaussian", q), a callable
-        theta -> Curve or a Family).  The paper uses GDP for the Gaussian mechanism, (eps, delta)
-        for randomized response and Laplace for the Laplace mechanism.
+      family: null family ("eps_delta" by default, whose null delta is ``delta``: valid for
+        every mechanism meeting an (eps, delta) claim; "gdp", "laplace",
+        ("subsampled_gaussian", q), a callable theta -> Curve or a Family assume the
+        mechanism's shape, recorded in ``AuditResult.assumption``; see
+        :mod:`dpaudit.curves.families`).  The paper uses GDP for the Gaussian mechanism,
+        (eps, delta) for randomized response and Laplace for the Laplace mechanism: families
+        matching the simulated mechanism's claimed curve.
       delta: delta at which epsilon is reported (also the null delta of "eps_delta").
       confidence: probability that the bound holds.
       ci: "clopper_pearson" (default, valid; alias "aci_exact"), "hoeffding" (valid) or "aci"
@@ -373,4 +377,5 @@ def bits(n: int, errors: int, family: Any = "gdp", delta: float = 1e-5,
         details={"error_rate": ebar, "p_up": p_up, "error_floor_at_theta": floor_at,
                  "nothing_rejected": nothing, "hit_ceiling": ceiling,
                  "ci_valid": ci != "aci"},
+        assumption=fam.assumption,
     )

@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from dpaudit.curves.families import GDP_ASSUMPTION
 from dpaudit.curves.gaussian import GaussianDP
 from dpaudit.observations import MembershipObservations
 from dpaudit.results import AuditResult
@@ -221,9 +222,12 @@ def _result(value: float, obs_pos: int, obs_neg: int, delta: float, confidence: 
     if estimate == "gdp":
         mu = float(value)
         eps = GaussianDP(mu).epsilon(delta) if mu > 0 else 0.0
+        # an estimate under the GDP assumption, not a lower bound for an (eps, delta) claim:
+        # printed as an estimate and never the basis of a verdict (AuditResult.is_estimate)
         return AuditResult(epsilon=float(eps), delta=delta, confidence=confidence,
                            method="multi_run_gdp", params={"mu": mu}, settings=settings,
-                           details=details)
+                           details={**details, "estimate": True},
+                           assumption=GDP_ASSUMPTION)
     return AuditResult(epsilon=float(value), delta=delta, confidence=confidence,
                        method="multi_run", params={}, settings=settings, details=details)
 

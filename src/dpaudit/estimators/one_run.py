@@ -8,6 +8,10 @@ rest; ``r = k_plus + k_minus`` guesses, ``u`` of them wrong.
 
 Methods (estimators with the contracts of DESIGN.md):
 
+Null family of the f-DP methods: "eps_delta" at ``delta`` by default, the one null valid for
+every mechanism meeting an (eps, delta) claim (:mod:`dpaudit.curves.families`); "gdp" and the
+other shapes are assumptions, labelled in every row (``AuditResult.assumption``).
+
 * ``"tight"``        seed 001, exact order-statistics tail: ``E.tight(n, r, u, family)``;
 * ``"bits"``         seed 000, every bit decoded (r = n): ``E.bits(n, errors, family, ci)``;
 * ``"steinke"``      Steinke et al. 2023, (eps, delta) null: ``E.steinke(m, guesses, correct)``;
@@ -41,7 +45,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from dpaudit.curves import resolve_family
+from dpaudit.curves import DEFAULT_FAMILY, resolve_family
 from dpaudit.estimators.bits import CI_METHODS, bits
 from dpaudit.estimators.mahloujifar import mahloujifar_many
 from dpaudit.estimators.steinke import _guesses_from_sorted, steinke_many
@@ -163,7 +167,7 @@ def _balance_warning(obs: MembershipObservations) -> None:
 
 
 def audit_one_run(member: Any, score: Any, delta: float = 1e-5, confidence: float = 0.95,
-                  methods: Sequence[str] = ONE_RUN_METHODS, family: Any = "gdp", *,
+                  methods: Sequence[str] = ONE_RUN_METHODS, family: Any = DEFAULT_FAMILY, *,
                   fractions: Sequence[float] = DEFAULT_FRACTIONS,
                   grid: Sequence[tuple[int, int]] | None = None,
                   bits_ci: str = "clopper_pearson", bits_threshold: float | None = None,
@@ -180,7 +184,12 @@ def audit_one_run(member: Any, score: Any, delta: float = 1e-5, confidence: floa
       methods: any of "tight", "bits", "steinke", "mahloujifar"; the output keeps this order
         (the first one is the "primary" method used by the CLI verdict).
       family: null family of the f-DP methods (tight, bits, mahloujifar); Steinke's null is
-        always (eps, delta)-DP.
+        always (eps, delta)-DP.  Default "eps_delta" (null delta = ``delta``): valid for every
+        mechanism that meets an (eps, delta) claim, whatever its shape.  Any other family
+        ("gdp", "laplace", ...) assumes the mechanism's trade-off curve is in that family: the
+        rows carry ``assumption`` (e.g. "the mechanism is μ-GDP") and a verdict drawn from
+        them says so (:mod:`dpaudit.curves.families`).  Use the family of a claimed curve
+        only when the claim is that curve (:func:`dpaudit.curves.claim_family`).
       fractions: r/n values of the default grid (ignored when ``grid`` is given).
       grid: explicit (k_plus, k_minus) pairs, shared by tight, steinke and mahloujifar.
       bits_ci: CI of the bits method ("clopper_pearson", "hoeffding" or "aci").

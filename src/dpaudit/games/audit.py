@@ -11,10 +11,13 @@
 
 Null families (the ``family`` of the f-DP one-run methods) default per mechanism:
 Gaussian -> "gdp", Laplace -> "laplace", randomized response -> "eps_delta",
-subsampled Gaussian -> ("subsampled_gaussian", q), DP-SGD -> "gdp" (spec/000 §6.4's suggested
-default, the CLT view of DP-SGD; seed 000 leaves the DP-SGD family unspecified, spec/000 §10
-item 10).  For DP-SGD the reported epsilon is therefore that of the fitted GDP curve; the
-claimed epsilon it is compared with comes from the PLD accountant (``dpsgd_curve``).
+subsampled Gaussian -> ("subsampled_gaussian", q), DP-SGD -> "dpsgd": DP-SGD curves over the
+noise multiplier from the PLD accountant (``dpaudit.curves.accounting.dpsgd_family``), the
+family of the claimed curve ``dpsgd_curve``.  Each is the family of the mechanism's claimed
+curve, so the verdict is valid for the claim with no assumption (``claim_family``).  The
+mu-GDP family (spec/000 §6.4's suggestion, the CLT view of DP-SGD; seed 000 leaves the DP-SGD
+family unspecified, spec/000 §10 item 10) is not valid for a DP-SGD claim -- the curves cross
+-- and is available as ``family="gdp"``, labelled an assumption.
 """
 
 from __future__ import annotations
@@ -50,7 +53,25 @@ def default_family(mechanism: SimulatedMechanism) -> Any:
         return "eps_delta"
     if isinstance(mechanism, SubsampledGaussianMechanism):
         return ("subsampled_gaussian", mechanism.q)
+    if isinstance(mechanism, DPSGDSimulator):
+        return "dpsgd"
     return "gdp"
+
+
+def _claim_null(mechanism: SimulatedMechanism, fam: Any, delta: float) -> Any:
+    """The default null of a simulated mechanism as the family of its claimed curve
+    (``dpaudit.curves.claim_family``: no assumption).  DP-SGD's claimed curve is the PLD
+    accountant's, whose family is ``dpaudit.curves.accounting.dpsgd_family`` (the mu-GDP
+    family is not valid for it: the curves cross)."""
+    from dpaudit.curves import claim_family
+
+    if fam == "dpsgd" and isinstance(mechanism, DPSGDSimulator):
+        from dpaudit.curves.accounting import dpsgd_family
+
+        fam = dpsgd_family(mechanism.noise_multiplier, mechanism.sampling_rate,
+                           mechanism.steps, delta,
+                           claimed_epsilon=mechanism.claimed_epsilon(delta))
+    return claim_family(fam, delta)
 
 
 def available_methods() -> tuple[str, ...]:
@@ -109,16 +130,19 @@ def one_run_audit(mechanism: SimulatedMechanism, n: int, seed: int, *, delta: fl
     seed = check_count("seed", seed)
     obs = mechanism.simulate(n, as_rng(seed))
     fam = default_family(mechanism) if family is None else family
+    # the default family is the claimed curve's own (valid for that claim: no assumption);
+    # an explicitly given family is resolved as usual (an assumption unless eps_delta)
+    null = _claim_null(mechanism, fam, delta) if family is None else fam
     results = audit_one_run(obs.member, obs.score, delta=delta, confidence=confidence,
                             methods=tuple(methods) if methods else available_methods(),
-                            family=fam, bits_threshold=0.0, simultaneous=simultaneous,
+                            family=null, bits_threshold=0.0, simultaneous=simultaneous,
                             seed=seed)
     return OneRunReport(
         mechanism=mechanism.describe(), observations=obs, results=results,
         claimed_epsilon=mechanism.claimed_epsilon(delta),
         true_epsilon=mechanism.true_epsilon(delta) if true_epsilon else None,
         settings={"n": n, "seed": seed, "delta": delta, "confidence": confidence,
-                  "family": fam if isinstance(fam, str) else repr(fam),
+                  "family": fam if isinstance(fam, str) else getattr(null, "name", repr(fam)),
                   "flaw": mechanism.flaw},
         simultaneous=simultaneous)
 

@@ -11,13 +11,24 @@
 * :func:`simulator_reference` -- the project's DP-SGD simulator at the same
   (sigma, q, T, canaries, threat, score), the yardstick of the white-box tightness target.
 
-Null family: "gdp" (spec/000 §6.4's suggested default, the CLT view of DP-SGD, the same as
-``dpaudit simulate dpsgd``), so real and simulated audits are compared like for like.  The
-claimed epsilon, against which the verdict is taken, is that of ``dpsgd_curve(sigma, q, T)``
-(dp_accounting PLD); Opacus's accountant's epsilon is reported next to it.
-Decoder threshold of the "bits" method: 0 for the centred white-box scores (as in the
-simulator); the median split for last-iterate and black-box scores, whose scale depends on
-the optimizer and the model.
+Claim checks (deterministic, before statistics): given the run's facts
+(:meth:`GradientCanaries.facts`), :func:`dpaudit.canaries.check_claim` compares the claim
+with the steps taken, the noise multiplier and clip norm the optimizer used, the sampling
+rate implied by the observed batch sizes and the normalisation; a mismatch is a
+configuration error, reported first (``TrainAudit.configuration_errors``, JSON
+``configuration_errors``), and the statistical audit still runs.  The epsilon of the user's
+own accountant (``accountant=``: a ``PrivacyEngine`` or an Opacus accountant) is reported
+beside the claim and the audit.
+
+Null family: the claim's own, DP-SGD curves over the noise multiplier at (q, T) from the PLD
+accountant (``dpaudit.curves.accounting.dpsgd_family``, as ``dpaudit simulate dpsgd``), so the
+verdict is valid for the claim with no assumption; the mu-GDP family would not be (a DP-SGD
+curve and the mu-GDP curve of the same epsilon cross).  The claimed epsilon, against which the
+verdict is taken, is that of ``dpsgd_curve(sigma, q, T)`` (dp_accounting PLD); Opacus's
+accountant's epsilon is reported next to it.
+Decoder of the "bits" method: the median split, for every threat -- the rule of
+``dpaudit one-run`` (``audit_one_run``'s default), so the library and the CLI give the same
+bound on the same scores.
 """
 
 from __future__ import annotations
@@ -28,6 +39,9 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit.canaries.claims import Claim, ClaimCheck, RunFacts, check_claim
+from dpaudit.curves.accounting import dpsgd_family
+from dpaudit.curves.families import claim_family
 from dpaudit.estimators.one_run import ONE_RUN_METHODS, audit_one_run
 from dpaudit.observations import MembershipObservations
 from dpaudit.results import AuditResult
@@ -39,7 +53,7 @@ from dpaudit.validation import check_choice, check_confidence, check_delta
 __all__ = ["TrainAudit", "audit_training", "train_audit", "train_audit_dict",
            "simulator_reference", "FAMILY"]
 
-FAMILY = "gdp"
+FAMILY = "dpsgd"
 
 
 @dataclass(frozen=True, eq=False)
@@ -56,6 +70,35 @@ class TrainAudit:
     run: TrainingRun | None = None
     settings: dict[str, Any] = field(default_factory=dict)
     observations: MembershipObservations | None = None
+    checks: list[ClaimCheck] = field(default_factory=list)
+    accountant_epsilon: float | None = None
+    facts: RunFacts | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``train-audit --json`` document (:func:`train_audit_dict`)."""
+        return train_audit_dict(self)
+
+    def write_report(self, path: Any, *, title: str | None = None, fmt: str | None = None
+                     ) -> Any:
+        """The audit card (HTML, or PNG by extension / ``fmt``) of this audit, with the ROC
+        and privacy-region plots of its canaries' scores."""
+        from dpaudit.report.write import write_report
+
+        return write_report(path, self.to_dict(), fmt=fmt, observations=self.observations,
+                            title=title or f"DP-SGD training audit ({self.threat})")
+
+    def save_scores(self, path: Any) -> None:
+        """Per-canary ``member,score`` CSV (``dpaudit one-run`` / ``dpaudit report --scores``
+        read it)."""
+        from dpaudit.cli.train_audit import write_scores
+
+        assert self.observations is not None
+        write_scores(path, self.observations.member, self.observations.score)
+
+    @property
+    def configuration_errors(self) -> list[str]:
+        """The claim checks that failed, in words (empty when the claim matches the run)."""
+        return [c.message for c in self.checks if not c.ok]
 
     @property
     def verdict_result(self) -> AuditResult:
@@ -69,40 +112,66 @@ class TrainAudit:
 def audit_training(member: Any, score: Any, *, noise_multiplier: float, sampling_rate: float,
                    steps: int, threat: str = "white_box", delta: float = 1e-5,
                    confidence: float = 0.95, methods: Sequence[str] = ONE_RUN_METHODS,
-                   seed: int = 0) -> TrainAudit:
+                   seed: int = 0, facts: RunFacts | None = None,
+                   max_grad_norm: float | None = None, accountant: Any = None,
+                   family: Any = None) -> TrainAudit:
     """One-run audit of a DP-SGD training run from its canaries' bits and scores.
 
-    ``threat`` ("white_box", "last_iterate", "black_box") only selects the "bits" decoder
-    threshold (0 for the centred white-box scores, the median otherwise).  The claimed
-    epsilon is ``dpsgd_curve(noise_multiplier, sampling_rate, steps).epsilon(delta)``.
+    The claim is (``noise_multiplier``, ``sampling_rate``, ``steps``[, ``max_grad_norm``]);
+    its epsilon is ``dpsgd_curve(noise_multiplier, sampling_rate, steps).epsilon(delta)``.
+    ``facts`` (e.g. ``canaries.facts(len(train_set))``) turns on the claim checks;
+    ``accountant`` (a ``PrivacyEngine`` or an Opacus accountant) adds its epsilon.
+    ``threat`` ("white_box", "last_iterate", "black_box") is recorded; every threat uses the
+    same decoders.  ``family``: null family of the f-DP methods (default: the claim's own
+    DP-SGD family, ``dpsgd_family``; anything else is an assumption).
     """
     check_choice("threat", threat, ("white_box", "last_iterate", "black_box"))
     delta = check_delta(delta)
     confidence = check_confidence(confidence)
     claimed = _claimed(noise_multiplier, sampling_rate, steps, delta)
     opacus = _opacus(noise_multiplier, sampling_rate, steps, delta)
+    if family is None:
+        fam: Any = claim_family(dpsgd_family(noise_multiplier, sampling_rate, steps, delta,
+                                             claimed_epsilon=claimed), delta)
+    else:
+        fam = family
+    checks = [] if facts is None else check_claim(
+        Claim(noise_multiplier, sampling_rate, steps, max_grad_norm), facts)
+    acc_eps = None
+    if accountant is not None:
+        acc = getattr(accountant, "accountant", accountant)  # PrivacyEngine -> accountant
+        if not hasattr(acc, "get_epsilon"):
+            raise ValueError("accountant must be an Opacus PrivacyEngine or accountant (with "
+                             "get_epsilon)")
+        acc_eps = float(acc.get_epsilon(delta=delta))
     results = audit_one_run(np.asarray(member), np.asarray(score), delta=delta,
-                            confidence=confidence, methods=tuple(methods), family=FAMILY,
-                            bits_threshold=0.0 if threat == "white_box" else None, seed=seed)
+                            confidence=confidence, methods=tuple(methods), family=fam,
+                            seed=seed)
+    settings = {"family": getattr(fam, "name", fam if isinstance(fam, str) else repr(fam)),
+                "noise_multiplier": noise_multiplier, "sampling_rate": sampling_rate,
+                "steps": steps, "threat": threat, "max_grad_norm": max_grad_norm,
+                "bits_decoder": "median split"}
     return TrainAudit(results, claimed, opacus, delta, confidence, threat,
-                      settings={"family": FAMILY, "noise_multiplier": noise_multiplier,
-                                "sampling_rate": sampling_rate, "steps": steps},
-                      observations=MembershipObservations.from_arrays(member, score))
+                      settings=settings,
+                      observations=MembershipObservations.from_arrays(member, score),
+                      checks=checks, accountant_epsilon=acc_eps, facts=facts)
 
 
 def train_audit(config: TrainingConfig, *, delta: float = 1e-5, confidence: float = 0.95,
                 on_step: Callable[[int], None] | None = None) -> TrainAudit:
-    """Train on digits with canaries (one run, :func:`train_with_canaries`) and audit it."""
+    """Train on a built-in data set with canaries (one run, :func:`train_with_canaries`) and
+    audit it against the claim (``config.claimed_steps`` if set, else the steps run)."""
     delta = check_delta(delta)
     confidence = check_confidence(confidence)
     run = train_with_canaries(config, on_step=on_step)
     a = audit_training(run.member, run.score, noise_multiplier=config.noise_multiplier,
-                       sampling_rate=config.sampling_rate, steps=run.steps,
-                       threat=config.threat, delta=delta, confidence=confidence,
-                       seed=config.seed)
+                       sampling_rate=config.sampling_rate,
+                       steps=config.claim_steps(run.steps), threat=config.threat,
+                       delta=delta, confidence=confidence, seed=config.seed, facts=run.facts,
+                       max_grad_norm=config.max_grad_norm, accountant=run.accountant)
     return TrainAudit(a.results, a.claimed_epsilon, a.opacus_epsilon, delta, confidence,
                       config.threat, run, {**a.settings, **config.to_dict()},
-                      a.observations)
+                      a.observations, a.checks, a.accountant_epsilon, a.facts)
 
 
 def train_audit_dict(audit: TrainAudit) -> dict[str, Any]:
@@ -115,29 +184,49 @@ def train_audit_dict(audit: TrainAudit) -> dict[str, Any]:
         "results": [r.to_dict() for r in audit.results],
         "claimed_epsilon": audit.claimed_epsilon,
         "violation": audit.violation,
-        "verdict": verdict(basis.epsilon, audit.claimed_epsilon),
+        "verdict": verdict(basis.epsilon, audit.claimed_epsilon, basis.assumption),
+        "verdict_assumption": basis.assumption,
         "verdict_method": basis.method,
         "family": audit.settings.get("family", FAMILY),
         "delta": audit.delta,
         "confidence": audit.confidence,
     }
+    out["configuration_errors"] = audit.configuration_errors
+    out["claim_checks"] = [c.to_dict() for c in audit.checks]
+    out["accountant_epsilon"] = audit.accountant_epsilon
+    if audit.facts is not None:
+        out["run_facts"] = audit.facts.to_dict()
+    obs = audit.observations
+    if obs is not None:
+        out["scores"] = {"member": obs.member.astype(int).tolist(),
+                         "score": obs.score.tolist()}
     run = audit.run
+    settings = {k: v for k, v in audit.settings.items() if k != "family"}
     if run is not None:
         c = run.config
         out.update({"model": c.model, "canary": c.canary, "threat": c.threat,
                     "canaries": c.canaries, "flaw": c.flawed, "seed": c.seed})
+        out["settings"] = {**c.to_dict(), "delta": audit.delta,
+                           "confidence": audit.confidence}
         out["training"] = {"steps": run.steps, "sampling_rate": c.sampling_rate,
                            "noise_multiplier": c.noise_multiplier,
                            "max_grad_norm": c.max_grad_norm,
                            "test_accuracy": run.test_accuracy,
                            "opacus_epsilon": audit.opacus_epsilon,
+                           "accountant_epsilon": audit.accountant_epsilon,
                            "seconds": run.seconds,
-                           "expected_batch_size": run.expected_batch_size}
+                           "expected_batch_size": run.expected_batch_size,
+                           "hidden": c.hidden, "learning_rate": c.learning_rate,
+                           "score": c.score, "data": c.data, "shapes": c.shapes}
     else:
+        out["threat"] = audit.threat
+        out["settings"] = {**settings, "delta": audit.delta, "confidence": audit.confidence}
         out["training"] = {"steps": audit.settings.get("steps"),
                            "sampling_rate": audit.settings.get("sampling_rate"),
                            "noise_multiplier": audit.settings.get("noise_multiplier"),
-                           "opacus_epsilon": audit.opacus_epsilon}
+                           "max_grad_norm": audit.settings.get("max_grad_norm"),
+                           "opacus_epsilon": audit.opacus_epsilon,
+                           "accountant_epsilon": audit.accountant_epsilon}
     return out
 
 

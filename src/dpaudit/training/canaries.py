@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import copy
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,9 +63,10 @@ INPUT_CANARY_KINDS = ("flip", "random_label", "ood")
 
 
 def _flat_per_example_grads(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
-                            chunk: int = 512) -> torch.Tensor:
+                            chunk: int | None = None) -> Iterator[torch.Tensor]:
     """Per-example gradients of the cross-entropy, flattened in trainable-parameter order,
-    computed chunk by chunk with ``torch.func`` (N x d)."""
+    computed chunk by chunk with ``torch.func`` (chunks of about 2e7 numbers, so that a
+    model of millions of parameters never holds N x d numbers at once)."""
     from torch.func import functional_call, grad, vmap
 
     named = {k: v.detach() for k, v in model.named_parameters() if v.requires_grad}
@@ -76,11 +77,11 @@ def _flat_per_example_grads(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
         return F.cross_entropy(out, yi.unsqueeze(0))
 
     per_ex = vmap(grad(loss), in_dims=(None, 0, 0))
-    rows = []
+    d = sum(v.numel() for v in named.values())
+    chunk = chunk or max(1, min(512, 20_000_000 // max(d, 1)))
     for s in range(0, x.shape[0], chunk):
         g = per_ex(named, x[s:s + chunk], y[s:s + chunk])
-        rows.append(torch.cat([g[k].reshape(g[k].shape[0], -1) for k in named], dim=1))
-    return torch.cat(rows)
+        yield torch.cat([g[k].reshape(g[k].shape[0], -1) for k in named], dim=1)
 
 
 def coordinate_activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
@@ -126,10 +127,12 @@ def _activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor, max_grad_norm:
                 for p in m.parameters():
                     std = float(p.std()) if p.numel() > 1 else float(p.abs().mean())
                     p.add_(torch.randn(p.shape, generator=gen) * (std or 1.0))
+        act = np.zeros(count_coordinates(m))
         with torch.no_grad():
-            g = _flat_per_example_grads(m, x, y)
-            g = g * (max_grad_norm / (g.norm(dim=1, keepdim=True) + 1e-6)).clamp(max=1.0)
-            act = g.pow(2).mean(dim=0).double().numpy()
+            for g in _flat_per_example_grads(m, x, y):
+                g = g * (max_grad_norm / (g.norm(dim=1, keepdim=True) + 1e-6)).clamp(max=1.0)
+                act += g.pow(2).sum(dim=0).double().numpy()
+        act /= max(1, x.shape[0])
         total = act if total is None else total + act
     assert total is not None
     return total
@@ -217,7 +220,7 @@ class GradientCanaries:
     def for_model(cls, model: nn.Module, x: torch.Tensor, y: torch.Tensor, n: int, *,
                   sampling_rate: float, max_grad_norm: float, seed: int = 0,
                   scale: float = 1000.0, shapes: Mapping[str, float] | str = DEFAULT_SHAPES,
-                  rho: float = 1 / 3, spread: int = 3) -> GradientCanaries:
+                  spread: int = 5, per_tensor: int = 2) -> GradientCanaries:
         """n canaries for ``model``, read on its least active coordinates measured on (x, y)
         (:func:`coordinate_activity`), i.i.d. uniform secret bits, all drawn from ``seed``.
 
@@ -234,7 +237,7 @@ class GradientCanaries:
         act = coordinate_activity(model, x, y, max_grad_norm)
         plan = plan_gradient_canaries(Layout.from_sizes([p.numel() for p in params]), act, n,
                                       sampling_rate=sampling_rate, rng=rng, shapes=shapes,
-                                      scale=scale, rho=rho, spread=spread)
+                                      scale=scale, spread=spread, per_tensor=per_tensor)
         busy = int(np.count_nonzero(act[plan.read_coords[:, 0]] > 0))
         if busy:
             warnings.warn(

@@ -18,17 +18,40 @@ only the mistake is added) or, for ``"non_private_group"``, a training set-up:
   the split suggested for a *public* backbone in Opacus issue #615, applied to private data.
   Those parameters bypass clipping and noise altogether.
 
+* ``"per_tensor_clipping"``: each parameter tensor of a per-example gradient is clipped to C
+  on its own (a hand-written mistake, or a per-layer clipping budget of C each instead of
+  C / sqrt(L)): an example contributes up to C sqrt(L) with L tensors.
+* ``"batch_sum_clipping"``: the *sum* of the batch's gradients is clipped to C instead of each
+  example's gradient.  One example's influence is not bounded by C in general (its worst
+  case needs a batch whose other gradients cancel it), but a single large example is still
+  cut to C: one-run canaries see no more than correct clipping (docs/training.md).
+* ``"wrong_clip_noise"``: per-example gradients are clipped to 10 C while the noise is for C
+  (the optimizer's ``max_grad_norm`` still says C): the true noise multiplier is sigma / 10.
+* ``"lowered_sigma"``: the noise multiplier is lowered to sigma / 4 after the optimizer is
+  built (``optimizer.noise_multiplier = ...`` after ``make_private``); the claim still says
+  sigma.
+* ``"too_few_steps"``: the claim is for T / 5 steps after T steps of training.
+
 All flaws leave the accountant's epsilon unchanged (it only sees the claimed sigma, q, T).
 Flaws need no Poisson gradient accumulation (Opacus forbids it with Poisson sampling anyway).
 """
 
 from __future__ import annotations
 
+import torch
 from opacus.optimizers import DPOptimizer
+from opacus.optimizers.optimizer import _mark_as_processed
 
-__all__ = ["FLAWS", "BackpropClippingOptimizer", "MeanNoiseOptimizer", "optimizer_class"]
+__all__ = ["FLAWS", "BackpropClippingOptimizer", "MeanNoiseOptimizer",
+           "PerTensorClippingOptimizer", "BatchSumClippingOptimizer",
+           "WrongClipNoiseOptimizer", "optimizer_class", "LOWERED_SIGMA_FACTOR",
+           "STEP_UNDERCOUNT", "WRONG_CLIP_FACTOR"]
 
-FLAWS = ("backprop_clipping", "mean_noise", "non_private_group")
+FLAWS = ("backprop_clipping", "mean_noise", "non_private_group", "per_tensor_clipping",
+         "batch_sum_clipping", "wrong_clip_noise", "lowered_sigma", "too_few_steps")
+LOWERED_SIGMA_FACTOR = 4.0
+STEP_UNDERCOUNT = 5
+WRONG_CLIP_FACTOR = 10.0
 
 
 class BackpropClippingOptimizer(DPOptimizer):
@@ -55,10 +78,53 @@ class MeanNoiseOptimizer(DPOptimizer):
             self.noise_multiplier = claimed
 
 
+class PerTensorClippingOptimizer(DPOptimizer):
+    """Clips each parameter tensor of each per-example gradient to C separately."""
+
+    def clip_and_accumulate(self) -> None:
+        c = float(self.max_grad_norm)
+        for p in self.params:
+            g = self._get_flat_grad_sample(p).to(p.dtype)
+            norms = g.reshape(len(g), -1).norm(2, dim=-1)
+            factor = (c / (norms + 1e-6)).clamp(max=1.0)
+            grad = torch.einsum("i,i...", factor, g)
+            p.summed_grad = grad if p.summed_grad is None else p.summed_grad + grad
+            _mark_as_processed(p.grad_sample)
+
+
+class BatchSumClippingOptimizer(DPOptimizer):
+    """Clips the batch's summed gradient (all tensors together) to C, not each example's."""
+
+    def clip_and_accumulate(self) -> None:
+        sums = [self._get_flat_grad_sample(p).to(p.dtype).sum(dim=0) for p in self.params]
+        norm = torch.sqrt(sum((s * s).sum() for s in sums))
+        factor = (float(self.max_grad_norm) / (norm + 1e-6)).clamp(max=1.0)
+        for p, s in zip(self.params, sums, strict=True):
+            p.summed_grad = s * factor if p.summed_grad is None else p.summed_grad + s * factor
+            _mark_as_processed(p.grad_sample)
+
+
+class WrongClipNoiseOptimizer(DPOptimizer):
+    """Clips to WRONG_CLIP_FACTOR x C while the noise is for C."""
+
+    def clip_and_accumulate(self) -> None:
+        claimed = self.max_grad_norm
+        self.max_grad_norm = claimed * WRONG_CLIP_FACTOR
+        try:
+            super().clip_and_accumulate()
+        finally:
+            self.max_grad_norm = claimed
+
+
+_CLASSES: dict[str, type[DPOptimizer]] = {
+    "backprop_clipping": BackpropClippingOptimizer,
+    "mean_noise": MeanNoiseOptimizer,
+    "per_tensor_clipping": PerTensorClippingOptimizer,
+    "batch_sum_clipping": BatchSumClippingOptimizer,
+    "wrong_clip_noise": WrongClipNoiseOptimizer,
+}
+
+
 def optimizer_class(flaw: str | None) -> type[DPOptimizer]:
     """The DPOptimizer class for ``flaw`` (None or a set-up flaw: Opacus's own)."""
-    if flaw == "backprop_clipping":
-        return BackpropClippingOptimizer
-    if flaw == "mean_noise":
-        return MeanNoiseOptimizer
-    return DPOptimizer
+    return _CLASSES.get(flaw or "", DPOptimizer)

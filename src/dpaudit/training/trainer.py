@@ -21,15 +21,22 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
+from dpaudit.canaries import DEFAULT_SHAPES, Layout, RunFacts, plan_gradient_canaries
 from dpaudit.training.canaries import (
     INPUT_CANARY_KINDS,
     GradientCanaries,
     choose_coordinates,
+    coordinate_activity,
     draw_bits,
     make_input_canaries,
 )
-from dpaudit.training.data import Dataset, load_digits_data
-from dpaudit.training.flaws import FLAWS, optimizer_class
+from dpaudit.training.data import DATASETS, Dataset, load_data
+from dpaudit.training.flaws import (
+    FLAWS,
+    LOWERED_SIGMA_FACTOR,
+    STEP_UNDERCOUNT,
+    optimizer_class,
+)
 from dpaudit.training.models import (
     MODELS,
     accuracy,
@@ -46,11 +53,14 @@ from dpaudit.validation import (
 )
 
 __all__ = ["TrainingConfig", "TrainingRun", "train_with_canaries", "CANARY_TYPES", "THREATS",
-           "SCORE_KINDS"]
+           "SCORE_KINDS", "SHAPE_SETS"]
 
 CANARY_TYPES = ("gradient", "input")
 THREATS = ("white_box", "last_iterate", "black_box")
 SCORE_KINDS = ("lr", "sum")
+#: ``shapes`` of planted gradient canaries: one shape, or "mixed" (dpaudit.canaries'
+#: DEFAULT_SHAPES, the own-loop default: 3 tensors x 2 coordinates each)
+SHAPE_SETS = ("dirac", "mixed", "tensors", "block")
 
 
 @dataclass(frozen=True)
@@ -78,6 +88,10 @@ class TrainingConfig:
     input_kind: str = "flip"
     canary_scale: float = 1000.0
     threads: int = 1
+    data: str = "digits"
+    reserved: int = 0
+    shapes: str = "dirac"
+    claimed_steps: int | None = None
 
     def __post_init__(self) -> None:
         check_choice("model", self.model, MODELS)
@@ -96,6 +110,14 @@ class TrainingConfig:
         check_choice("score", self.score, SCORE_KINDS)
         check_choice("input_kind", self.input_kind, INPUT_CANARY_KINDS)
         check_count("threads", self.threads, minimum=1)
+        check_choice("data", self.data, DATASETS)
+        check_count("reserved", self.reserved)
+        check_choice("shapes", self.shapes, SHAPE_SETS)
+        if self.claimed_steps is not None:
+            check_count("claimed_steps", self.claimed_steps, minimum=1)
+        if self.model == "cnn" and (self.data != "digits" or self.reserved):
+            raise ValueError("model 'cnn' needs data 'digits' (8x8 images) and no reserved "
+                             "features")
         if not self.canary_scale >= 1.0:
             raise ValueError(f"canary_scale must be >= 1; got {self.canary_scale!r}")
         if self.canary == "gradient" and self.threat == "black_box":
@@ -111,6 +133,15 @@ class TrainingConfig:
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
+    def claim_steps(self, steps_run: int) -> int:
+        """The steps the claim is for: ``claimed_steps``, or the steps run (divided by
+        STEP_UNDERCOUNT under the ``too_few_steps`` flaw)."""
+        if self.claimed_steps is not None:
+            return self.claimed_steps
+        if self.flawed == "too_few_steps":
+            return max(1, steps_run // STEP_UNDERCOUNT)
+        return steps_run
+
 
 @dataclass(frozen=True, eq=False)
 class TrainingRun:
@@ -123,6 +154,8 @@ class TrainingRun:
     test_accuracy: float
     seconds: float
     config: TrainingConfig
+    facts: RunFacts | None = None
+    accountant: object | None = None
 
 
 def _seeds(seed: int) -> np.random.SeedSequence:
@@ -137,6 +170,7 @@ def train_with_canaries(config: TrainingConfig, data: Dataset | None = None, *,
     and Poisson sampler are all derived from ``config.seed``.
     """
     from opacus import GradSampleModule
+    from opacus.accountants import PRVAccountant
     from opacus.data_loader import DPDataLoader
 
     cfg = config
@@ -147,19 +181,31 @@ def train_with_canaries(config: TrainingConfig, data: Dataset | None = None, *,
         ss = _seeds(cfg.seed).spawn(4)
         rng_place, rng_bits, rng_input = (np.random.default_rng(s) for s in ss[:3])
         torch_seeds = ss[3].generate_state(3)
-        data = data if data is not None else load_digits_data(cfg.seed,
-                                                              image=cfg.model == "cnn")
+        data = data if data is not None else load_data(cfg.data, cfg.seed,
+                                                       image=cfg.model == "cnn",
+                                                       reserved=cfg.reserved)
         model = make_model(cfg.model, seed=int(torch_seeds[0]), hidden=cfg.hidden,
-                           num_classes=data.num_classes)
+                           num_classes=data.num_classes,
+                           in_features=int(np.prod(data.input_shape)) - cfg.reserved,
+                           reserved=cfg.reserved)
         if count_coordinates(model) == 0:
             raise ValueError("model has no trainable parameters")
         x, y = data.x_train, data.y_train
         planter: GradientCanaries | None = None
         inputs = None
-        if cfg.canary == "gradient":
+        plan = None
+        if cfg.canary == "gradient" and cfg.shapes == "dirac":
             coords = choose_coordinates(model, x, y, cfg.canaries,
                                         max_grad_norm=cfg.max_grad_norm, rng=rng_place)
             bits = draw_bits(cfg.canaries, rng_bits)
+        elif cfg.canary == "gradient":
+            act = coordinate_activity(model, x, y, cfg.max_grad_norm)
+            plan = plan_gradient_canaries(
+                Layout.from_sizes([p.numel() for p in trainable_parameters(model)]), act,
+                cfg.canaries, sampling_rate=cfg.sampling_rate, rng=rng_place,
+                shapes=DEFAULT_SHAPES if cfg.shapes == "mixed" else cfg.shapes,
+                scale=cfg.canary_scale)
+            bits = plan.bits
         else:
             inputs = make_input_canaries(x, y, cfg.canaries, kind=cfg.input_kind, rng=rng_input,
                                          num_classes=data.num_classes)
@@ -170,7 +216,8 @@ def train_with_canaries(config: TrainingConfig, data: Dataset | None = None, *,
         gsm = GradSampleModule(model, loss_reduction="mean")
         params = trainable_parameters(model)
         if cfg.flawed == "non_private_group":
-            head = set(map(id, model[-1].parameters()))
+            last = model.main[-1] if cfg.reserved else model[-1]
+            head = set(map(id, last.parameters()))
             dp_params = [p for p in params if id(p) in head]
             plain = torch.optim.SGD([p for p in params if id(p) not in head],
                                     lr=cfg.learning_rate)
@@ -182,16 +229,29 @@ def train_with_canaries(config: TrainingConfig, data: Dataset | None = None, *,
             torch.optim.SGD(dp_params, lr=cfg.learning_rate),
             noise_multiplier=cfg.noise_multiplier, max_grad_norm=cfg.max_grad_norm,
             expected_batch_size=expected_b, loss_reduction="mean", generator=noise_gen)
+        if cfg.flawed == "lowered_sigma":  # set after the optimizer is built
+            opt.noise_multiplier = cfg.noise_multiplier / LOWERED_SIGMA_FACTOR
+        accountant = PRVAccountant()
+        opt.attach_step_hook(accountant.get_optimizer_hook_fn(sample_rate=cfg.sampling_rate))
         if cfg.canary == "gradient":
-            planter = GradientCanaries(params, coords, bits, sampling_rate=cfg.sampling_rate,
-                                       max_grad_norm=cfg.max_grad_norm, scale=cfg.canary_scale,
-                                       seed=int(torch_seeds[2]))
+            if plan is None:
+                planter = GradientCanaries(params, coords, bits,
+                                           sampling_rate=cfg.sampling_rate,
+                                           max_grad_norm=cfg.max_grad_norm,
+                                           scale=cfg.canary_scale, seed=int(torch_seeds[2]))
+            else:
+                planter = GradientCanaries(params, sampling_rate=cfg.sampling_rate,
+                                           max_grad_norm=cfg.max_grad_norm,
+                                           scale=cfg.canary_scale, seed=int(torch_seeds[2]),
+                                           plan=plan)
             planter.attach(opt)
         loader = DPDataLoader(torch.utils.data.TensorDataset(x, y),
                               sample_rate=cfg.sampling_rate,
                               generator=torch.Generator().manual_seed(int(torch_seeds[2])))
         gsm.train()
         step = 0
+        batch_sizes: list[int] = []
+        sigmas: list[float] = []
         # Opacus's per-sample-gradient hooks fire on the first layer, whose inputs need no
         # gradient; torch warns about that once per run (harmless).
         with warnings.catch_warnings():
@@ -205,6 +265,8 @@ def train_with_canaries(config: TrainingConfig, data: Dataset | None = None, *,
                     else:  # empty Poisson batch: zero per-sample gradients, Opacus still noises
                         for p in dp_params:
                             p.grad_sample = torch.zeros((0, *p.shape))
+                    batch_sizes.append(int(xb.shape[0]))
+                    sigmas.append(float(opt.noise_multiplier))
                     opt.step()
                     if plain is not None:
                         plain.step()
@@ -225,6 +287,12 @@ def train_with_canaries(config: TrainingConfig, data: Dataset | None = None, *,
             score = loss_drop_scores(initial, model, inputs)
     finally:
         torch.set_num_threads(prev_threads)
+    facts = RunFacts(steps=step, noise_multipliers=tuple(dict.fromkeys(sigmas)),
+                     max_grad_norms=(float(opt.max_grad_norm),),
+                     batch_sizes=np.asarray(batch_sizes, dtype=np.int64),
+                     expected_batch_size=float(expected_b), dataset_size=int(x.shape[0]),
+                     loss_reduction="mean")
     return TrainingRun(member=np.asarray(bits, dtype=bool), score=np.asarray(score, float),
                        steps=step, expected_batch_size=expected_b, test_accuracy=acc,
-                       seconds=time.perf_counter() - start, config=cfg)
+                       seconds=time.perf_counter() - start, config=cfg, facts=facts,
+                       accountant=accountant)

@@ -1,0 +1,212 @@
+"""Canary *examples* that travel through the user's real pipeline (PyTorch + Opacus).
+
+The canaries are training examples (:mod:`dpaudit.canaries.examples`): the user appends the
+included ones (bit 1) to the training set, so their own ``DataLoader`` / Opacus Poisson
+sampler samples them, their model computes the loss, and Opacus clips, sums, noises and
+normalises their gradients with everybody else's.  Sampling, batching and normalisation bugs
+therefore reach the canaries (planted :class:`~dpaudit.training.canaries.GradientCanaries`
+never see them).
+
+Reserved coordinates: canary i's input is ``value`` on reserved feature r(i) and 0 elsewhere;
+real data carries 0 on every reserved feature.  The weight tensor W that reads the reserved
+features (``ReservedModel.branch[0].weight``, shape (width, reserved), or the first layer's
+columns of reserved features in any flat-input model) receives on column r(i) the gradient of
+canary i and of nothing else.
+
+White-box score.  At each step the released noisy update's column r(i) (times Opacus's
+divisor, over C) is read along the unit direction of canary i's own gradient on that column
+at the current parameters theta_t (one batched gradient of the summed canary losses: column
+r(i) of it is canary i's alone).  theta_t is a function of the earlier releases, so the
+direction is valid post-processing; a non-member's reading is exactly N(0, sigma^2).
+Readings accumulate in :class:`dpaudit.canaries.WhiteBoxAccumulator` (amplitude 1: a sampled
+canary's reading is at most C, and is C when its gradient lies on its column).
+Last iterate: theta_0 - theta_T on column r(i) along the direction at theta_T.  Black box:
+the canary's loss before minus after training.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from dpaudit.canaries import (
+    ReservedPlan,
+    RunFacts,
+    WhiteBoxAccumulator,
+    black_box_scores,
+    plan_reserved_examples,
+    unit_rows,
+)
+from dpaudit.training.canaries import _batch_size, _batch_unit, _clip_norms, _hook_free_copy
+from dpaudit.validation import check_count, check_positive
+
+__all__ = ["ExampleCanaries"]
+
+
+class ExampleCanaries:
+    """Canary examples on the reserved input features of a flat-input model.
+
+    Args:
+      model: the user's model (before or after ``make_private``).
+      weight: the parameter reading the reserved features: shape (width, reserved) with
+        column j fed by reserved feature j only (``ReservedModel.branch[0].weight``).
+      plan: the canaries (:func:`dpaudit.canaries.plan_reserved_examples`).
+      in_features: number of real features (the reserved ones follow them).
+      max_grad_norm: the clip norm C.
+    """
+
+    def __init__(self, model: nn.Module, weight: nn.Parameter, plan: ReservedPlan, *,
+                 in_features: int, max_grad_norm: float) -> None:
+        if weight.ndim != 2 or weight.shape[1] != plan.reserved:
+            raise ValueError(f"weight must have shape (width, {plan.reserved}) (one column "
+                             f"per reserved feature); got {tuple(weight.shape)}")
+        self.plan = plan
+        self.bits = plan.bits
+        self.n = plan.n
+        self.in_features = check_count("in_features", in_features, minimum=1)
+        self.clip = check_positive("max_grad_norm", max_grad_norm)
+        self.weight = weight
+        inner = getattr(model, "_module", model)
+        names = [k for k, v in inner.named_parameters() if v is weight]
+        if not names:
+            raise ValueError("weight must be a parameter of model")
+        self._inner, self._wname = inner, names[0]
+        self._copy = _hook_free_copy(model)
+        self.x, self.y = self._inputs()
+        self._acc = WhiteBoxAccumulator(self.n, sampling_rate=plan.sampling_rate)
+        self._theta0 = self._columns(weight.detach())
+        self._optimizer: object | None = None
+        self._batch_sizes: list[int] = []
+        self._sigmas: list[float] = []
+        self._clips: list[float] = []
+        self._pending = False
+
+    @classmethod
+    def for_model(cls, model: nn.Module, n: int, *, sampling_rate: float,
+                  max_grad_norm: float, num_classes: int, seed: int = 0,
+                  value: float = 10.0) -> ExampleCanaries:
+        """n canary examples for a :class:`~dpaudit.training.models.ReservedModel` (reads
+        ``branch[0].weight``), bits and labels drawn from ``seed``."""
+        inner = getattr(model, "_module", model)
+        branch = getattr(inner, "branch", None)
+        if branch is None:
+            raise ValueError("model must be a ReservedModel (make_model(..., reserved=R)) or "
+                             "use ExampleCanaries(model, weight, plan, ...) directly")
+        w = branch[0].weight
+        plan = plan_reserved_examples(
+            n, reserved=w.shape[1], num_classes=num_classes, sampling_rate=sampling_rate,
+            rng=np.random.default_rng(np.random.SeedSequence([check_count("seed", seed),
+                                                              0xE8A])), value=value)
+        return cls(model, w, plan, in_features=inner.in_features, max_grad_norm=max_grad_norm)
+
+    # -- the examples ----------------------------------------------------------------------
+    def _inputs(self) -> tuple[torch.Tensor, torch.Tensor]:
+        x = torch.zeros((self.n, self.in_features + self.plan.reserved))
+        x[torch.arange(self.n), self.in_features + torch.from_numpy(self.plan.reserved_index)] \
+            = self.plan.value
+        return x, torch.from_numpy(self.plan.labels)
+
+    def included(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The canary examples to append to the training set (bit 1)."""
+        keep = torch.from_numpy(self.plan.included)
+        return self.x[keep], self.y[keep]
+
+    # -- readings --------------------------------------------------------------------------
+    def _columns(self, w: torch.Tensor) -> np.ndarray:
+        """(n, width): column r(i) of a (width, reserved) tensor for each canary."""
+        return w[:, torch.from_numpy(self.plan.reserved_index)].T.double().numpy()
+
+    def directions(self) -> np.ndarray:
+        """(n, width) unit directions: canary i's loss gradient on its column at the current
+        parameters (one gradient of the summed canary losses)."""
+        from torch.func import functional_call, grad
+
+        params = {k: v.detach() for k, v in self._inner.named_parameters()}
+        w0 = params.pop(self._wname)
+
+        def loss(w: torch.Tensor) -> torch.Tensor:
+            out = functional_call(self._copy, {**params, self._wname: w}, (self.x,))
+            return F.cross_entropy(out, self.y, reduction="sum")
+
+        with torch.no_grad():
+            g = grad(loss)(w0)
+        return unit_rows(self._columns(g))
+
+    def attach(self, optimizer: object) -> ExampleCanaries:
+        """Record every released step of ``optimizer`` (an Opacus DPOptimizer): chains its
+        ``step_hook`` (reads the noisy update before the parameters move) and notes each
+        batch's size for the claim checks.  The training loop does not change."""
+        from opacus.optimizers import DPOptimizer
+
+        if not isinstance(optimizer, DPOptimizer):
+            raise ValueError("optimizer must be an Opacus DPOptimizer (from "
+                             "PrivacyEngine.make_private or opacus.optimizers)")
+        if self._optimizer is not None:
+            raise ValueError("these canaries are already attached to an optimizer")
+        if not any(p is self.weight for p in optimizer.params):
+            raise ValueError("the reserved weight must be trained by the DP optimizer")
+        self._optimizer = optimizer
+        original_clip = optimizer.clip_and_accumulate
+        previous_hook = optimizer.step_hook
+
+        def clip_and_accumulate() -> None:
+            if not self._pending:
+                self._batch_sizes.append(_batch_size(optimizer))
+                self._pending = True
+            original_clip()
+
+        def step_hook(opt: DPOptimizer) -> None:
+            self._record(opt)
+            self._pending = False
+            if previous_hook is not None:
+                previous_hook(opt)
+
+        optimizer.clip_and_accumulate = clip_and_accumulate  # type: ignore[method-assign]
+        optimizer.step_hook = step_hook
+        return self
+
+    def _record(self, opt: object) -> None:
+        released = self._columns(self.weight.grad) * (_batch_unit(opt) / self.clip)
+        y = np.einsum("ij,ij->i", self.directions(), released)
+        sigma = float(opt.noise_multiplier)
+        self._acc.add(y, sigma)
+        self._sigmas.append(sigma)
+        self._clips.extend(_clip_norms(opt))
+
+    # -- scores ----------------------------------------------------------------------------
+    @property
+    def steps(self) -> int:
+        return self._acc.steps
+
+    def white_box_scores(self, kind: str = "lr") -> np.ndarray:
+        """:meth:`dpaudit.canaries.WhiteBoxAccumulator.scores` ("lr" or "sum")."""
+        return self._acc.scores(kind)
+
+    def last_iterate_scores(self) -> np.ndarray:
+        """theta_0 - theta_T on column r(i), read along the direction at theta_T."""
+        moved = self._theta0 - self._columns(self.weight.detach())
+        return np.einsum("ij,ij->i", self.directions(), moved)
+
+    def black_box_scores(self, model_before: nn.Module | Callable[..., torch.Tensor],
+                         model_after: nn.Module | Callable[..., torch.Tensor]) -> np.ndarray:
+        """Canary loss under ``model_before`` minus under ``model_after``."""
+        with torch.no_grad():
+            before = F.cross_entropy(model_before(self.x), self.y, reduction="none")
+            after = F.cross_entropy(model_after(self.x), self.y, reduction="none")
+        return black_box_scores(before.double().numpy(), after.double().numpy())
+
+    def facts(self, dataset_size: int | None = None) -> RunFacts:
+        """What the attached optimizer did (see :meth:`GradientCanaries.facts`); batch sizes
+        count the canary examples the user's sampler drew."""
+        opt = self._optimizer
+        red = "mean" if opt is None else getattr(opt, "loss_reduction", "mean")
+        return RunFacts(steps=self.steps, noise_multipliers=tuple(dict.fromkeys(self._sigmas)),
+                        max_grad_norms=tuple(dict.fromkeys(self._clips)),
+                        batch_sizes=np.asarray(self._batch_sizes, dtype=np.int64),
+                        expected_batch_size=None if opt is None or red != "mean"
+                        else _batch_unit(opt),
+                        dataset_size=dataset_size, loss_reduction=red)
