@@ -15,7 +15,8 @@ runs already there (resume after an interruption).  Parts:
    ``--correct-seeds`` seeds each: false violations counted (must be 0).
 
 Settings (digits MLP, 64 hidden units, reserved inputs for the canaries, C = 1, delta = 1e-5,
-confidence 0.95, null family eps_delta): DP-SGD sigma = 4, q = 0.2, T = 100 (claim 2.10);
+confidence 0.95, null family eps_delta or ``--family dpsgd``, the claim's DP-SGD family):
+DP-SGD sigma = 4, q = 0.2, T = 100 (claim 2.10);
 BandMF 4 bands, sigma = 3, q = 0.3, T = 100 (25 rounds; claim 2.23).  3,000 canaries.
 The machine is shared; seconds are wall-clock.
 """
@@ -62,8 +63,8 @@ CORRECT = [
 ]
 
 
-def _key(part: str, label: str, seed: int) -> str:
-    return f"{part}|{label}|{seed}"
+def _key(part: str, label: str, seed: int, family: str) -> str:
+    return f"{part}|{label}|{seed}|{family}"
 
 
 def _load(path: Path) -> dict[str, dict[str, Any]]:
@@ -77,13 +78,17 @@ def _load(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def _run(part: str, label: str, cfg: dict[str, Any], seed: int, path: Path,
-         done: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    key = _key(part, label, seed)
+         done: dict[str, dict[str, Any]], family: str) -> dict[str, Any]:
+    key = _key(part, label, seed, family)
     if key in done:
         return done[key]
     t0 = time.perf_counter()
-    a = train_audit_jax(JaxTrainingConfig(seed=seed, **cfg))
-    row = {"key": key, "part": part, "label": label, "seed": seed,
+    a = train_audit_jax(JaxTrainingConfig(seed=seed, **cfg), family=family)
+    run = a.run
+    row = {"key": key, "part": part, "label": label, "seed": seed, "family": family,
+           # bits and scores kept, so that the runs can be re-audited under another null
+           "member": run.member.astype(int).tolist() if run else None,
+           "scores": {k: np.round(v, 6).tolist() for k, v in run.scores.items()} if run else None,
            "epsilon": float(a.verdict_result.epsilon), "claimed": a.claimed_epsilon,
            "dpsgd_curve_epsilon": a.dpsgd_curve_epsilon, "violation": a.violation,
            "compared": a.compared, "accuracy": a.run.test_accuracy if a.run else None,
@@ -103,14 +108,26 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--correct-seeds", type=int, default=20)
     ap.add_argument("--tightness-seeds", type=int, default=3)
+    ap.add_argument("--family", choices=("eps_delta", "dpsgd"), default="eps_delta",
+                    help="null family: eps_delta (the JAX audit's default) or dpsgd (the "
+                         "claim's DP-SGD family)")
+    ap.add_argument("--labels", nargs="*", default=None,
+                    help="run only the rows whose label starts with one of these")
     args = ap.parse_args()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     done = _load(args.out)
-    print(f"load average: {os.getloadavg()[0]:.1f} (2 cores shared)")
+    fam = args.family
+
+    def wanted(rows: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+        if not args.labels:
+            return rows
+        return [(lab, c) for lab, c in rows if any(lab.startswith(w) for w in args.labels)]
+
+    print(f"load average: {os.getloadavg()[0]:.1f} (2 cores shared); null family: {fam}")
     if args.only in (None, "tightness"):
         print("\n== tightness: audit epsilon / claimed epsilon (mean over seeds)")
-        for label, cfg in TIGHTNESS:
-            rows = [_run("tightness", label, cfg, s, args.out, done)
+        for label, cfg in wanted(TIGHTNESS):
+            rows = [_run("tightness", label, cfg, s, args.out, done, fam)
                     for s in range(args.tightness_seeds)]
             claim = rows[0]["claimed"]
             per_score: dict[str, list[float]] = {}
@@ -125,16 +142,17 @@ def main() -> None:
                   f" | {np.mean([r['seconds'] for r in rows]):.1f} s/run")
     if args.only in (None, "flaws"):
         print(f"\n== flaws: detection over {args.seeds} seeds")
-        for label, cfg in FLAW_ROWS:
-            rows = [_run("flaws", label, cfg, s, args.out, done) for s in range(args.seeds)]
+        for label, cfg in wanted(FLAW_ROWS):
+            rows = [_run("flaws", label, cfg, s, args.out, done, fam)
+                    for s in range(args.seeds)]
             hits = sum(r["violation"] for r in rows)
             eps = [r["epsilon"] for r in rows]
             print(f"{label:64s} {hits}/{len(rows)} detected | audit eps median "
                   f"{np.median(eps):.3f} (min {min(eps):.3f}) vs claim {rows[0]['claimed']:.3f}")
     if args.only in (None, "validity"):
         print(f"\n== validity: correct training over {args.correct_seeds} seeds")
-        for label, cfg in CORRECT:
-            rows = [_run("validity", label, cfg, s, args.out, done)
+        for label, cfg in wanted(CORRECT):
+            rows = [_run("validity", label, cfg, s, args.out, done, fam)
                     for s in range(args.correct_seeds)]
             bad = sum(r["violation"] for r in rows)
             eps = [r["epsilon"] for r in rows]

@@ -136,8 +136,9 @@ def test_flaw_is_detected(flaw: str, mechanism: str) -> None:
                                                ("dpsgd", "black_box")])
 def test_correct_training_is_never_flagged(mechanism: str, threat: str) -> None:
     """Monte Carlo false-violation check of the default path, 3 seeds per configuration (the
-    benchmark runs 20): the verdict's eps_delta null is valid for the claim, so a violation
-    has probability <= 5% per run; at these settings the bounds sit far below the claim."""
+    benchmark runs 20): the verdict's null (eps_delta at the claim) is valid for the
+    claim, so a violation has probability <= 5% per run; at these settings the bounds sit far
+    below the claim."""
     canary = "input" if threat == "black_box" else "gradient"
     for seed in range(3):
         a = train_audit_jax(JaxTrainingConfig(mechanism=mechanism, threat=threat,
@@ -157,7 +158,7 @@ def test_cli_json(capsys: pytest.CaptureFixture[str]) -> None:
                 "training", "family", "scores_compared"):
         assert key in out
     assert out["framework"] == "jax" and out["mechanism"] == "bandmf"
-    assert out["family"] == "eps_delta"
+    assert out["family"] == "eps_delta" and out["verdict_assumption"] is None
     assert out["training"]["rounds"] == 10
     assert out["claimed_epsilon"] == pytest.approx(
         dpsgd_curve(3.0, 0.1, 10).epsilon(1e-5), rel=1e-3)

@@ -130,9 +130,9 @@ def test_whitened_score_beats_the_naive_score() -> None:
 @pytest.mark.filterwarnings("ignore:member bits look unbalanced")
 def test_whitened_audit_never_over_claims_on_bandmf() -> None:
     """Mechanism exactly at the amplified-BandMF claim (sigma = 1, p = 0.5, 4 bands, T = 64:
-    16 rounds); 20 one-run audits (eps_delta null, the verdict's family) with the whitened
-    score: no bound above the claim (expected rate <= 5%; the claim is far above what 1,000
-    canaries reach, so 0 is the expected count)."""
+    16 rounds); 20 one-run audits with the whitened score under the JAX audit's default null
+    (eps_delta at the claim): no bound above the claim (expected rate <= 5%; the claim is far
+    above what 1,000 canaries reach, so 0 is the expected count)."""
     from dpaudit.curves import dpsgd_curve
     from dpaudit.estimators.one_run import audit_one_run
 
