@@ -260,7 +260,7 @@ def test_steinke_many_ceiling_and_flags():
     # eps_cap below 1: the first bracket is [0, cap]
     low = ST.steinke_many(1000, [1000], [1000], eps_cap=0.5)[0]
     assert low.details["hit_ceiling"] and low.epsilon == 0.5
-    # large m delta: collapses to 0 (spec/001 §4.5 RR table, n = 10000, delta = 1e-2)
+    # large m delta: collapses to 0 (TOR notes §4.5 RR table, n = 10000, delta = 1e-2)
     assert ST.steinke_many(10000, [10000], [10000 - 1180], delta=1e-2)[0].epsilon == 0.0
 
 

@@ -47,7 +47,7 @@ def test_subsampled_epsilon_finite_at_family_top(mu, q):
     assert math.isfinite(e) and c.delta(e) == pytest.approx(1e-5, rel=1e-6)
     assert e <= GaussianDP(mu).epsilon(1e-5)  # subsampling never hurts
     if mu == 2.0:
-        assert e == pytest.approx(7.6204, abs=1e-4)  # spec/001 value used by the CLI test
+        assert e == pytest.approx(7.6204, abs=1e-4)  # TOR notes value used by the CLI test
 
 
 FAMILIES = ["gdp", "laplace", "eps_delta", ("subsampled_gaussian", 0.5)]

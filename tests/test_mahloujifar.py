@@ -1,4 +1,4 @@
-"""Mahloujifar-Melis-Chaudhuri f-DP one-run baseline (spec/001 §5.2)."""
+"""Mahloujifar-Melis-Chaudhuri f-DP one-run baseline (TOR notes §5.2)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def test_reject_matches_scalar_recursion(mu, m, cp, c):
     assert mahloujifar_reject(GaussianDP(mu), m, cp, c) == _reject_by_hand(mu, m, cp, c)
 
 
-# spec/001 §4.5 [RECOMPUTED] r-sweep with bisection on mu, Gaussian mu=1, n = 10000
+# TOR notes §4.5 [RECOMPUTED] r-sweep with bisection on mu, Gaussian mu=1, n = 10000
 @pytest.mark.parametrize("r,u,ref", [
     (20, 1, 1.3157), (50, 2, 2.2438), (100, 4, 2.7943), (200, 11, 2.9357), (500, 37, 2.9966),
     (1000, 97, 2.8480), (2500, 364, 2.4735), (5000, 1034, 2.0242), (7500, 1947, 1.6488),
@@ -51,7 +51,7 @@ def test_r_sweep_bisection(r, u, ref):
                                        (1000, 500, 103, 2.0145), (1000, 1000, 309, 1.2944),
                                        (10000, 2500, 364, 2.4710)])
 def test_privacyguard_sigma_grid_values(n, r, u, ref):
-    """spec/001 §4.5 column computed on PrivacyGuard's grid sigma_j = 0.001 + 0.01 j: the
+    """TOR notes §4.5 column computed on PrivacyGuard's grid sigma_j = 0.001 + 0.01 j: the
     grid answer is the first grid sigma at or above 1/mu_hat (our continuous fit)."""
     mu_hat = E.mahloujifar(m=n, guesses=r, correct=r - u, family="gdp").params["mu"]
     j = math.ceil((1 / mu_hat - 0.001) / 0.01 - 1e-9)

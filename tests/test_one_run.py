@@ -12,7 +12,7 @@ from dpaudit import estimators as E
 from dpaudit.curves import GaussianDP
 from dpaudit.estimators.one_run import audit_one_run, default_grid, guess_counts
 
-TRUE_EPS_MU1 = 4.3772  # GaussianDP(1).epsilon(1e-5), spec/000 Table B
+TRUE_EPS_MU1 = 4.3772  # GaussianDP(1).epsilon(1e-5), BT notes Table B
 HAVE_MAHLOUJIFAR = hasattr(E, "mahloujifar")
 
 
@@ -117,7 +117,7 @@ def test_side_by_side_values_are_consistent(side_by_side):
     assert all(0 < e < TRUE_EPS_MU1 for e in eps.values()), eps
     # the two f-DP audits with the matching (GDP) family are nearly tight at n = 20000 ...
     assert eps["bits"] > 0.9 * TRUE_EPS_MU1 and eps["tight"] > 0.9 * TRUE_EPS_MU1
-    # ... while Steinke's (eps, delta) null is far from it (spec/000 Table 2: ~2.4-2.7)
+    # ... while Steinke's (eps, delta) null is far from it (BT notes Table 2: ~2.4-2.7)
     assert 1.5 < eps["steinke"] < 0.75 * TRUE_EPS_MU1
     assert eps["tight"] > eps["steinke"]
     if HAVE_MAHLOUJIFAR:

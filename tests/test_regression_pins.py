@@ -182,7 +182,7 @@ def test_thm35_single_prior_pinned():
 def test_tie_break_order_equals_lexsort(levels):
     """The one-sort tie-break is the same permutation as the random-priority lexsort it
     replaces, and leaves the generator in the same state."""
-    from dpaudit.estimators.steinke import ascending_order
+    from dpaudit.estimators.guess_select import ascending_order
 
     rng = np.random.default_rng(11)
     s = rng.normal(size=5000)

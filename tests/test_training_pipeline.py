@@ -99,11 +99,14 @@ def test_train_audit_json_records_the_rerun_and_configuration_errors(
     saved = np.loadtxt(scores, delimiter=",", skiprows=1)
     assert np.array_equal(saved[:, 0], out["scores"]["member"])
     assert np.allclose(saved[:, 1], out["scores"]["score"])
-    # one bits decoder: dpaudit one-run on the saved scores gives the same rows
-    assert main(["one-run", str(scores), "--json"]) == 0
+    # one bits decoder: dpaudit one-run on the saved scores gives the rows of the library's
+    # audit_training on the same scores (same family: GDP here, for both)
+    assert main(["one-run", str(scores), "--family", "gdp", "--json"]) == 0
     again = json.loads(capsys.readouterr().out)
-    for a, b in zip(out["results"], again["results"], strict=True):
-        assert a["method"] == b["method"] and a["epsilon"] == pytest.approx(b["epsilon"])
+    lib = audit_training(saved[:, 0].astype(int), saved[:, 1], noise_multiplier=1.0,
+                         sampling_rate=0.05, steps=20, family="gdp")
+    for a, b in zip(lib.results, again["results"], strict=True):
+        assert a.method == b["method"] and a.epsilon == pytest.approx(b["epsilon"])
 
 
 def _example_run(sigma: float, *, poisson: bool = True, steps_epochs: int = 3,

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpaudit.canaries.plan import draw_bits
-from dpaudit.validation import check_count, check_positive
+from dpaudit.validation import check_count, check_positive, check_probability
 
 __all__ = ["ReservedPlan", "plan_reserved_examples", "unit_rows"]
 
@@ -75,7 +75,8 @@ def plan_reserved_examples(n: int, *, reserved: int, num_classes: int, sampling_
         raise ValueError(f"canaries must be at most the {reserved} reserved coordinates (one "
                          f"each); got {n}")
     check_count("num_classes", num_classes, minimum=2)
-    check_positive("value", value)
+    value = check_positive("value", value)
+    sampling_rate = check_probability("sampling_rate", sampling_rate, open_low=True)
     idx = rng.permutation(reserved)[:n].astype(np.int64)
     labels = rng.integers(0, num_classes, size=n).astype(np.int64)
     bits = draw_bits(n, rng)

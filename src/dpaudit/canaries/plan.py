@@ -4,9 +4,9 @@ One-run game (Steinke, Nasr and Jagielski 2023, "Privacy Auditing with One (1) T
 Run", Alg. 1; "Privacy Audit as Bits Transmission" §3, Alg. 2): canary i's secret bit b_i is
 an independent fair coin and the canary takes part in training iff b_i = 1.
 
-Gradient canaries (planted; seed 000 §6.4 after Nasr et al. 2023, "Tight Auditing of
-Differentially Private Machine Learning") are per-example gradients written straight into the
-optimizer's per-example gradients.  Each canary has a *shape*:
+Gradient canaries (planted; "Privacy Audit as Bits Transmission" §6.4, after Nasr et al.
+2023, "Tight Auditing of Differentially Private Machine Learning") are per-example gradients
+written straight into the optimizer's per-example gradients.  Each canary has a *shape*:
 
 * ``"dirac"`` -- ``scale C e_c``: all its mass on one read coordinate c (the classical Dirac
   canary).  Correct clipping leaves exactly ``C e_c``: amplitude 1.
@@ -55,7 +55,8 @@ DEFAULT_SHAPES: Mapping[str, float] = {"tensors": 1.0}
 
 
 def draw_bits(n: int, rng: np.random.Generator) -> np.ndarray:
-    """The one-run game's secret bits: n i.i.d. uniform bits (seed 000 Alg. 2)."""
+    """The one-run game's secret bits: n i.i.d. uniform bits ("Privacy Audit as Bits
+    Transmission", Alg. 2)."""
     return rng.integers(0, 2, size=check_count("canaries", n, minimum=2)).astype(bool)
 
 
@@ -145,7 +146,7 @@ def plan_gradient_canaries(layout: Layout, activity: np.ndarray, n: int, *,
                            sampling_rate: float, rng: np.random.Generator,
                            shapes: Mapping[str, float] | str = DEFAULT_SHAPES,
                            scale: float = 1000.0, spread: int = 5,
-                           per_tensor: int = 2) -> CanaryPlan:
+                           per_tensor: int = 2, rho: float | None = None) -> CanaryPlan:
     """Plan n planted gradient canaries (see module docstring).
 
     Args:
@@ -158,16 +159,23 @@ def plan_gradient_canaries(layout: Layout, activity: np.ndarray, n: int, *,
       scale: norm of the planted gradient in units of C (>= 1, so that clipping acts).
       spread: coordinates of a spread canary besides its first (the least active).
       per_tensor: coordinates per tensor of a "tensors" canary.
+      rho: kept for compatibility with the first version of this function, where a spread
+        canary was read on one coordinate holding a share rho of its norm; spread canaries
+        are now read along their whole planted direction, so only ``None`` is accepted.
     """
     n = check_count("canaries", n, minimum=2)
+    sampling_rate = check_probability("sampling_rate", sampling_rate, open_low=True)
     act = np.asarray(activity, dtype=float)
     if act.shape != (layout.dimension,):
         raise ValueError(f"activity must have one value per trainable coordinate "
                          f"({layout.dimension}); got shape {act.shape}")
-    scale = float(scale)
+    scale = check_positive("scale", scale)
     if not scale >= 1.0:
         raise ValueError(f"scale must be >= 1 (canary gradient at or above the clip norm); "
                          f"got {scale!r}")
+    if rho is not None:
+        raise ValueError("rho is no longer used: spread canaries are read along their whole "
+                         "planted direction (amplitude 1); leave rho unset")
     spread = check_count("spread", spread, minimum=1)
     per_tensor = check_count("per_tensor", per_tensor, minimum=1)
     if isinstance(shapes, str):

@@ -8,10 +8,11 @@ The white-box observation of step t is the reading of the released noisy clipped
     y_{t,i} = <g~_t, w_i> / C = b_i s_{t,i} a_i + sigma Z_{t,i}  (+ real-data background),
 
 with s_{t,i} ~ Bernoulli(q) the canary's participation, a_i its amplitude (the reading of its
-clipped gradient in units of C; 1 for a Dirac canary) and Z standard normal (seed 000 §6.4;
-"Tight Auditing of Differentially Private Machine Learning", Nasr et al. 2023, §4).  An
-integration that releases the *mean* (Opacus with ``loss_reduction="mean"`` divides by the
-expected batch size B) must multiply back by B before dividing by C.
+clipped gradient in units of C; 1 for a Dirac canary) and Z standard normal ("Privacy Audit
+as Bits Transmission" §6.4; "Tight Auditing of Differentially Private Machine Learning",
+Nasr et al. 2023, §4).  An integration that releases the *mean* (Opacus with
+``loss_reduction="mean"`` divides by the expected batch size B) must multiply back by B
+before dividing by C.
 
 * :func:`lr_step_scores` -- the optimal per-step log-likelihood ratio of the mixture
   (1 - q) N(0, sigma^2) + q N(a, sigma^2) against N(0, sigma^2):

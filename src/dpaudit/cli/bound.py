@@ -19,6 +19,7 @@ from typing import Any
 import typer
 
 from dpaudit.cli.common import (
+    app,
     bound_app,
     check_claimed_epsilon,
     normalize_name,
@@ -33,6 +34,8 @@ from dpaudit.estimators.tight import tight
 from dpaudit.validation import check_nested_counts
 
 __all__ = ["parse_family"]
+
+app.add_typer(bound_app, name="bound")  # the sub-commands: this module and dpaudit.cli.lifted
 
 
 def parse_family(text: str, delta: float = 0.0) -> Any:
@@ -88,7 +91,7 @@ def bits_cmd(
     claimed_epsilon: float | None = _CLAIM,
     as_json: bool = _JSON,
 ) -> None:
-    """Bits-transmission audit (seed 000): every bit guessed, `wrong` of them wrong."""
+    """Bits-transmission audit (Bits Transmission): every bit guessed, `wrong` of them wrong."""
     claimed_epsilon = check_claimed_epsilon(claimed_epsilon)
     errors = resolve_wrong_correct(n, wrong, correct, total_name="--canaries")
     r = bits(n=n, errors=errors, family=parse_family(family, delta), delta=delta,
@@ -111,7 +114,7 @@ def tight_cmd(
     claimed_epsilon: float | None = _CLAIM,
     as_json: bool = _JSON,
 ) -> None:
-    """Tight one-run audit (seed 001): f-DP null, exact order-statistics tail."""
+    """Tight one-run audit (Tight One-Run): f-DP null, exact order-statistics tail."""
     claimed_epsilon = check_claimed_epsilon(claimed_epsilon)
     check_nested_counts(**{"--canaries": n, "--guesses": r})
     u = resolve_wrong_correct(r, wrong, correct)

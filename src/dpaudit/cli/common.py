@@ -25,67 +25,19 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import typer
-import typer.core
 from rich.console import Console
 from rich.table import Table
 
+from dpaudit.cli.aliases import OPTION_ALIASES, normalize_name, rewrite_aliases
+from dpaudit.cli.app import app, bound_app
+from dpaudit.outcome import Audit
 from dpaudit.results import AuditResult, json_safe
 from dpaudit.validation import check_nested_counts
 
 __all__ = ["app", "bound_app", "console", "fmt_number", "json_payload", "print_results",
-           "print_json", "verdict", "assumption_notes", "OPTION_ALIASES", "rewrite_aliases",
+           "print_json", "assumption_notes", "OPTION_ALIASES", "rewrite_aliases",
            "normalize_name",
            "resolve_wrong_correct", "check_claimed_epsilon", "given_options", "reject_unused"]
-
-#: Old option spellings, per command path, kept as hidden aliases for one release (0.2 removes
-#: them).  Keys are the command path ("bound tight"); values map old -> new spelling.
-OPTION_ALIASES: dict[str, dict[str, str]] = {
-    "bound tight": {"--n": "--canaries", "--r": "--guesses", "--u": "--wrong"},
-    "bound bits": {"--n": "--canaries", "--errors": "--wrong"},
-    "bound steinke": {"--m": "--canaries"},
-    "bound mahloujifar": {"--m": "--canaries"},
-    "curve": {"--eps": "--epsilon", "--q": "--sampling-rate"},
-    "simulate": {"--eps": "--epsilon", "--q": "--sampling-rate",
-                 "--true-epsilon": "--compute-true-epsilon"},
-}
-
-
-def rewrite_aliases(argv: Sequence[str], *,
-                    notes: list[str] | None = None) -> list[str]:
-    """Rewrite the old option spellings of :data:`OPTION_ALIASES` to the current ones.
-
-    The command path is the longest key of the table that the leading words of ``argv`` spell;
-    both ``--old VALUE`` and ``--old=VALUE`` are rewritten.  A deprecation note per alias is
-    appended to ``notes``; :func:`dpaudit.cli.main` prints them on stderr after a successful run
-    (never on stdout, so ``--json`` stays parseable; never before an ``error:`` line)."""
-    args = list(argv)
-    words: list[str] = []
-    for a in args:
-        if a.startswith("-"):
-            break
-        words.append(a)
-    table: dict[str, str] = {}
-    for k in range(len(words), 0, -1):
-        key = " ".join(words[:k])
-        if key in OPTION_ALIASES:
-            table = OPTION_ALIASES[key]
-            break
-    if not table:
-        return args
-    out: list[str] = []
-    for a in args:
-        name, eq, val = a.partition("=")
-        if name in table:
-            if notes is not None:
-                notes.append(f"note: {name} is deprecated, use {table[name]}")
-            a = table[name] + eq + val
-        out.append(a)
-    return out
-
-
-def normalize_name(text: str) -> str:
-    """Values naming things are spelt with underscores; hyphens and case are forgiven."""
-    return text.strip().lower().replace("-", "_")
 
 
 def resolve_wrong_correct(guesses: int, wrong: int | None, correct: int | None, *,
@@ -110,11 +62,10 @@ def check_claimed_epsilon(value: float | None) -> float | None:
 
 
 def given_options(ctx: typer.Context) -> set[str]:
-    """Names (Python parameter names) of the options typed on the command line."""
-    from typer._click.core import ParameterSource
-
+    """Names (Python parameter names) of the options typed on the command line (click's
+    ``ParameterSource.COMMANDLINE``, compared by name: typer may vendor click)."""
     return {p.name for p in ctx.command.params if p.name is not None
-            and ctx.get_parameter_source(p.name) is ParameterSource.COMMANDLINE}
+            and getattr(ctx.get_parameter_source(p.name), "name", None) == "COMMANDLINE"}
 
 
 def reject_unused(ctx: typer.Context, used: Iterable[str], what: str) -> None:
@@ -128,39 +79,6 @@ def reject_unused(ctx: typer.Context, used: Iterable[str], what: str) -> None:
         raise ValueError(f"{what} does not use {', '.join(bad)}")
 
 
-# Help without type noise on flags ("--json <bool>"): a flag takes no value.
-_display_type_rich = typer.core.TyperOption.display_type_rich
-
-
-def _flag_display_type(self: typer.core.TyperOption, ctx: Any) -> str | None:
-    if getattr(self, "is_flag", False):
-        return None
-    return _display_type_rich(self, ctx)
-
-
-typer.core.TyperOption.display_type_rich = _flag_display_type  # type: ignore[method-assign]
-
-app = typer.Typer(
-    name="dpaudit", add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-    help="Empirical privacy auditing of differential privacy, and attack-risk bounds.")
-bound_app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False,
-                        help="Compute an epsilon lower bound from counts (no raw data needed).")
-app.add_typer(bound_app, name="bound")
-
-
-def _version(value: bool) -> None:
-    if value:
-        from dpaudit import __version__
-
-        typer.echo(f"dpaudit {__version__}")
-        raise typer.Exit(0)
-
-
-@app.callback()
-def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                       help="Print the version and exit.")) -> None:
-    """Empirical privacy auditing of differential privacy, and attack-risk bounds."""
-
 console = Console()
 
 
@@ -168,31 +86,6 @@ def print_json(obj: Any) -> None:
     """Strict JSON on stdout (no rich markup, no bare NaN/Infinity), for scripting."""
     typer.echo(json.dumps(json_safe(obj), indent=2, sort_keys=False, default=str,
                           allow_nan=False))
-
-
-def verdict(epsilon_lb: float, claimed: float | None, assumption: str | None = None
-            ) -> str | None:
-    """The one-line verdict against a claimed epsilon; ``assumption`` (the basis row's
-    ``AuditResult.assumption``) is named first: "assuming the mechanism is μ-GDP, violation:
-    ..." (:func:`dpaudit.estimators.verdict.verdict_sentence`)."""
-    if claimed is None:
-        return None
-    from dpaudit.estimators.verdict import verdict_sentence
-
-    return verdict_sentence(epsilon_lb, claimed, assumption)
-
-
-def _basis_verdict(rs: Sequence[AuditResult], claimed: float | None) -> str | None:
-    """The verdict of the first (primary) row; an estimate cannot be the basis."""
-    if claimed is None or not rs:
-        return None
-    from dpaudit.estimators.verdict import check_not_estimate
-
-    check_not_estimate(rs[0])
-    v = verdict(rs[0].epsilon, claimed, rs[0].assumption)
-    if v and len(rs) > 1:
-        v += f" (verdict from {rs[0].method}; other rows are for comparison)"
-    return v
 
 
 def assumption_notes(rs: Sequence[AuditResult]) -> list[str]:
@@ -229,27 +122,16 @@ def fmt_number(x: Any) -> str:
     return str(x)
 
 
-def json_payload(results: Sequence[AuditResult] | AuditResult, *,
+def json_payload(results: Sequence[AuditResult] | AuditResult | Audit, *,
                  claimed_epsilon: float | None = None, true_epsilon: float | None = None,
                  extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The object ``print_results(..., as_json=True)`` prints (also what ``--report`` and
-    ``dpaudit report`` read): results, claim, violation and verdict (from the first result),
-    true epsilon and ``extra``; a lone result without extras is printed bare."""
-    rs: list[AuditResult] = [results] if isinstance(results, AuditResult) else list(results)
-    best = rs[0].epsilon if rs else 0.0
-    v = _basis_verdict(rs, claimed_epsilon)
-    out: dict[str, Any] = {"results": [r.to_dict() for r in rs]}
-    if claimed_epsilon is not None:
-        out["claimed_epsilon"] = claimed_epsilon
-        out["violation"] = bool(best > claimed_epsilon)
-        out["verdict"] = v
-        out["verdict_assumption"] = rs[0].assumption
-    if true_epsilon is not None:
-        out["true_epsilon"] = true_epsilon
-    if extra:
-        out.update(extra)
-    return out if len(rs) != 1 or extra or claimed_epsilon is not None \
-        or true_epsilon is not None else rs[0].to_dict()
+    ``dpaudit report`` read): :meth:`dpaudit.outcome.Audit.to_dict` of the results with the
+    verdict against ``claimed_epsilon`` (first row = primary method)."""
+    if isinstance(results, Audit):
+        return results.to_dict()
+    return Audit.of(results, claimed_epsilon, true_epsilon=true_epsilon,
+                    extra=extra).to_dict()
 
 
 def print_results(results: Sequence[AuditResult] | AuditResult, *, as_json: bool = False,
@@ -263,7 +145,7 @@ def print_results(results: Sequence[AuditResult] | AuditResult, *, as_json: bool
     rs: list[AuditResult] = [results] if isinstance(results, AuditResult) else list(results)
     # The verdict rests on the FIRST (primary) result only: each row holds at the stated
     # confidence on its own, but the maximum over several rows does not.
-    v = _basis_verdict(rs, claimed_epsilon)
+    v = Audit.of(rs, claimed_epsilon).message() if claimed_epsilon is not None else None
     if as_json:
         print_json(json_payload(rs, claimed_epsilon=claimed_epsilon, true_epsilon=true_epsilon,
                                 extra=extra))

@@ -29,6 +29,7 @@ from dpaudit.cli.common import (
     json_payload,
     print_results,
 )
+from dpaudit.cli.report_options import format_option, maybe_write_report, report_option
 from dpaudit.cli.table_options import (
     aggregate_option,
     group_col_option,
@@ -38,7 +39,6 @@ from dpaudit.cli.table_options import (
 )
 from dpaudit.estimators.one_run import DEFAULT_FRACTIONS, ONE_RUN_METHODS, audit_one_run
 from dpaudit.estimators.verdict import verdict_from_results
-from dpaudit.report.cli import format_option, maybe_write_report, report_option
 from dpaudit.validation import check_nonnegative
 
 

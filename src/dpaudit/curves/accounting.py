@@ -32,9 +32,11 @@ from dpaudit.curves.base import Curve, as_alpha
 from dpaudit.validation import (
     check_count,
     check_delta,
+    check_finite_array,
     check_nonnegative,
     check_positive,
     check_probability,
+    check_same_length,
 )
 
 __all__ = ["PLDCurve", "dpsgd_curve", "ProfileCurve", "DPSGDFamily", "dpsgd_family",
@@ -185,7 +187,7 @@ class ProfileCurve(Curve):
     """The guarantee "(eps_i, delta_i)-DP for every i": f = max_i f_{eps_i, delta_i}.
 
     Each (eps_i, delta_i) contributes the two lines of f_{eps,delta}(alpha) = max{0,
-    1 - delta - e^eps alpha, e^-eps (1 - delta - alpha)} (Kairouz et al.; seed 001 §2.1), and a
+    1 - delta - e^eps alpha, e^-eps (1 - delta - alpha)} (Kairouz et al.; Tight One-Run §2.1), and a
     mechanism that is (eps_i, delta_i)-DP for all i is f-DP for their maximum (Dong, Roth, Su
     2022, Prop. 2.12).  f is convex and piecewise linear; its vertices are computed once, so
     ``tradeoff`` is an exact interpolation, and the conversions are exact: the hockey-stick
@@ -199,15 +201,18 @@ class ProfileCurve(Curve):
 
     def __init__(self, eps: Any, deltas: Any, *, label: str = "ProfileCurve",
                  params: Mapping[str, float] | None = None) -> None:
-        e = np.asarray(eps, dtype=float).reshape(-1)
-        d = np.clip(np.asarray(deltas, dtype=float).reshape(-1), 0.0, 1.0)
-        if e.size == 0 or e.shape != d.shape or not np.all(np.isfinite(e)) or (e < 0).any():
-            raise ValueError("eps and deltas must be non-empty arrays of the same length, "
-                             "eps finite and >= 0")
+        e = check_finite_array("eps", eps)
+        d = check_finite_array("deltas", deltas)
+        check_same_length(eps=e, deltas=d)
+        if (e < 0).any():
+            raise ValueError(f"eps must be >= 0, got {float(e.min())!r}")
+        if (d < 0).any() or (d > 1).any():
+            raise ValueError("deltas must be in [0, 1]")
         ee = np.exp(e)
         a = np.concatenate([1.0 - d, (1.0 - d) / ee, [0.0]])
         b = np.concatenate([ee, 1.0 / ee, [0.0]])
         self._x, self._y = _upper_envelope(a, b)
+        self._eps, self._deltas = e, d
         self._label = label
         self._params = dict(params or {"lines": float(e.size)})
 
@@ -229,14 +234,18 @@ class ProfileCurve(Curve):
         return float(min(1.0, max(0.0, float(v.max()))))
 
     def epsilon(self, delta: float) -> float:
+        """Exact from the vertices; never above min{eps_i : delta_i <= delta} (the curve
+        states each of its lines; the min guards the vertices' rounding at huge e^eps)."""
         delta = check_delta(delta)
+        stated = self._eps[self._deltas <= delta]
+        cap = float(stated.min()) if stated.size else math.inf
         live = 1.0 - self._y > delta * (1 + 1e-12) + 1e-15
         if not live.any():
             return 0.0
         if (self._x[live] <= 0).any():
-            return math.inf
-        return float(max(0.0, float(np.max(np.log((1.0 - self._y[live] - delta)
-                                                    / self._x[live])))))
+            return cap
+        return min(cap, float(max(0.0, float(np.max(np.log((1.0 - self._y[live] - delta)
+                                                             / self._x[live]))))))
 
     def bit_error(self) -> float:
         return float(0.5 * np.min(self._x + self._y))
@@ -248,6 +257,8 @@ DPSGD_FAMILY_FACTORS = (0.5, 0.7, 0.85, 1.0, 1.15, 1.35, 1.6, 2.0, 2.6, 3.5, 5.0
 #: PLD discretisation of the family's nodes (coarser than the accountant's 1e-4, hence
 #: pessimistic: each node is a little less private than its exact DP-SGD curve).
 DPSGD_FAMILY_VDI = 2e-3
+#: nodes whose eps at delta exceeds this are dropped (no audit resolves more).
+DPSGD_FAMILY_MAX_EPS = 100.0
 #: eps grid points of each node's privacy profile.
 DPSGD_FAMILY_EPS_POINTS = 240
 
@@ -316,7 +327,7 @@ def dpsgd_family(noise_multiplier: float, sampling_rate: float, steps: int, delt
        (:class:`DPSGDFamily`); members are pointwise non-increasing in theta (both ingredients
        only weaken as theta grows).
 
-    Validity (seed 001 Thm. 1): a mechanism meeting the claim is (eps, delta_c(eps))-DP for
+    Validity (Tight One-Run Thm. 1): a mechanism meeting the claim is (eps, delta_c(eps))-DP for
     every eps, with delta_c the accountant's (pessimistic) profile, and (theta_c, delta)-DP.
     Every member at theta >= theta_c has a profile >= the claim node's coarse profile >=
     delta_c on the grid and the line (theta, delta) with theta >= theta_c, so it is dominated
@@ -351,7 +362,10 @@ def _dpsgd_family(noise_multiplier: float, sampling_rate: float, steps: int, del
         claimed_epsilon = dpsgd_curve(sigma, q, t).epsilon(delta)
     claimed_epsilon = check_nonnegative("claimed_epsilon", claimed_epsilon)
     nodes = [(f, _node(sigma / f, q, t, delta, vdi)) for f in fs]
-    nodes = [(f, nd) for f, nd in nodes if nd is not None and math.isfinite(nd[1])]
+    # nodes beyond DPSGD_FAMILY_MAX_EPS add nothing an audit can resolve (the family's ceiling
+    # is then the last node below it)
+    nodes = [(f, nd) for f, nd in nodes if nd is not None and math.isfinite(nd[1])
+             and (f <= 1.0 or nd[1] <= DPSGD_FAMILY_MAX_EPS)]
     if not any(f == 1.0 for f, _ in nodes):
         raise ValueError(f"dpsgd_family: the claim (noise_multiplier={sigma:g}, "
                          f"sampling_rate={q:g}, steps={t}) is beyond the accountant's range")
@@ -361,8 +375,11 @@ def _dpsgd_family(noise_multiplier: float, sampling_rate: float, steps: int, del
     top = float(eps_nodes.max())
     grid = np.unique(np.concatenate([np.linspace(0.0, 1.5 * top + 1.0, eps_points),
                                      eps_nodes]))
-    prof = np.array([np.clip(np.asarray(nd[0].get_delta_for_epsilon(grid), dtype=float),
-                             0.0, 1.0) for _, nd in nodes])
+    with np.errstate(all="ignore"):
+        raw = [np.asarray(nd[0].get_delta_for_epsilon(grid), dtype=float) for _, nd in nodes]
+    # dp_accounting returns NaN where e^eps overflows against an empty mass (inf * 0); a NaN
+    # is read as delta = 1 (no constraint: the conservative reading for a null)
+    prof = np.clip(np.nan_to_num(np.array(raw), nan=1.0), 0.0, 1.0)
     # at and above the claim, 1e-12 of slack absorbs the floating-point rounding of the
     # coarse-vs-fine comparison (coarse >= fine holds exactly in real arithmetic; measured
     # rounding ~1e-13)

@@ -11,9 +11,9 @@ with a search range [lo, hi].  Estimators accept ``family`` as
 * a callable ``theta -> Curve`` (monotone in theta), range [0.001, 60] unless a
   :class:`Family` with its own range is given.
 
-Ranges follow spec/001 §2.11.
+Ranges follow TOR notes §2.11.
 
-Which family is valid (DESIGN.md; seed 001, Theorem 1).  A family is a null hypothesis, not a
+Which family is valid (DESIGN.md; Tight One-Run, Theorem 1).  A family is a null hypothesis, not a
 fit.  Rejecting the member theta proves "the mechanism is not f_theta-DP"; a verdict "violates
 the claim" is valid only when every mechanism meeting the claim as stated is f_theta-DP for
 every rejected theta above the claim, i.e. when those members are dominated by the claim.
@@ -21,7 +21,7 @@ every rejected theta above the claim, i.e. when those members are dominated by t
 * An (eps, delta) claim: the default family ``"eps_delta"`` at the claim's delta.  f_{eps,delta}
   is the trade-off function of (eps, delta)-DP itself (Kairouz et al.; Dong, Roth, Su 2022),
   so every (eps, delta)-DP mechanism is f_{eps,delta}-DP whatever its shape, and the member at
-  the claimed eps is the claim.  This is the null under which seed 001 (Xiang et al., *Tight
+  the claimed eps is the claim.  This is the null under which Tight One-Run (Xiang et al., *Tight
   Privacy Audit in One Run*, §6.2, Fig. 7) is tight for (eps, delta)-DP mechanisms.
 * A claim stated as a curve (mu-GDP, a Laplace curve, a DP-SGD curve from the accountant): that
   curve's own family, monotone so that every member at or above the claim is dominated by it
@@ -90,7 +90,7 @@ class Family:
         return self.build(theta)
 
     def epsilon(self, theta: float, delta: float) -> float:
-        """epsilon at ``delta`` of the family member theta (Algorithm 2 of seed 001).
+        """epsilon at ``delta`` of the family member theta (Algorithm 2 of Tight One-Run).
 
         A family whose members state no finite epsilon at ``delta`` (GDP or the subsampled
         Gaussian at delta = 0) cannot turn a rejection into an epsilon bound: +inf would claim

@@ -1,5 +1,5 @@
 """f-DP one-run audit of Mahloujifar, Melis and Chaudhuri, *Auditing f-Differential Privacy in
-One Run* (ICML 2025, arXiv:2410.22235) -- a baseline of seed 001 (spec/001 §5.2).
+One Run* (ICML 2025, arXiv:2410.22235) -- a baseline of Tight One-Run (TOR notes §5.2).
 
 Observation: m canaries, c' guesses (the rest abstained), c of them correct.  For a
 symmetric trade-off function f let B^{-1}(y) = f(1 - y) (the inverse of the blow-up

@@ -2,7 +2,7 @@
 
 Input: per-canary truth bits ``member`` (1 = canary included / secret bit 1; must be i.i.d.
 uniform) and ``score`` (higher = more likely bit 1) from ONE run of the mechanism.  The guesses
-follow Steinke, Nasr & Jagielski's rule, which every method accepts (spec/001 §2.2): sort by
+follow Steinke, Nasr & Jagielski's rule, which every method accepts (TOR notes §2.2): sort by
 score, guess 1 for the ``k_plus`` highest scores, 0 for the ``k_minus`` lowest, abstain on the
 rest; ``r = k_plus + k_minus`` guesses, ``u`` of them wrong.
 
@@ -12,8 +12,9 @@ Null family of the f-DP methods: "eps_delta" at ``delta`` by default, the one nu
 every mechanism meeting an (eps, delta) claim (:mod:`dpaudit.curves.families`); "gdp" and the
 other shapes are assumptions, labelled in every row (``AuditResult.assumption``).
 
-* ``"tight"``        seed 001, exact order-statistics tail: ``E.tight(n, r, u, family)``;
-* ``"bits"``         seed 000, every bit decoded (r = n): ``E.bits(n, errors, family, ci)``;
+* ``"tight"``        Tight One-Run, exact order-statistics tail: ``E.tight(n, r, u, family)``;
+* ``"bits"``         Bits Transmission, every bit decoded (r = n): ``E.bits(n, errors, family,
+ci)``;
 * ``"steinke"``      Steinke et al. 2023, (eps, delta) null: ``E.steinke(m, guesses, correct)``;
 * ``"mahloujifar"``  Mahloujifar et al. 2024, f-DP null: ``E.mahloujifar(m, guesses, correct)``.
 
@@ -47,8 +48,9 @@ from scipy import stats
 
 from dpaudit.curves import DEFAULT_FAMILY, resolve_family
 from dpaudit.estimators.bits import CI_METHODS, bits
+from dpaudit.estimators.guessing import _guesses_from_sorted
 from dpaudit.estimators.mahloujifar import mahloujifar_many
-from dpaudit.estimators.steinke import _guesses_from_sorted, steinke_many
+from dpaudit.estimators.steinke import steinke_many
 from dpaudit.estimators.tight import tight_many
 from dpaudit.observations import MembershipObservations
 from dpaudit.results import AuditResult
@@ -149,7 +151,7 @@ def _balance_p_value(k: int, n: int) -> float:
     The pmf of Binomial(n, 1/2) is symmetric, so the two-sided p-value (the mass of outcomes
     no more likely than k) is ``min(1, 2 P[X <= min(k, n - k)])``, and 1 at k = n/2: one
     regularised incomplete beta call instead of ``scipy.stats.binomtest``'s search over the
-    other tail (same value to rounding: ``tests/test_guess_selection.py``)."""
+    other tail (same value to rounding: ``tests/test_guess_select.py``)."""
     lo = min(k, n - k)
     if 2 * lo == n:
         return 1.0

@@ -1,4 +1,4 @@
-"""Tight one-run audit with abstention (seed 001: Xiang, Wang, Xiao, Tian, Wang,
+"""Tight one-run audit with abstention (Tight One-Run: Xiang, Wang, Xiao, Tian, Wang,
 *Tight Privacy Audit in One Run*, arXiv:2509.08704).
 
 Observation: n secret bits, one run, the r highest-scoring guesses released, u of them wrong
@@ -6,10 +6,10 @@ Observation: n secret bits, one run, the r highest-scoring guesses released, u o
 less private).  By Theorem 1 its p-value is P_{A*}[T <= u], the probability of at most u
 errors among the top r of n independent f_theta channels read by the optimal decoder
 (Eqs. 17-19); it depends on (n, r, u, f_theta) only.  The lower bound is the largest theta
-rejected at level 1 - confidence ("reject iff p-value <= alpha", seed 001 §5.4), converted to
+rejected at level 1 - confidence ("reject iff p-value <= alpha", Tight One-Run §5.4), converted to
 epsilon at the requested delta with the family's curve (Algorithm 2).
 
-Modes of the p-value (spec/001 §7.1):
+Modes of the p-value (TOR notes §7.1):
 
 * ``"exact"`` (default): the cut-mixture law
   E_{V~Beta(r+1, n-r)}[BinCDF(u; r, gamma_bar(V))], BinCDF(u; n, e*) when r = n
@@ -26,9 +26,9 @@ Modes of the p-value (spec/001 §7.1):
   (Eq. 26), as written.  Theorem 3 treats the released error bits as independent, which they
   are not (they share the order statistics); the independent Poisson-binomial is slightly
   anti-conservative, but the Chernoff bound on top of it was conservative in every case
-  checked (spec/001 §0.3, §4.7), so this mode gives valid but looser bounds.
+  checked (TOR notes §0.3, §4.7), so this mode gives valid but looser bounds.
 * ``"hoeffding"``: the same p_i with Hoeffding's bound exp(-2 (sum p_i - u)^2 / r)
-  (seed 001 §5.3).
+  (Tight One-Run §5.3).
 
 Deviation from the paper, in both bound modes: the p-value is max(bound, exact tail).  At u = 0
 the Chernoff bound has no slack (it equals prod(1 - p_i), the independent Poisson-binomial's
@@ -75,6 +75,7 @@ from dpaudit.validation import (
     check_nested_count_arrays,
     check_nested_counts,
     check_positive,
+    check_real_array,
 )
 
 __all__ = ["tight", "tight_many", "tight_p_value", "log_tail_probabilities_eps_delta",
@@ -192,8 +193,8 @@ def _search(margin: Any, fam: Any, n: int, r: int, u: int, mode: str, log_alpha:
 
 def tight_p_value(curve: Curve, n: int, r: int, u: int, mode: str = "exact") -> float:
     """p-value of the null "the mechanism is ``curve``-DP" after observing u wrong guesses
-    among the r released (top-scoring) of n guesses: P_{A*}[T <= u] (seed 001 Thm. 1,
-    Eqs. 17-19; spec/001 §2.9 for ``mode="exact"``, §2.8 for ``"paper"``/``"hoeffding"``).
+    among the r released (top-scoring) of n guesses: P_{A*}[T <= u] (Tight One-Run Thm. 1,
+    Eqs. 17-19; TOR notes §2.9 for ``mode="exact"``, §2.8 for ``"paper"``/``"hoeffding"``).
 
     With r = n and ``mode="exact"`` this is BinCDF(u; n, e*), e* = ``curve.bit_error()``.
     Works for every Curve, including the asymmetric ordered sub-sampled Gaussian pair.
@@ -209,14 +210,14 @@ def tight_p_value(curve: Curve, n: int, r: int, u: int, mode: str = "exact") -> 
 def tight(n: int, r: int, u: int, family: Any = DEFAULT_FAMILY, delta: float = 1e-5,
           confidence: float = 0.95, mode: str = "exact", *, tol: float = 1e-6
           ) -> AuditResult:
-    """Epsilon lower bound of the tight one-run audit (seed 001 §5.4; spec/001 §2.11).
+    """Epsilon lower bound of the tight one-run audit (Tight One-Run §5.4; TOR notes §2.11).
 
     Args:
       n: number of secret bits / canaries (>= 1).
       r: number of released guesses (the r highest scores), 0 <= r <= n.
       u: number of wrong guesses among them, 0 <= u <= r.
       family: null family: "eps_delta" (the default; null delta = ``delta``), valid for every
-        mechanism meeting an (eps, delta) claim (seed 001 §6.2: the audit is tight for
+        mechanism meeting an (eps, delta) claim (Tight One-Run §6.2: the audit is tight for
         (eps, delta)-DP under this null); "gdp", "laplace", ("subsampled_gaussian", q), a
         callable theta -> Curve, or a Family assume the mechanism's shape, recorded in
         ``AuditResult.assumption`` (:mod:`dpaudit.curves.families`).
@@ -328,14 +329,23 @@ def log_tail_probabilities_eps_delta(eps: Any, n: int, r: Any, u: Any, *, delta:
     exact tail of :func:`dpaudit.stats.order_statistics.log_tail_probability` with the
     profile in closed form).
 
-    The pair of f_{eps,delta} (seed 001 Def. 9; spec/001 §2.10: four atoms) puts mixture mass
+    The pair of f_{eps,delta} (Tight One-Run Def. 9; TOR notes §2.10: four atoms) puts mixture mass
     delta on |L| = inf (error gamma = 0) and 1 - delta on |L| = eps (gamma_eps = 1/(1 + e^eps)),
     ties broken by an error-independent random priority (Eq. 20).  So the error mass of the
     top v of the mixture is H(v) = gamma_eps max(0, v - delta) and the mean error above the
     cut is gamma_bar(v) = gamma_eps max(0, v - delta) / v; with r = n, BinCDF(u; n, e*),
-    e* = (1 - delta) / (1 + e^eps).  ``eps``, ``r``, ``u`` broadcast to one shape; counts are
-    not re-validated (callers validate once).
+    e* = (1 - delta) / (1 + e^eps).  ``eps`` broadcasts against the counts ``r``, ``u``.
     """
+    n, r_arr, u_arr = check_nested_count_arrays("n", n, "r", r, "u", u)
+    e = check_real_array("eps", eps)
+    if not (np.isfinite(e).all() and (e >= 0).all()):
+        raise ValueError("eps must be finite and >= 0")
+    return _log_tail_eps_delta(e, n, r_arr, u_arr, check_delta(delta), quad_points)
+
+
+def _log_tail_eps_delta(eps: Any, n: int, r: Any, u: Any, delta: float,
+                        quad_points: int = 1025) -> np.ndarray:
+    """:func:`log_tail_probabilities_eps_delta` on validated arguments."""
     eps, r, u = np.broadcast_arrays(np.asarray(eps, dtype=float), np.asarray(r, dtype=np.int64),
                                     np.asarray(u, dtype=np.int64))
     shape = eps.shape
@@ -363,8 +373,7 @@ def _closed_form_tail(fam: Any) -> Any:
     if d0 is not None:
         def tail(theta: Any, n: int, r: Any, u: Any, *, quad_points: int = 1025
                  ) -> np.ndarray:
-            return log_tail_probabilities_eps_delta(theta, n, r, u, delta=d0,
-                                                    quad_points=quad_points)
+            return _log_tail_eps_delta(theta, n, r, u, d0, quad_points)
         return tail
     return None
 

@@ -2,7 +2,8 @@
 
 * :func:`audit_training` -- the part shared by every entry point: per-canary truth bits and
   scores from ONE training run, the claimed privacy from (sigma, q, T), every one-run method
-  side by side (``dpaudit.audit_one_run``: tight (seed 001), bits (seed 000), Steinke et al.,
+  side by side (``dpaudit.audit_one_run``: tight (Tight One-Run), bits (Bits Transmission), Steinke
+  et al.,
   Mahloujifar et al.) and the verdict.  Use it with a user's own loop and
   :class:`~dpaudit.training.canaries.GradientCanaries`.
 * :func:`train_audit` -- train on digits with canaries (:mod:`.trainer`) and audit.
@@ -44,6 +45,7 @@ from dpaudit.curves.accounting import dpsgd_family
 from dpaudit.curves.families import claim_family
 from dpaudit.estimators.one_run import ONE_RUN_METHODS, audit_one_run
 from dpaudit.observations import MembershipObservations
+from dpaudit.outcome import Audit
 from dpaudit.results import AuditResult
 from dpaudit.training.accounting import claimed_epsilon as _claimed
 from dpaudit.training.accounting import opacus_epsilon as _opacus
@@ -107,6 +109,12 @@ class TrainAudit:
     @property
     def violation(self) -> bool:
         return bool(self.verdict_result.epsilon > self.claimed_epsilon)
+
+    def to_audit(self) -> Audit:
+        """The typed outcome (:class:`dpaudit.outcome.Audit`); its ``to_dict()`` is the
+        ``train-audit --json`` document."""
+        return Audit.of(self.results, self.claimed_epsilon, observations=self.observations,
+                        settings=self.settings, extra=_training_keys(self))
 
 
 def audit_training(member: Any, score: Any, *, noise_multiplier: float, sampling_rate: float,
@@ -177,16 +185,11 @@ def train_audit(config: TrainingConfig, *, delta: float = 1e-5, confidence: floa
 def train_audit_dict(audit: TrainAudit) -> dict[str, Any]:
     """The ``train-audit --json`` document: the keys of ``dpaudit simulate --json``
     (results, claimed_epsilon, violation, verdict, verdict_method) plus ``training``."""
-    from dpaudit.cli.common import verdict
+    return audit.to_audit().to_dict()
 
-    basis = audit.verdict_result
+
+def _training_keys(audit: TrainAudit) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "results": [r.to_dict() for r in audit.results],
-        "claimed_epsilon": audit.claimed_epsilon,
-        "violation": audit.violation,
-        "verdict": verdict(basis.epsilon, audit.claimed_epsilon, basis.assumption),
-        "verdict_assumption": basis.assumption,
-        "verdict_method": basis.method,
         "family": audit.settings.get("family", FAMILY),
         "delta": audit.delta,
         "confidence": audit.confidence,

@@ -1,7 +1,8 @@
 """Canaries for auditing real DP-SGD training: gradient (white box) and input (black box).
 
-Gradient canaries -- Dirac canaries (seed 000 §6.4 after Nasr et al. 2023; seed 001 §6.2 and
-App. A; spec/000 §6.4, spec/001 §3.4).  Canary i owns one model coordinate c(i) (one
+Gradient canaries -- Dirac canaries (Bits Transmission §6.4 after Nasr et al. 2023; Tight One-Run
+§6.2 and
+App. A; BT notes §6.4, TOR notes §3.4).  Canary i owns one model coordinate c(i) (one
 coordinate per canary, the "memoryless" arrangement).  Its per-example gradient is
 ``scale * C * e_{c(i)}``: zero everywhere except on its own coordinate, with norm at or above
 the clip norm C, so that correct per-example clipping reduces it to exactly ``C e_{c(i)}``.
@@ -13,7 +14,7 @@ and scaling applied to the canaries are Opacus's own (:class:`GradientCanaries.a
 wraps the optimizer's ``clip_and_accumulate`` and chains its ``step_hook``).
 
 Placement.  Real data also moves coordinate c(i), which adds adversary-unknown randomness to
-the canary's observations and makes a real audit less tight than the simulator (seed 000
+the canary's observations and makes a real audit less tight than the simulator (Bits Transmission
 §3.5).  :func:`choose_coordinates` therefore measures every coordinate's real-gradient
 activity on a warm-up pass -- the mean over the training set of the squared *clipped*
 per-example gradient at the initial model -- and gives the canaries the n least active
@@ -220,7 +221,8 @@ class GradientCanaries:
     def for_model(cls, model: nn.Module, x: torch.Tensor, y: torch.Tensor, n: int, *,
                   sampling_rate: float, max_grad_norm: float, seed: int = 0,
                   scale: float = 1000.0, shapes: Mapping[str, float] | str = DEFAULT_SHAPES,
-                  spread: int = 5, per_tensor: int = 2) -> GradientCanaries:
+                  spread: int = 5, per_tensor: int = 2,
+                  rho: float | None = None) -> GradientCanaries:
         """n canaries for ``model``, read on its least active coordinates measured on (x, y)
         (:func:`coordinate_activity`), i.i.d. uniform secret bits, all drawn from ``seed``.
 
@@ -237,7 +239,8 @@ class GradientCanaries:
         act = coordinate_activity(model, x, y, max_grad_norm)
         plan = plan_gradient_canaries(Layout.from_sizes([p.numel() for p in params]), act, n,
                                       sampling_rate=sampling_rate, rng=rng, shapes=shapes,
-                                      scale=scale, spread=spread, per_tensor=per_tensor)
+                                      scale=scale, spread=spread, per_tensor=per_tensor,
+                                      rho=rho)
         busy = int(np.count_nonzero(act[plan.read_coords[:, 0]] > 0))
         if busy:
             warnings.warn(

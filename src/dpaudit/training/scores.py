@@ -3,7 +3,7 @@
 The scores are implemented once, framework-neutrally, in :mod:`dpaudit.canaries.scores`;
 this module re-exports ``lr_step_scores`` and computes the black-box losses with torch.
 
-* white box, per released step (seed 000 §6.4 / seed 001 App. A, spec/000 §6.4): with
+* white box, per released step (Bits Transmission §6.4 / Tight One-Run App. A): with
   y_t = b S_t + sigma Z_t the canary-coordinate observation in units of C, the optimal
   likelihood-ratio score of a step is log(1 - q + q exp((y_t - 1/2) / sigma^2))
   (:func:`lr_step_scores`; summed over steps by
