@@ -199,14 +199,15 @@ def run_claim_checks(run: JaxTrainingRun) -> list[ClaimCheck]:
 
 def jax_train_audit_dict(audit: JaxTrainAudit) -> dict[str, Any]:
     """The ``train-audit --framework jax --json`` document (see module docstring)."""
-    from dpaudit.cli.common import verdict
+    from dpaudit.estimators.verdict import verdict_sentence
 
     basis = audit.verdict_result
     out: dict[str, Any] = {
         "results": [r.to_dict() for r in audit.results],
         "claimed_epsilon": audit.claimed_epsilon,
         "violation": audit.violation,
-        "verdict": verdict(basis.epsilon, audit.claimed_epsilon),
+        "verdict": verdict_sentence(basis.epsilon, audit.claimed_epsilon,
+                                    getattr(basis, "assumption", None)),
         "verdict_assumption": getattr(basis, "assumption", None),  # None: eps_delta null
         "verdict_method": basis.method,
         "family": audit.settings.get("family", FAMILY),
@@ -219,6 +220,10 @@ def jax_train_audit_dict(audit: JaxTrainAudit) -> dict[str, Any]:
         "configuration_errors": audit.configuration_errors,
         "claim_checks": [c.to_dict() for c in audit.claim_checks],
     }
+    obs = audit.observations
+    if obs is not None:  # per-canary scores: `dpaudit report` draws the ROC from them
+        out["scores"] = {"member": obs.member.astype(int).tolist(),
+                         "score": obs.score.tolist()}
     training = {"steps": audit.settings.get("steps"),
                 "sampling_rate": audit.settings.get("sampling_rate"),
                 "noise_multiplier": audit.settings.get("noise_multiplier"),
