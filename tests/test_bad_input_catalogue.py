@@ -21,6 +21,7 @@ from dpaudit import canaries as CN
 from dpaudit import estimators as E
 from dpaudit import risk as R
 from dpaudit.attacks import quantile as _QA
+from dpaudit.canaries import correlated as CORR
 from dpaudit.curves import resolve_family
 from dpaudit.curves.calibration import dpsgd_noise_multiplier
 from dpaudit.estimators import gaussian_pair as _GP
@@ -171,6 +172,12 @@ TARGETS = [
                 options=_QA.QuantileOptions(max_iter=2)),
            dict(public_features="matrix", public_scores="float_array"),
            {"public_features": "features"}),
+    *[Target(f"correlated.{f.__name__}", f,
+             dict(x=np.zeros((8, 2)), strategy=[0.8, 0.6], groups=np.array([0, 1]),
+                  sampling_rate=0.5, noise_multiplier=1.0),
+             dict(x="matrix", strategy="float_array", sampling_rate="probability",
+                  noise_multiplier="positive"), {"x": "transcript"})
+      for f in (CORR.whitened_scores, CORR.naive_step_scores)],
     Target("canaries.plan_gradient_canaries", CN.plan_gradient_canaries,
            dict(layout=CN.Layout.from_sizes([50, 10]), activity=np.zeros(60), n=10,
                 sampling_rate=0.1, rng=np.random.default_rng(0)),
@@ -476,6 +483,14 @@ def cli_cases() -> list[tuple[str, list[str]]]:
             ("risk --confidence 0.3", [*risk_base, "--confidence", "0.3"])):
         cases.append((label, argv))
     cases.append(("reproduce bogus", ["reproduce", "bogus"]))
+    for label, extra in (("--framework bogus", ["--framework", "bogus"]),
+                         ("--mechanism bogus", ["--mechanism", "bogus"]),
+                         ("--mechanism bandmf (opacus)", ["--mechanism", "bandmf"]),
+                         ("jax --model cnn", ["--framework", "jax", "--model", "cnn"]),
+                         ("jax --bands 1", ["--framework", "jax", "--mechanism", "bandmf",
+                                            "--bands", "1"]),
+                         ("jax --flawed bogus", ["--framework", "jax", "--flawed", "bogus"])):
+        cases.append((f"train-audit {label}", ["train-audit", *extra]))
     cases.append(("reproduce --size", ["reproduce", "bits-dpsgd", "--size", "huge"]))
     return cases
 

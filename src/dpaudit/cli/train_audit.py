@@ -48,14 +48,33 @@ def run_train_audit_observed(
         delta: float = 1e-5, confidence: float = 0.95, learning_rate: float = 2.0,
         hidden: int = 256, score: str = "lr", input_kind: str = "flip", progress: bool = False,
         data: str = "digits", reserved: int = 0, shapes: str = "dirac",
-        claimed_steps: int | None = None) -> tuple[dict[str, Any], Any]:
+        claimed_steps: int | None = None, framework: str = "opacus", mechanism: str = "dpsgd",
+        bands: int = 4) -> tuple[dict[str, Any], Any]:
     """Train, audit and return ``(document, observations)``: the ``--json`` document (the
     single place the command's result is assembled, so that a report can be built from the
     same dict) and the canaries' :class:`~dpaudit.observations.MembershipObservations`
     (member, score) the audit rests on, for the audit card's ROC and privacy-region plots."""
-    training = _training_module()
+    from dpaudit.validation import check_choice
+
+    check_choice("framework", framework, ("opacus", "jax"))
+    check_choice("mechanism", mechanism, ("dpsgd", "bandmf"))
     if threat is None:
         threat = "black_box" if canary == "input" else "white_box"
+    if framework == "jax":  # jax_privacy DP-SGD / BandMF: dpaudit.training.jax
+        if data != "digits" or reserved or shapes != "dirac" or claimed_steps is not None:
+            raise ValueError("--data, --reserved, --shapes and --claimed-steps apply to "
+                             "framework 'opacus'; framework 'jax' trains the digits MLP with "
+                             "reserved inputs and Dirac canaries")
+        return _jax_module().run_cli_audit(
+            model=model, canary=canary, threat=threat, canaries=canaries,
+            noise_multiplier=noise_multiplier, sampling_rate=sampling_rate, steps=steps,
+            max_grad_norm=max_grad_norm, learning_rate=learning_rate, flawed=flawed, seed=seed,
+            hidden=hidden, score=score, input_kind=input_kind, mechanism=mechanism,
+            bands=bands, delta=delta, confidence=confidence, progress=progress)
+    if mechanism != "dpsgd":
+        raise ValueError(f"mechanism {mechanism!r} needs framework 'jax' (Opacus trains "
+                         f"DP-SGD only)")
+    training = _training_module()
     cfg = training.TrainingConfig(
         model=model, canary=canary, threat=threat, canaries=canaries,
         noise_multiplier=noise_multiplier, sampling_rate=sampling_rate, steps=steps,
@@ -74,6 +93,16 @@ def run_train_audit_observed(
         audit = training.train_audit(cfg, delta=delta, confidence=confidence,
                                      on_step=lambda i: bar.update(task, completed=i))
     return training.train_audit_dict(audit), audit.observations
+
+
+def _jax_module() -> Any:
+    """``dpaudit.training.jax``, or one ``error:`` line naming the extra (exit 2)."""
+    try:
+        import dpaudit.training.jax as training_jax
+    except ImportError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    return training_jax
 
 
 def run_train_audit(**kwargs: Any) -> dict[str, Any]:
@@ -115,6 +144,10 @@ def train_audit_cmd(
                                              "is for (default: the steps run)."),
     save_scores: Path | None = typer.Option(None, "--save-scores", help="Write the "
                                             "per-canary member,score CSV here."),
+    framework: str = typer.Option("opacus", "--framework", help="opacus or jax (jax_privacy)."),
+    mechanism: str = typer.Option("dpsgd", "--mechanism",
+                                  help="dpsgd or bandmf (correlated noise; --framework jax)."),
+    bands: int = typer.Option(4, "--bands", help="BandMF bands (--mechanism bandmf)."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     report: Path | None = report_option(),
     report_format: str = format_option(),
@@ -126,7 +159,8 @@ def train_audit_cmd(
         max_grad_norm=max_grad_norm, flawed=flawed, seed=seed, delta=delta,
         confidence=confidence, learning_rate=learning_rate, hidden=hidden, score=score,
         input_kind=input_kind, progress=not as_json and console.is_terminal, data=data,
-        reserved=reserved, shapes=shapes, claimed_steps=claimed_steps)
+        reserved=reserved, shapes=shapes, claimed_steps=claimed_steps, framework=framework,
+        mechanism=mechanism, bands=bands)
     if save_scores is not None:
         write_scores(save_scores, obs.member, obs.score)
     maybe_write_report(report, report_format, out, observations=obs,
@@ -137,6 +171,10 @@ def train_audit_cmd(
         return
     for msg in out["configuration_errors"]:
         console.print(f"[bold red]configuration error[/bold red]: {msg}")
+    if framework == "jax":
+        _print_rows(out, *_jax_module().summary_lines(out))
+        console.print(f"[bold]{out['verdict']}[/bold] (based on {out['verdict_method']})")
+        return
     tr = out["training"]
     title = (f"One-run {out['threat']} audit of {'FLAWED (' + flawed + ') ' if flawed else ''}"
              f"DP-SGD training ({model}, Opacus): sigma={noise_multiplier:g}, "

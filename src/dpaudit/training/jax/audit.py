@@ -1,0 +1,297 @@
+"""Audit a jax_privacy training run in one run: scores -> ``audit_one_run`` -> verdict.
+
+* :func:`audit_scores` -- the part every entry point shares (a user's own ``jax.grad`` /
+  ``vmap`` loop too): canaries' secret bits and scores from ONE run, the claim, every one-run
+  method side by side (``dpaudit.audit_one_run``: tight, bits, Steinke et al., Mahloujifar et
+  al.) and the verdict;
+* :func:`train_audit_jax` -- train the digits MLP with jax_privacy (:mod:`.trainer`) and audit
+  it; white box, the whitened and the naive score are both audited (:attr:`JaxTrainAudit.
+  compared`) and the claim is checked against what the run did (:func:`run_claim_checks`);
+* :func:`jax_train_audit_dict` -- the ``train-audit --framework jax --json`` document: the keys
+  of the Opacus audit's document (results, claimed_epsilon, violation, verdict,
+  verdict_method, family, delta, confidence, training{...}) plus ``framework``,
+  ``mechanism`` and ``scores_compared``.
+
+The claim.  epsilon at delta of the DP event jax_privacy's plan gives for the run
+(``plan.dp_event``), composed by dp_accounting's PLD accountant under the plan's zero-out
+relation (:func:`.plan.event_epsilon`); dpaudit's ``dpsgd_curve(sigma, q, rounds)`` of the same
+composition is reported beside it (``dpsgd_curve_epsilon``).
+
+Null family of the verdict: ``"eps_delta"`` (default) -- the (epsilon, delta) trade-off curve
+at the claim, which every mechanism meeting the claim as stated lies above, so the verdict
+holds for any such mechanism with no assumption.  ``family="dpsgd"`` uses the claim's own
+DP-SGD family instead (``dpaudit.curves.accounting.dpsgd_family`` over the noise multiplier at
+(q, ceil(T / b)); valid too, tighter: for BandMF the claim *is* that composition, and zero-out
+and add/remove adjacency give the same pair of distributions for a Poisson-subsampled
+Gaussian).  It is not the default here because ``E.tight`` under that family fails (a NaN in
+the root search) on the near-perfect guesses of high-epsilon claims, e.g. n = 1000, r = 10,
+u = 0 at sigma = 1, q = 0.5, 16 rounds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dpaudit.canaries import Claim, ClaimCheck, check_claim
+from dpaudit.curves.accounting import dpsgd_family
+from dpaudit.curves.families import claim_family
+from dpaudit.estimators.one_run import ONE_RUN_METHODS, audit_one_run
+from dpaudit.observations import MembershipObservations
+from dpaudit.results import AuditResult
+from dpaudit.training.jax.plan import claim_rounds, event_epsilon
+from dpaudit.training.jax.trainer import (
+    JaxTrainingConfig,
+    JaxTrainingRun,
+    train_jax_with_canaries,
+)
+from dpaudit.validation import (
+    check_confidence,
+    check_count,
+    check_delta,
+    check_positive,
+    check_probability,
+)
+
+__all__ = ["JaxTrainAudit", "audit_scores", "train_audit_jax", "jax_train_audit_dict",
+           "FAMILY", "dpsgd_curve_epsilon", "null_family", "run_claim_checks", "run_cli_audit",
+           "summary_lines"]
+
+FAMILY = "eps_delta"
+
+
+@dataclass(frozen=True, eq=False)
+class JaxTrainAudit:
+    """Results of a one-run audit of a JAX run (the first result is the verdict's basis),
+    the claim, the observations, and for white box the primary method's bound from each
+    score compared (``compared``: score name -> epsilon lower bound)."""
+
+    results: list[AuditResult]
+    claimed_epsilon: float
+    dpsgd_curve_epsilon: float
+    delta: float
+    confidence: float
+    threat: str
+    run: JaxTrainingRun | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+    observations: MembershipObservations | None = None
+    compared: dict[str, float] = field(default_factory=dict)
+    claim_checks: list[ClaimCheck] = field(default_factory=list)
+
+    @property
+    def configuration_errors(self) -> list[str]:
+        """The failed deterministic claim checks, in words (reported before the audit)."""
+        return [c.message for c in self.claim_checks if not c.ok]
+
+    @property
+    def verdict_result(self) -> AuditResult:
+        return self.results[0]
+
+    @property
+    def violation(self) -> bool:
+        return bool(self.verdict_result.epsilon > self.claimed_epsilon)
+
+
+def dpsgd_curve_epsilon(noise_multiplier: float, sampling_rate: float, rounds: int,
+                        delta: float) -> float:
+    """epsilon at delta of dpaudit's ``dpsgd_curve`` over ``rounds`` compositions."""
+    from dpaudit.training.accounting import claimed_epsilon  # memoised; imports no torch
+
+    return claimed_epsilon(noise_multiplier, sampling_rate, rounds, delta)
+
+
+def null_family(noise_multiplier: float, sampling_rate: float, rounds: int, delta: float,
+                claimed_epsilon: float) -> Any:
+    """The claim's own null family: DP-SGD curves over the noise multiplier at
+    (q, rounds), anchored at the claimed epsilon (no assumption)."""
+    return claim_family(dpsgd_family(noise_multiplier, sampling_rate, rounds, delta,
+                                     claimed_epsilon=claimed_epsilon), delta)
+
+
+def audit_scores(member: Any, score: Any, *, noise_multiplier: float, sampling_rate: float,
+                 steps: int, bands: int = 1, dp_event: Any = None, threat: str = "white_box",
+                 delta: float = 1e-5, confidence: float = 0.95,
+                 methods: Sequence[str] = ONE_RUN_METHODS, seed: int = 0,
+                 family: Any = None) -> JaxTrainAudit:
+    """One-run audit of a DP-SGD (``bands=1``) or amplified BandMF run from its canaries' bits
+    and scores.  The claim is the epsilon of ``dp_event`` (jax_privacy's plan's event) when
+    given, else of ceil(steps / bands) Poisson-subsampled Gaussians at
+    (noise_multiplier, sampling_rate) -- the event jax_privacy builds for these settings.
+    ``family``: null family of the f-DP methods: ``"eps_delta"`` (default) or ``"dpsgd"``
+    (the claim's DP-SGD family), both valid for the claim (module docstring); anything else
+    is an assumption."""
+    sigma = check_positive("noise_multiplier", noise_multiplier)
+    q = check_probability("sampling_rate", sampling_rate, open_low=True)
+    rounds = claim_rounds(steps, bands)
+    check_count("steps", steps, minimum=1)
+    delta = check_delta(delta)
+    confidence = check_confidence(confidence)
+    if dp_event is None:
+        from jax_privacy.experimental import accounting
+
+        dp_event = accounting.amplified_bandmf_event(sigma, steps, num_bands=bands,
+                                                     sampling_prob=q)
+    claimed = event_epsilon(dp_event, delta)
+    reference = dpsgd_curve_epsilon(sigma, q, rounds, delta)
+    if family is None:
+        family = FAMILY
+    fam = null_family(sigma, q, rounds, delta, claimed) if family == "dpsgd" else family
+    results = audit_one_run(np.asarray(member), np.asarray(score), delta=delta,
+                            confidence=confidence, methods=tuple(methods), family=fam,
+                            seed=seed)
+    name = getattr(fam, "name", fam if isinstance(fam, str) else repr(fam))
+    return JaxTrainAudit(results, claimed, reference, delta, confidence, threat,
+                         settings={"family": name, "null": fam, "noise_multiplier": sigma,
+                                   "sampling_rate": q, "steps": steps, "bands": bands,
+                                   "rounds": rounds, "dp_event": repr(dp_event)},
+                         observations=MembershipObservations.from_arrays(member, score))
+
+
+def train_audit_jax(config: JaxTrainingConfig, *, delta: float = 1e-5,
+                    confidence: float = 0.95,
+                    on_step: Callable[[int], None] | None = None,
+                    family: Any = None) -> JaxTrainAudit:
+    """Train with jax_privacy and canaries (one run) and audit it; white box also audits
+    the other white-box scores of the same run (whitened vs naive) for comparison."""
+    delta = check_delta(delta)
+    confidence = check_confidence(confidence)
+    run = train_jax_with_canaries(config, on_step=on_step)
+    a = audit_scores(run.member, run.score, noise_multiplier=config.noise_multiplier,
+                     sampling_rate=config.sampling_rate, steps=run.steps,
+                     bands=config.num_bands, dp_event=run.dp_event, threat=config.threat,
+                     delta=delta, confidence=confidence, seed=config.seed, family=family)
+    compared: dict[str, float] = {}
+    for name, s in run.scores.items():
+        if s is run.score:
+            compared[name] = float(a.verdict_result.epsilon)
+        elif config.threat == "white_box":
+            r = audit_one_run(run.member, s, delta=delta, confidence=confidence,
+                              methods=(a.verdict_result.method,), family=a.settings["null"],
+                              seed=config.seed)
+            compared[name] = float(r[0].epsilon)
+    return JaxTrainAudit(a.results, a.claimed_epsilon, a.dpsgd_curve_epsilon, delta,
+                         confidence, config.threat, run, {**config.to_dict(), **a.settings},
+                         a.observations, compared, run_claim_checks(run))
+
+
+def run_claim_checks(run: JaxTrainingRun) -> list[ClaimCheck]:
+    """Deterministic checks of the claim against what the run did, before any statistics:
+    the core's :func:`~dpaudit.canaries.check_claim` (steps, noise multiplier, clip norm of
+    every parameter group, Poisson batch sizes of each eligible group) plus the noise
+    strategy: the privatiser's strategy must be the one the plan's DP event accounts for.
+    Failed checks first."""
+    c = run.config
+    out = list(check_claim(Claim(c.noise_multiplier, c.sampling_rate, c.steps,
+                                 c.max_grad_norm), run.facts)) if run.facts else []
+    if run.noise_strategy is not None:
+        same = (run.noise_strategy.shape == run.strategy.shape
+                and np.allclose(run.noise_strategy, run.strategy))
+        out.append(ClaimCheck(
+            "noise_strategy", bool(same), run.strategy.size, int(run.noise_strategy.size),
+            f"noise strategy: the claim accounts for a {run.strategy.size}-band strategy"
+            + ("" if same else f" but the noise was generated with a "
+               f"{run.noise_strategy.size}-band one")))
+    return sorted(out, key=lambda x: x.ok)
+
+
+def jax_train_audit_dict(audit: JaxTrainAudit) -> dict[str, Any]:
+    """The ``train-audit --framework jax --json`` document (see module docstring)."""
+    from dpaudit.estimators.verdict import verdict_sentence
+
+    basis = audit.verdict_result
+    out: dict[str, Any] = {
+        "results": [r.to_dict() for r in audit.results],
+        "claimed_epsilon": audit.claimed_epsilon,
+        "violation": audit.violation,
+        "verdict": verdict_sentence(basis.epsilon, audit.claimed_epsilon,
+                                    getattr(basis, "assumption", None)),
+        "verdict_assumption": getattr(basis, "assumption", None),  # None: eps_delta null
+        "verdict_method": basis.method,
+        "family": audit.settings.get("family", FAMILY),
+        "delta": audit.delta,
+        "confidence": audit.confidence,
+        "framework": "jax",
+        "mechanism": audit.settings.get("mechanism", "dpsgd" if audit.settings.get(
+            "bands", 1) == 1 else "bandmf"),
+        "scores_compared": dict(audit.compared),
+        "configuration_errors": audit.configuration_errors,
+        "claim_checks": [c.to_dict() for c in audit.claim_checks],
+    }
+    obs = audit.observations
+    if obs is not None:  # per-canary scores: `dpaudit report` draws the ROC from them
+        out["scores"] = {"member": obs.member.astype(int).tolist(),
+                         "score": obs.score.tolist()}
+    training = {"steps": audit.settings.get("steps"),
+                "sampling_rate": audit.settings.get("sampling_rate"),
+                "noise_multiplier": audit.settings.get("noise_multiplier"),
+                "bands": audit.settings.get("bands"), "rounds": audit.settings.get("rounds"),
+                "jax_privacy_epsilon": audit.claimed_epsilon,
+                "dpsgd_curve_epsilon": audit.dpsgd_curve_epsilon,
+                "dp_event": audit.settings.get("dp_event")}
+    run = audit.run
+    if run is not None:
+        c = run.config
+        out.update({"model": "mlp", "canary": c.canary, "threat": c.threat,
+                    "canaries": c.canaries, "flaw": c.flawed, "seed": c.seed,
+                    "config": c.to_dict()})
+        training.update({"steps": run.steps, "max_grad_norm": c.max_grad_norm,
+                         "test_accuracy": run.test_accuracy, "seconds": run.seconds,
+                         "expected_batch_size": run.expected_batch_size,
+                         "strategy": [float(v) for v in run.strategy]})
+    out["training"] = training
+    return out
+
+
+def run_cli_audit(*, model: str, canary: str, threat: str, canaries: int,
+                  noise_multiplier: float, sampling_rate: float, steps: int,
+                  max_grad_norm: float, learning_rate: float, flawed: str | None, seed: int,
+                  hidden: int, score: str, input_kind: str, mechanism: str, bands: int,
+                  delta: float, confidence: float, progress: bool = False
+                  ) -> tuple[dict[str, Any], MembershipObservations | None]:
+    """``dpaudit train-audit --framework jax``: train, audit, return ``(document,
+    observations)`` (the observations feed the audit card)."""
+    if model != "mlp":
+        raise ValueError(f"model must be 'mlp' with framework 'jax' (the digits MLP with "
+                         f"reserved inputs); got {model!r}")
+    cfg = JaxTrainingConfig(
+        mechanism=mechanism, bands=bands, canary=canary, threat=threat, canaries=canaries,
+        noise_multiplier=noise_multiplier, sampling_rate=sampling_rate, steps=steps,
+        max_grad_norm=max_grad_norm, learning_rate=learning_rate, flawed=flawed, seed=seed,
+        hidden=hidden, score=score, input_kind=input_kind)
+    if not progress:
+        audit = train_audit_jax(cfg, delta=delta, confidence=confidence)
+        return jax_train_audit_dict(audit), audit.observations
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from dpaudit.cli.common import console
+
+    with Progress(TextColumn("training (jax_privacy)"), BarColumn(),
+                  TextColumn("{task.completed}/{task.total} steps"), TimeRemainingColumn(),
+                  console=console, transient=True) as bar:
+        task = bar.add_task("steps", total=cfg.steps)
+        audit = train_audit_jax(cfg, delta=delta, confidence=confidence,
+                                on_step=lambda i: bar.update(task, completed=i))
+    return jax_train_audit_dict(audit), audit.observations
+
+
+def summary_lines(out: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Title and extra lines of the CLI table for a :func:`jax_train_audit_dict` document."""
+    tr, c = out["training"], out.get("config", {})
+    flaw = out.get("flaw")
+    mech = ("DP-SGD" if out["mechanism"] == "dpsgd"
+            else f"BandMF ({tr['bands']} bands)")
+    title = (f"One-run {out['threat']} audit of {'FLAWED (' + flaw + ') ' if flaw else ''}"
+             f"{mech} training (mlp, jax_privacy): sigma={tr['noise_multiplier']:g}, "
+             f"q={tr['sampling_rate']:g}, T={tr['steps']}, {c.get('canaries', 0):,} "
+             f"{c.get('canary', '')} canaries")
+    extra: dict[str, Any] = {
+        "claimed_epsilon (jax_privacy DP event, dp_accounting PLD)": out["claimed_epsilon"],
+        "dpsgd_curve epsilon (dpaudit, same composition)": tr["dpsgd_curve_epsilon"],
+        "null family": out["family"]}
+    for name, eps in out.get("scores_compared", {}).items():
+        extra[f"{out['verdict_method']} epsilon with the {name} score"] = eps
+    extra.update({"test_accuracy": tr.get("test_accuracy"), "seconds": tr.get("seconds")})
+    return title, extra
