@@ -90,6 +90,7 @@ class ZooResult:
     seconds: float
     verdict: str
     cause: str | None
+    cause_explanation: str | None
     cause_reference: str | None
     cause_known: bool | None
     randomness: str
@@ -203,6 +204,7 @@ def audit_entry(entry: ZooEntry, *, trials: int, seed: int = 0, confidence: floa
         epsilon_lb=float(res.epsilon), confidence=confidence, trials=n_final,
         search_trials=n_search * 2 * len(entry.pairs), seconds=seconds, verdict=verdict,
         cause=cause,
+        cause_explanation=entry.cause.explanation if entry.cause is not None else None,
         cause_reference=entry.cause.reference if entry.cause is not None else None,
         cause_known=entry.cause.known if entry.cause is not None else None,
         randomness=entry.randomness, notes=entry.notes,
