@@ -65,6 +65,12 @@ def _obs(n: int = 200) -> tuple[np.ndarray, np.ndarray]:
 
 
 M, S = _obs()
+
+
+def _run_zoo_reference(**kw: Any) -> Any:
+    from dpaudit.zoo.run import run_zoo
+
+    return run_zoo(only=("dpaudit",), **kw)
 X = (np.arange(40).reshape(20, 2) % 3 == 0).astype(int)
 
 TARGETS = [
@@ -134,6 +140,8 @@ TARGETS = [
            dict(epsilon="nonnegative", delta="delta")),
     Target("risk.rero_bound", R.rero_bound, dict(kappa=0.1, epsilon=1.0, delta=1e-5),
            dict(kappa="probability", epsilon="nonnegative", delta="delta")),
+    Target("zoo.run_zoo", _run_zoo_reference, dict(trials=40, seed=0),
+           dict(trials="count", seed="count", confidence="confidence")),
 ]
 
 # kinds that do not apply to an argument (documented exceptions)
@@ -309,6 +317,10 @@ def cli_cases() -> list[tuple[str, list[str]]]:
     cases.append(("report malformed", ["report", "FILE:deep_json"]))
     cases.append(("reproduce bogus", ["reproduce", "bogus"]))
     cases.append(("reproduce --size", ["reproduce", "bits-dpsgd", "--size", "huge"]))
+    cases.append(("zoo --only bogus", ["zoo", "--only", "bogus"]))
+    cases.append(("zoo --trials 0", ["zoo", "--only", "dpaudit", "--trials", "0"]))
+    cases.append(("zoo --confidence 2", ["zoo", "--only", "dpaudit", "--confidence", "2"]))
+    cases.append(("zoo --resume", ["zoo", "--only", "dpaudit", "--resume"]))
     return cases
 
 

@@ -70,7 +70,7 @@ def record(mechanism: Callable[[Any, int], Any], data: Any, seed: int,
            primitives: tuple[Primitive, ...]) -> Trace:
     """Run ``mechanism(data, seed)`` once under a :class:`Recorder` with seeded globals."""
     random.seed(seed)
-    np.random.seed(seed % (2**32))
+    np.random.seed(seed % (2**32))  # noqa: NPY002 -- the global state libraries draw from
     with Recorder(primitives) as rec:
         out = mechanism(data, seed)
     names = {p.name for p in primitives}
@@ -99,13 +99,13 @@ def compare(t0: Trace, t1: Trace, *, rtol: float = 1e-9) -> list[GreyboxFinding]
     seq0 = [(c.primitive, c.site) for c in t0.calls]
     seq1 = [(c.primitive, c.site) for c in t1.calls]
     if seq0 != seq1:
-        i = next((k for k, (a, b) in enumerate(zip(seq0, seq1)) if a != b),
+        i = next((k for k, (a, b) in enumerate(zip(seq0, seq1, strict=False)) if a != b),
                  min(len(seq0), len(seq1)))
         where = t0.calls[i] if i < len(t0.calls) else t1.calls[i]
         out.append(GreyboxFinding(
             "control_flow", where.primitive, where.site, i, None, None, None, None,
             f"primitive call sequences differ at call {i}: {len(seq0)} vs {len(seq1)} calls"))
-    for i, (c0, c1) in enumerate(zip(t0.calls, t1.calls)):
+    for i, (c0, c1) in enumerate(zip(t0.calls, t1.calls, strict=False)):
         if (c0.primitive, c0.site) != (c1.primitive, c1.site):
             break
         s = c0.inputs.get("sensitivity")

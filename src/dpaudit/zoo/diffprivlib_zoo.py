@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.zoo.entry import Cause, Coordinate, Identity, Negate, NegAbs, Pair, ZooEntry
+from dpaudit.zoo.entry import Cause, Coordinate, Identity, NegAbs, Negate, Pair, ZooEntry
 
 __all__ = ["entries", "float_sum_pair"]
 

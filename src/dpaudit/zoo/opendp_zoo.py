@@ -146,8 +146,8 @@ def entries() -> list[ZooEntry]:
                                    ("d_in", 2))),
                (Pair(f"float sum: {n} x (2^50+1/4) vs one record 2^50", fl0,
                      (big,) + fl0[1:], "replace_one"),),
-               "sized (n = 4096) clamp [2^50, 2^50 + 1] >> sum >> laplace(24600); claim at d_in = 2 "
-               "(one record replaced)", "replace_one", trials_scale=0.5),
+               "sized (n = 4096) clamp [2^50, 2^50 + 1] >> sum >> laplace(24600); claim at "
+               "d_in = 2 (one record replaced)", "replace_one", trials_scale=0.5),
         _entry("opendp/histogram", Built("histogram", (("categories", ("a", "b")),
                                                       ("scale", 1.0))),
                (Pair("empty vs ['a']", (), ("a",), A),),

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.zoo.entry import NegAbs, Identity, Negate, Pair, ZooEntry
+from dpaudit.zoo.entry import Identity, NegAbs, Negate, Pair, ZooEntry
 
 __all__ = ["entries"]
 
