@@ -33,7 +33,7 @@ import numpy as np
 
 from dpaudit.greybox.recorder import Call, Primitive, Recorder
 
-__all__ = ["Trace", "GreyboxFinding", "record", "replay", "compare"]
+__all__ = ["Trace", "GreyboxFinding", "record", "replay", "compare", "implied_epsilon"]
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class Trace:
 class GreyboxFinding:
     """A concrete falsification on one pair of data sets."""
 
-    kind: str                     # "sensitivity" | "control_flow"
+    kind: str                     # "sensitivity" | "control_flow" | "composition"
     primitive: str
     site: str
     index: int
@@ -93,8 +93,36 @@ def _distance(a: Any, b: Any) -> float:
     return float(d.sum())
 
 
-def compare(t0: Trace, t1: Trace, *, rtol: float = 1e-9) -> list[GreyboxFinding]:
-    """Findings from two traces of neighbouring runs with identical randomness."""
+def implied_epsilon(t0: Trace, t1: Trace) -> float | None:
+    """sum_i eps_i * |v0_i - v1_i| / s_i over the aligned primitive calls: the privacy loss
+    bound of the composed pure-DP additive primitives on this pair (basic composition of
+    eps_i * Delta_i / s_i, each the worst-case loss of a Laplace / geometric primitive
+    calibrated to s_i at distance Delta_i).  None when the call sequences differ or any call
+    lacks a value, a sensitivity or epsilon, or has delta > 0 (then nothing is concluded)."""
+    if [(c.primitive, c.site) for c in t0.calls] != [(c.primitive, c.site) for c in t1.calls]:
+        return None
+    total = 0.0
+    for c0, c1 in zip(t0.calls, t1.calls, strict=True):
+        i0 = c0.inputs
+        if any(i0.get(k) is None for k in ("value", "sensitivity", "epsilon")) or \
+                "value" not in c1.inputs or (i0.get("delta") or 0.0) > 0:
+            return None
+        d = _distance(i0["value"], c1.inputs["value"])
+        if math.isnan(d):
+            return None
+        s = float(i0["sensitivity"])
+        if d == 0:
+            continue
+        total += math.inf if s == 0 else float(i0["epsilon"]) * d / s
+    return total
+
+
+def compare(t0: Trace, t1: Trace, *, rtol: float = 1e-9,
+            claimed_epsilon: float | None = None) -> list[GreyboxFinding]:
+    """Findings from two traces of neighbouring runs with identical randomness.
+
+    With ``claimed_epsilon``, also a "composition" finding when :func:`implied_epsilon` of the
+    pair exceeds it (the primitives together spend more than the mechanism claims)."""
     out: list[GreyboxFinding] = []
     seq0 = [(c.primitive, c.site) for c in t0.calls]
     seq1 = [(c.primitive, c.site) for c in t1.calls]
@@ -127,13 +155,21 @@ def compare(t0: Trace, t1: Trace, *, rtol: float = 1e-9) -> list[GreyboxFinding]
                 "sensitivity", c0.primitive, c0.site, i, d, float(s),
                 None if eps is None else float(eps), implied,
                 f"|value0 - value1| = {d:.6g} > declared sensitivity {float(s):.6g}"))
+    if claimed_epsilon is not None:
+        tot = implied_epsilon(t0, t1)
+        if tot is not None and tot > claimed_epsilon * (1 + rtol):
+            out.append(GreyboxFinding(
+                "composition", "all primitives", t0.calls[0].site if t0.calls else "-", -1,
+                tot, None, claimed_epsilon, tot,
+                f"sum of eps_i * Delta_i / s_i = {tot:.6g} > claimed {claimed_epsilon:g}"))
     return out
 
 
 def replay(mechanism: Callable[[Any, int], Any], d0: Any, d1: Any,
-           primitives: tuple[Primitive, ...], *, seed: int = 0
+           primitives: tuple[Primitive, ...], *, seed: int = 0,
+           claimed_epsilon: float | None = None
            ) -> tuple[list[GreyboxFinding], Trace, Trace]:
     """Record the two runs with the same seed and compare them."""
     t0 = record(mechanism, d0, seed, primitives)
     t1 = record(mechanism, d1, seed, primitives)
-    return compare(t0, t1), t0, t1
+    return compare(t0, t1, claimed_epsilon=claimed_epsilon), t0, t1

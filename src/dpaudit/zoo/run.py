@@ -19,6 +19,8 @@ from dpaudit.validation import check_confidence, check_count
 from dpaudit.zoo import entries as zoo_entries
 from dpaudit.zoo.audit import ZooResult, audit_entry
 from dpaudit.zoo.entry import ZooEntry
+from dpaudit.zoo.fixed import check_all
+from dpaudit.zoo.greybox_check import GreyboxSummary, greybox_entry
 
 __all__ = ["ZooRun", "run_zoo", "markdown"]
 
@@ -26,6 +28,8 @@ __all__ = ["ZooRun", "run_zoo", "markdown"]
 @dataclass(frozen=True)
 class ZooRun:
     results: tuple[ZooResult, ...]
+    greybox: tuple[GreyboxSummary | None, ...]
+    fixed: tuple[tuple[Any, bool | None, str], ...]
     skipped: dict[str, str]
     trials: int
     seed: int
@@ -35,8 +39,19 @@ class ZooRun:
     def to_dict(self) -> dict[str, Any]:
         return {"trials": self.trials, "seed": self.seed, "confidence": self.confidence,
                 "entry_confidence": self.entry_confidence, "skipped": self.skipped,
-                "results": [r.to_dict() for r in self.results],
-                "violations": [r.key for r in self.results if r.verdict == "violation"]}
+                "results": [{**r.to_dict(), "greybox": _gb_dict(g)}
+                            for r, g in zip(self.results, self.greybox, strict=True)],
+                "violations": [r.key for r in self.results if r.verdict == "violation"],
+                "fixed": [{"library": f.library, "reference": f.reference,
+                           "fixed_by": f.fixed_by, "reproduces": rep, "evidence": ev}
+                          for f, rep, ev in self.fixed]}
+
+
+def _gb_dict(g: GreyboxSummary | None) -> dict[str, Any] | None:
+    if g is None:
+        return None
+    return {"runs": g.runs, "seconds": g.seconds, "primitive_calls": g.primitive_calls,
+            "findings": [{"pair": p, **f.to_dict()} for p, f in g.findings]}
 
 
 def run_zoo(*, trials: int = 4000, seed: int = 0, only: tuple[str, ...] | None = None,
@@ -55,6 +70,7 @@ def run_zoo(*, trials: int = 4000, seed: int = 0, only: tuple[str, ...] | None =
         raise ValueError("no zoo entry selected (check --only and the installed libraries)")
     conf = 1.0 - (1.0 - confidence) / len(entries)
     out = []
+    gbs = []
     for e in entries:
         store = None
         if store_dir is not None:
@@ -63,9 +79,12 @@ def run_zoo(*, trials: int = 4000, seed: int = 0, only: tuple[str, ...] | None =
         r = audit_entry(e, trials=trials, seed=seed, confidence=conf, store=store,
                         resume=resume and store is not None and store.exists())
         out.append(r)
+        gbs.append(greybox_entry(e, seed=seed))
         if progress is not None:
             progress(r)
-    return ZooRun(tuple(out), skipped, trials, seed, confidence, conf)
+    fixed = tuple(check_all()) if only is None or any(
+        o.split("/")[0] == "smartnoise-sql" for o in only) else ()
+    return ZooRun(tuple(out), tuple(gbs), fixed, skipped, trials, seed, confidence, conf)
 
 
 def _md(x: Any) -> str:
@@ -97,16 +116,18 @@ def markdown(run: ZooRun, *, command: str) -> str:
         "finding.",
         "",
         "| library | version | mechanism | neighbours | score | claimed eps (delta) | "
-        "tested eps | audit eps lower bound | trials (search) | time s | verdict | cause |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "tested eps | audit eps lower bound | trials (search) | time s | verdict | cause | "
+        "grey-box |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in run.results:
+    for r, g in zip(run.results, run.greybox, strict=True):
         cause = f"`{_md(r.cause)}`" if r.cause else "-"
         lines.append(
             f"| {_md(r.library)} | {_md(r.version)} | {_md(r.description)} | "
             f"{_md(r.neighbours)} | {_md(r.score)} | {r.claimed_epsilon:.4g} "
             f"({r.delta:.2g}) | {r.tested_epsilon:.4g} | {_num(r.epsilon_lb)} | {r.trials} "
-            f"({r.search_trials}) | {r.seconds:.1f} | **{_md(r.verdict)}** | {cause} |")
+            f"({r.search_trials}) | {r.seconds:.1f} | **{_md(r.verdict)}** | {cause} | "
+            f"{'black-box only' if g is None else g.describe()} |")
     viol = [r for r in run.results if r.verdict == "violation"]
     lines += ["", "## Violations", ""]
     if not viol:
@@ -121,6 +142,17 @@ def markdown(run: ZooRun, *, command: str) -> str:
                   f"* cause: `{_md(r.cause)}`: {_md(r.cause_explanation)}",
                   f"* reference: {_md(r.cause_reference)} "
                   f"({'known' if r.cause_known else 'new'})", ""]
+    if run.fixed:
+        lines += ["## Public violations that no longer reproduce", "",
+                  "Checked at run time against the installed version; not counted as "
+                  "findings.", "",
+                  "| library | report | violation | fixed by | reproduces here | evidence |",
+                  "|---|---|---|---|---|---|"]
+        for f, rep, ev in run.fixed:
+            status = "not checked" if rep is None else ("**yes**" if rep else "no")
+            lines.append(f"| {_md(f.library)} | {_md(f.reference)} | {_md(f.summary)} | "
+                         f"{_md(f.fixed_by)} | {status} | {_md(ev)} |")
+        lines.append("")
     if run.skipped:
         lines += ["## Skipped libraries", ""]
         lines += [f"* {_md(k)}: {_md(v)}" for k, v in run.skipped.items()]
