@@ -101,7 +101,11 @@ def markdown(run: ZooRun, *, command: str) -> str:
     lines = [
         "# The zoo: black-box audits of released DP libraries",
         "",
-        f"Regenerate with `{_md(command)}` (Python {platform.python_version()}).",
+        f"Regenerate with `{_md(command)}` (Python {platform.python_version()}; the "
+        "libraries come from the pinned extra `dpaudit[zoo]`, e.g. `make zoo-test` builds "
+        "`.venv-zoo`).  Options: `--trials N` (final trials per entry, times its share), "
+        "`--seed S`, `--only LIB[,LIB/NAME]`, `--confidence C`, `--store-dir DIR [--resume]` "
+        "(durable trial stores), `--json`.  Method: docs/greybox.md and `dpaudit.zoo`.",
         "",
         f"Each final audit: {run.trials} trials (times the entry's share), seed {run.seed}, "
         f"confidence {run.entry_confidence:.6f} per entry (Bonferroni over "
@@ -142,6 +146,19 @@ def markdown(run: ZooRun, *, command: str) -> str:
                   f"* cause: `{_md(r.cause)}`: {_md(r.cause_explanation)}",
                   f"* reference: {_md(r.cause_reference)} "
                   f"({'known' if r.cause_known else 'new'})", ""]
+    pairs = [(r, g) for r, g in zip(run.results, run.greybox, strict=True)
+             if r.verdict == "violation" and g is not None and g.findings]
+    if pairs:
+        lines += ["## Grey-box vs black-box on the same violations", "",
+                  "Grey-box: two runs per candidate pair with identical randomness "
+                  "(`dpaudit.greybox`); black-box: the search and final trials above.", "",
+                  "| entry | grey-box runs | grey-box s | black-box runs | black-box s | "
+                  "runs ratio |", "|---|---|---|---|---|---|"]
+        for r, g in pairs:
+            bb = r.trials + r.search_trials
+            lines.append(f"| {_md(r.key)} | {g.runs} | {g.seconds:.3f} | {bb} | "
+                         f"{r.seconds:.1f} | {bb / g.runs:.0f} |")
+        lines.append("")
     if run.fixed:
         lines += ["## Public violations that no longer reproduce", "",
                   "Checked at run time against the installed version; not counted as "
