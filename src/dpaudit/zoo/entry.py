@@ -18,7 +18,7 @@ import importlib.metadata
 import inspect
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -157,7 +157,6 @@ class ZooEntry:
     randomness: str = "seeded"
     adjacency: str = "add_remove"
     notes: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
