@@ -43,15 +43,22 @@ def zoo_cmd(
     if only is not None and not sel:
         raise ValueError("--only must name at least one library or entry key")
 
+    cmd = f"dpaudit zoo --trials {trials} --seed {seed}" + \
+        (f" --only {only}" if only else "") + (f" --out {out}" if out else "")
+
     def show(r: object) -> None:
         if not as_json:
             console.print(f"{r.key}: eps >= {r.epsilon_lb:.3f} (tested {r.tested_epsilon:.4g})"
                           f" -> {r.verdict}")
 
+    def partial(run: object) -> None:
+        # the report so far, rewritten after every entry (an interrupted run keeps it)
+        if out is not None:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(markdown(run, command=cmd + "  (in progress)"), encoding="utf-8")
+
     run = run_zoo(trials=trials, seed=seed, only=sel, confidence=confidence,
-                  store_dir=store_dir, resume=resume, progress=show)
-    cmd = f"dpaudit zoo --trials {trials} --seed {seed}" + \
-        (f" --only {only}" if only else "") + (f" --out {out}" if out else "")
+                  store_dir=store_dir, resume=resume, progress=show, partial=partial)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(markdown(run, command=cmd), encoding="utf-8")

@@ -76,9 +76,11 @@ def _gb_dict(g: GreyboxSummary | None) -> dict[str, Any] | None:
 def run_zoo(*, trials: int = 4000, seed: int = 0, only: tuple[str, ...] | None = None,
             confidence: float = 0.99, store_dir: str | Path | None = None,
             resume: bool = False, entries: list[ZooEntry] | None = None,
-            progress: Callable[[ZooResult], None] | None = None) -> ZooRun:
+            progress: Callable[[ZooResult], None] | None = None,
+            partial: Callable[[ZooRun], None] | None = None) -> ZooRun:
     """Audit every selected entry; ``trials`` is each final audit's budget (times the
-    entry's ``trials_scale``)."""
+    entry's ``trials_scale``).  ``partial(run_so_far)`` is called after every entry (the CLI
+    rewrites the report there, so an interrupted run keeps what it did)."""
     trials = check_count("trials", trials, minimum=20)
     seed = check_count("seed", seed)
     confidence = check_confidence(confidence)
@@ -101,6 +103,8 @@ def run_zoo(*, trials: int = 4000, seed: int = 0, only: tuple[str, ...] | None =
         gbs.append(greybox_entry(e, seed=seed))
         if progress is not None:
             progress(r)
+        if partial is not None:
+            partial(ZooRun(tuple(out), tuple(gbs), (), skipped, trials, seed, confidence, conf))
     fixed = tuple(check_all()) if only is None or any(
         o.split("/")[0] == "smartnoise-sql" for o in only) else ()
     return ZooRun(tuple(out), tuple(gbs), fixed, skipped, trials, seed, confidence, conf)
