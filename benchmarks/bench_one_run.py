@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bench_one_run.py [--quick] [--skip-table] [--skip-timing]
 
-Part 1 (tightness, spec/001 §4.3 protocol): for the Gaussian mechanism mu in {0.5, 1, 2} and the
+Part 1 (tightness, TOR notes §4.3 protocol): for the Gaussian mechanism mu in {0.5, 1, 2} and the
 subsampled Gaussian (mu, q) in {(1, 0.5), (2, 0.2)}, n in {1e3, 1e4, 1e5} and r/n in
 {0.1, 0.25, 0.5, 1}, the number of wrong guesses is set to its expected value under the true
 mechanism with the optimal decoder, u = round(E[T]) (E[T] = r E_V[gamma_bar(V)], n e* at r = n;
@@ -15,7 +15,7 @@ mechanism with the optimal decoder, u = round(E[T]) (E[T] = r E_V[gamma_bar(V)],
 
 at 95% confidence, delta = 1e-5 (single tests: no grid, as in the recorded comparison).  The
 table prints each bound and its fraction of the true epsilon; for Gaussian mu = 0.5 it also
-prints the authors' recorded "ours" value (spec/001 §4.3) as a check.
+prints the authors' recorded "ours" value (TOR notes §4.3) as a check.
 
 Part 2 (speed): ``audit_one_run`` on 1e6 canaries of the Gaussian mechanism (mu = 1), all four
 methods with the default 7-point grid, with n_jobs = 1 and 2 (wall and CPU time, incl. workers).
@@ -46,7 +46,7 @@ MECHANISMS: list[tuple[str, Any, Any]] = [
     ("SGM(1,.5)", SubsampledGaussianDP(1.0, 0.5), ("subsampled_gaussian", 0.5)),
     ("SGM(2,.2)", SubsampledGaussianDP(2.0, 0.2), ("subsampled_gaussian", 0.2)),
 ]
-# spec/001 §4.3 [REPO] "ours" for Gaussian mu = 0.5, keyed by (n, r)
+# TOR notes §4.3 [REPO] "ours" for Gaussian mu = 0.5, keyed by (n, r)
 SPEC_OURS_G05 = {(1000, 100): 1.1926, (1000, 250): 1.4203, (1000, 500): 1.4689,
                  (1000, 1000): 1.4140, (10000, 1000): 1.7437, (10000, 2500): 1.8052,
                  (10000, 5000): 1.8279, (10000, 10000): 1.8074, (100000, 10000): 1.9166,

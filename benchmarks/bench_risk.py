@@ -1,4 +1,4 @@
-"""Benchmark: seed 003 risk bounds for many heterogeneous targets.
+"""Benchmark: Beyond Worst Case risk bounds for many heterogeneous targets.
 
 Target (issue 6): Thm 3.5 bound and v_UB for 1e5 heterogeneous targets in under 5 s.
 

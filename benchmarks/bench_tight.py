@@ -1,4 +1,4 @@
-"""Benchmark of the tight one-run audit (seed 001), exact mode.
+"""Benchmark of the tight one-run audit (Tight One-Run), exact mode.
 
 Prints wall/CPU times of a full epsilon lower bound (GDP family, delta = 1e-5, 95%):
   * n = r = 1e6         (target < 1 s; r = n reduces to a binomial tail),

@@ -1,4 +1,4 @@
-"""Benchmark: XBern intervals (seed 002) and the LiDP sample-complexity ratio.
+"""Benchmark: XBern intervals (Pillutla et al.) and the LiDP sample-complexity ratio.
 
 1. All six XBern intervals (Bernstein and Wilson of order 1, 2, 4) for n = 1e5 trials of
    K = 256 canaries, from the raw 0/1 matrix (target: under 1 s in total, counts included).
@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from dpaudit.estimators.lifted import lifted_epsilon_curve, threshold_grid, trials_to_reach
-from dpaudit.experiments.lidp import ESTIMATORS, _gaussian_rows, _summ
+from dpaudit.papers.experiments.lidp import ESTIMATORS, _gaussian_rows, _summ
 from dpaudit.stats.intervals_xbern import xbern_interval_from_moments
 from dpaudit.stats.xbern import empirical_moments, xbern_counts
 

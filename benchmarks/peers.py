@@ -21,8 +21,8 @@ Steinke et al. one run     ``audit_one_run(.., ["steinke"])``  ``epsilon_one_run
 Mahloujifar et al. f-DP    ``audit_one_run(.., ["mahloujifar"])`` ``epsilon_one_run_fdp``
 classical Clopper-Pearson  ``multi_run(.., "bonferroni")``     ``epsilon_clopper_pearson``
 GDP estimate               ``multi_run(.., estimate="gdp")``   ``epsilon_from_gdp``
-tight (seed 001)           ``audit_one_run(.., ["tight"])``    (none)
-bits (seed 000)            ``audit_one_run(.., ["bits"])``     (none)
+tight (Tight One-Run)           ``audit_one_run(.., ["tight"])``    (none)
+bits (Bits Transmission)            ``audit_one_run(.., ["bits"])``     (none)
 =========================  =================================  ==================================
 
 The two sides do not make the same statistical choices, so the times are not for identical

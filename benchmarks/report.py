@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dpaudit.cli.common import json_payload
 from dpaudit.estimators.multi_run import multi_run
+from dpaudit.outcome import Audit
 from dpaudit.report import build_report, write_report
 from dpaudit.report.browser import find_chromium, inspect_report
 from dpaudit.report.html import _BOOT, _csp_hash, plotly_js, script_json
@@ -44,7 +44,7 @@ def main() -> None:
     member = rng.random(n) < 0.5
     score = member * 0.5 + rng.normal(size=n)
     results = [multi_run(member, score, delta=1e-5, estimate=e) for e in ("eps_delta", "gdp")]
-    payload = json_payload(results, claimed_epsilon=1.0)
+    payload = Audit.of(results, claimed_epsilon=1.0).to_dict()
 
     t = time.perf_counter()
     np.sort(score)

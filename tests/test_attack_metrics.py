@@ -174,7 +174,7 @@ def test_fixed_threshold_clopper_pearson_covers():
 def test_delong_agrees_with_the_report_summary():
     """Two DeLong implementations exist (report/summaries.py for the audit card, this module
     for results); until one delegates to the other they must agree."""
-    from dpaudit.report.summaries import auroc_interval as card_interval
+    from dpaudit.report.summaries import card_auroc as card_interval
 
     rng = np.random.default_rng(3)
     member = rng.random(3000) < 0.4

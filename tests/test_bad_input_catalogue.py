@@ -20,6 +20,7 @@ import dpaudit as da
 from dpaudit import estimators as E
 from dpaudit import risk as R
 from dpaudit.curves import resolve_family
+from dpaudit.curves.calibration import dpsgd_noise_multiplier
 from dpaudit.stats import binomial as B
 
 NAN, INF = math.nan, math.inf
@@ -71,6 +72,14 @@ def _run_zoo_reference(**kw: Any) -> Any:
     from dpaudit.zoo.run import run_zoo
 
     return run_zoo(only=("dpaudit",), **kw)
+
+
+def _eps_delta_tail(eps, n, r, u, delta):
+    from dpaudit.estimators.tight import log_tail_probabilities_eps_delta
+
+    return log_tail_probabilities_eps_delta(eps, n, r, u, delta=delta)
+
+
 X = (np.arange(40).reshape(20, 2) % 3 == 0).astype(int)
 
 TARGETS = [
@@ -122,6 +131,17 @@ TARGETS = [
            dict(noise_multiplier="positive", sampling_rate="probability", steps="count")),
     Target("resolve_family", resolve_family, dict(family="gdp", delta=1e-5),
            dict(family="family", delta="delta")),
+    Target("claim_family", da.curves.claim_family, dict(family="gdp", delta=1e-5),
+           dict(family="family", delta="delta")),
+    Target("ProfileCurve", da.curves.ProfileCurve, dict(eps=[0.5, 1.0], deltas=[1e-3, 1e-5]),
+           dict(eps="float_array", deltas="float_array")),
+    Target("dpsgd_family", da.curves.dpsgd_family,
+           dict(noise_multiplier=1.0, sampling_rate=0.05, steps=10, delta=1e-5),
+           dict(noise_multiplier="positive", sampling_rate="probability", steps="count",
+                delta="delta")),
+    Target("log_tail_probabilities_eps_delta", _eps_delta_tail,
+           dict(eps=1.0, n=100, r=10, u=1, delta=1e-5),
+           dict(n="count", r="count", u="count", delta="delta")),
     Target("clopper_pearson", B.clopper_pearson, dict(k=3, n=10),
            dict(k="count", n="count", confidence="confidence", side="choice")),
     Target("binomial_interval", B.binomial_interval, dict(k=3, n=10),
@@ -142,6 +162,10 @@ TARGETS = [
            dict(kappa="probability", epsilon="nonnegative", delta="delta")),
     Target("zoo.run_zoo", _run_zoo_reference, dict(trials=40, seed=0),
            dict(trials="count", seed="count", confidence="confidence")),
+    Target("calibration.dpsgd_noise_multiplier", dpsgd_noise_multiplier,
+           dict(epsilon=1.0, delta=1e-5),
+           dict(epsilon="positive", delta="delta", sampling_rate="probability",
+                steps="count")),
 ]
 
 # kinds that do not apply to an argument (documented exceptions)
@@ -361,6 +385,7 @@ def test_cli_bad_input(label, argv, cli_files, capsys):
     assert problem is None, problem
 
 
+@pytest.mark.slow  # reruns every CLI case
 def test_catalogue_count(cli_files, capsys):
     """Count of handled cases (printed with ``pytest -s``); the target is all of them."""
     lib_bad = [(t.name, a, c) for t, a, c, v in LIB_CASES

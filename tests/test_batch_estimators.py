@@ -165,7 +165,7 @@ def test_mahloujifar_many_equals_reference_bit_for_bit(family):
 
 def test_mahloujifar_many_edge_flags():
     # nothing rejected (half right), a ceiling (a narrow family range), v = 0, r = m
-    got = MA.mahloujifar_many(1000, [100, 1000, 10], [50, 1000, 0], confidence=0.95)
+    got = MA.mahloujifar_many(1000, [100, 1000, 10], [50, 1000, 0], confidence=0.95, family="gdp")
     assert got[0].details["nothing_rejected"] and got[0].epsilon == 0.0
     assert got[2].details["nothing_rejected"]
     assert got[1].epsilon > 0 and not got[1].details["hit_ceiling"]
@@ -180,11 +180,11 @@ def test_mahloujifar_many_edge_flags():
 
 def test_mahloujifar_many_validates():
     with pytest.raises(ValueError, match="correct"):
-        MA.mahloujifar_many(100, [10, 20], [11, 5])
+        MA.mahloujifar_many(100, [10, 20], [11, 5], family="gdp")
     with pytest.raises(ValueError, match="same length"):
-        MA.mahloujifar_many(100, [10, 20], [5])
+        MA.mahloujifar_many(100, [10, 20], [5], family="gdp")
     with pytest.raises(ValueError, match="guesses"):
-        MA.mahloujifar_many(100, [101], [5])
+        MA.mahloujifar_many(100, [101], [5], family="gdp")
 
 
 # --------------------------------------------------------------------------------- Steinke
@@ -260,7 +260,7 @@ def test_steinke_many_ceiling_and_flags():
     # eps_cap below 1: the first bracket is [0, cap]
     low = ST.steinke_many(1000, [1000], [1000], eps_cap=0.5)[0]
     assert low.details["hit_ceiling"] and low.epsilon == 0.5
-    # large m delta: collapses to 0 (spec/001 §4.5 RR table, n = 10000, delta = 1e-2)
+    # large m delta: collapses to 0 (TOR notes §4.5 RR table, n = 10000, delta = 1e-2)
     assert ST.steinke_many(10000, [10000], [10000 - 1180], delta=1e-2)[0].epsilon == 0.0
 
 
@@ -300,19 +300,19 @@ def test_batch_equals_audit_one_run_grid():
     cnt = guess_counts(member, score, default_grid(n))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rows = audit_one_run(member, score, methods=("steinke", "mahloujifar"))
+        rows = audit_one_run(member, score, methods=("steinke", "mahloujifar"), family="gdp")
     conf = rows[0].settings["per_test_confidence"]
     st = ST.steinke_many(n, cnt["guesses"], cnt["correct"], confidence=conf)
-    ma = MA.mahloujifar_many(n, cnt["guesses"], cnt["correct"], confidence=conf)
+    ma = MA.mahloujifar_many(n, cnt["guesses"], cnt["correct"], confidence=conf, family="gdp")
     assert rows[0].details["grid_epsilons"] == [x.epsilon for x in st]
     assert rows[1].details["grid_epsilons"] == [x.epsilon for x in ma]
 
 
 @pytest.mark.parametrize("call,match", [
     (lambda: ST.steinke_many(100, [10, 20], [5]), "same length"),
-    (lambda: MA.mahloujifar_many(100, [10], [11]), r"correct must be <= guesses"),
+    (lambda: MA.mahloujifar_many(100, [10], [11], family="gdp"), r"correct must be <= guesses"),
     (lambda: ST.steinke_many(100, [101], [1]), r"guesses must be <= m"),
-    (lambda: MA.mahloujifar_many(0, [0], [0]), "m must be"),
+    (lambda: MA.mahloujifar_many(0, [0], [0], family="gdp"), "m must be"),
 ])
 def test_batch_bad_counts_name_the_argument(call, match):
     with pytest.raises(ValueError, match=match):

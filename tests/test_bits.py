@@ -1,6 +1,7 @@
-"""Bits-transmission audit (seed 000): spec/000 §9 Tables A-H, closed forms, each CI, bad input.
+"""Bits-transmission audit (Bits Transmission): BT notes §9 Tables A-H, closed forms, each CI, bad
+input.
 
-Every DERIVED value of spec/000 §9 is checked twice: against the number printed in the spec and
+Every DERIVED value of BT notes §9 is checked twice: against the number printed in the spec and
 against an independent computation in this file (closed forms, SciPy Beta/Binomial functions,
 direct summation), so a wrong spec value and a wrong implementation cannot agree by accident.
 """
@@ -50,7 +51,7 @@ def gdp_eps_oracle(mu: float, delta: float) -> float:
 
 
 def eps_from_p_oracle(p: float, family: str, delta: float = D5) -> float:
-    """spec/000 §3.10 closed-form inversions + §3.9 closed-form conversions."""
+    """BT notes §3.10 closed-form inversions + §3.9 closed-form conversions."""
     if family == "gdp":
         return gdp_eps_oracle(-2 * ndtri(p), delta)
     if family == "eps_delta":
@@ -94,7 +95,7 @@ def test_table_a_upper_bounds(row):
     assert error_rate_upper(n, k, 0.95, "hoeffding") == pytest.approx(hoef, abs=6e-6)
     assert error_rate_upper(n, k, 0.95, "aci") == pytest.approx(aci, abs=6e-6)
     assert error_rate_upper(n, k, 0.95, "clopper_pearson") == pytest.approx(cp, abs=6e-6)
-    # independent: Hoeffding closed form, one-sided CP Beta quantile (spec/000 §3.8)
+    # independent: Hoeffding closed form, one-sided CP Beta quantile (BT notes §3.8)
     assert error_rate_upper(n, k, 0.95, "hoeffding") == pytest.approx(
         k / n + math.sqrt(math.log(20) / (2 * n)), rel=1e-12)
     assert error_rate_upper(n, k, 0.95) == pytest.approx(cp_upper_oracle(k, n, 0.95), rel=1e-9)
@@ -124,11 +125,11 @@ def test_aci_literal_is_anticonservative_where_spec_says():
     # Self-consistency of the literal fixed point: F^{-1}(1-gamma; n, p)/n == e_bar.
     p = aci_literal(300, 1000, 0.95)
     assert stats.binom.ppf(0.05, 1000, p) == 300
-    # Floor at 0.001 (spec/000 §3.8): k = 0 with a huge n is clamped.
+    # Floor at 0.001 (BT notes §3.8): k = 0 with a huge n is clamped.
     assert aci_literal(0, 10**6, 0.95) == pytest.approx(0.001)
     # e_bar >= 1/2: ends at the 1/2 ceiling; epsilon 0.
     assert aci_literal(60, 100, 0.95) == pytest.approx(0.5, abs=1e-3)
-    assert E.bits(n=100, errors=60, ci="aci").epsilon == 0.0
+    assert E.bits(n=100, errors=60, ci="aci", family="gdp").epsilon == 0.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -262,7 +263,7 @@ def test_binary_entropy_and_inverse():
 def test_information_floor_below_bayes_for_asymmetric_curve():
     # p_f^e <= e* always; strictly for the (asymmetric) ordered subsampled Gaussian pair.
     c = SubsampledGaussianDP(1.0, 0.5)
-    assert c.bit_error() == pytest.approx(0.404269, abs=1e-6)  # spec/001 §4.2
+    assert c.bit_error() == pytest.approx(0.404269, abs=1e-6)  # TOR notes §4.2
     assert information_error_floor(c) < c.bit_error() - 1e-3
     b = E.bits(n=1000, errors=300, family=("subsampled_gaussian", 0.5))
     i = E.bits(n=1000, errors=300, family=("subsampled_gaussian", 0.5), floor="information")
@@ -382,7 +383,7 @@ def test_table_h_exact_coverage(p_true, n, lit, exact, hoef):
                                        (10**5, 0.0038702, 0.0047985),
                                        (10**6, 0.0012239, 0.0015174)])
 def test_hoeffding_radius(n, v95, v99):
-    # spec/000 §3.7 reference values, and the closed form sqrt(ln(1/(1-gamma))/(2n))
+    # BT notes §3.7 reference values, and the closed form sqrt(ln(1/(1-gamma))/(2n))
     assert hoeffding_radius(n, 0.95) == pytest.approx(v95, abs=6e-7)
     assert hoeffding_radius(n, 0.99) == pytest.approx(v99, abs=6e-7)
     assert hoeffding_radius(n, 0.99) == pytest.approx(math.sqrt(math.log(100) / (2 * n)),
@@ -404,17 +405,18 @@ def test_bits_result_fields_and_pvalue_at_boundary():
 
 
 def test_bits_monotone_in_errors_and_confidence():
-    eps = [E.bits(n=2000, errors=k).epsilon for k in (100, 300, 500, 700, 900)]
+    eps = [E.bits(n=2000, errors=k, family="gdp").epsilon for k in (100, 300, 500, 700, 900)]
     assert all(a > b for a, b in zip(eps, eps[1:], strict=False))
-    assert E.bits(n=2000, errors=500, confidence=0.99).epsilon < \
-        E.bits(n=2000, errors=500, confidence=0.9).epsilon
+    assert E.bits(n=2000, errors=500, confidence=0.99, family="gdp").epsilon < \
+        E.bits(n=2000, errors=500, confidence=0.9, family="gdp").epsilon
     # delta only changes the conversion: same fitted mu, smaller epsilon at larger delta
-    a, b = E.bits(n=2000, errors=500, delta=1e-6), E.bits(n=2000, errors=500, delta=1e-3)
+    a = E.bits(n=2000, errors=500, delta=1e-6, family="gdp")
+    b = E.bits(n=2000, errors=500, delta=1e-3, family="gdp")
     assert a.params["mu"] == b.params["mu"] and a.epsilon > b.epsilon
 
 
 def test_bits_nothing_rejected_and_ceiling():
-    r = E.bits(n=100, errors=48)
+    r = E.bits(n=100, errors=48, family="gdp")
     assert r.epsilon == 0.0 and r.details["nothing_rejected"] and r.params["mu"] == 0.0
     small = Family("gdp<=2", GaussianDP, 0.01, 2.0, "mu")
     r = E.bits(n=10**5, errors=0, family=small)
@@ -466,7 +468,7 @@ def test_bits_monte_carlo_coverage(mu):
     for ci in ("clopper_pearson", "hoeffding", "aci"):
         # the bound depends on the data only through k: evaluate each distinct k once
         ks, inv = np.unique(errors, return_inverse=True)
-        eps = np.array([E.bits(n=n, errors=int(k), ci=ci, confidence=gamma).epsilon
+        eps = np.array([E.bits(n=n, errors=int(k), ci=ci, confidence=gamma, family="gdp").epsilon
                         for k in ks])[inv]
         fail = float(np.mean(eps > true_eps))
         # exact failure probability of this CI at this mechanism (pmf summation)

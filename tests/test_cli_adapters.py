@@ -9,16 +9,9 @@ import numpy as np
 import pytest
 
 from dpaudit.adapters import aggregate_by_group, read_table
-from dpaudit.cli import main
 from dpaudit.estimators.multi_run import multi_run
 from dpaudit.stats.attack_metrics import auroc_interval
 from needs import need
-
-
-def run(capsys, *argv):
-    rc = main(list(argv))
-    out = capsys.readouterr()
-    return rc, out.out, out.err
 
 
 @pytest.fixture
@@ -37,9 +30,9 @@ def records(tmp_path):
     return p, user, member, np.round(score, 9)
 
 
-def test_audit_with_named_columns_and_metric_intervals(capsys, records):
+def test_audit_with_named_columns_and_metric_intervals(cli, capsys, records):
     p, _, member, score = records
-    rc, out, err = run(capsys, "audit", str(p), "--member-col", "in_train", "--score-col",
+    rc, out, err = cli("audit", str(p), "--member-col", "in_train", "--score-col",
                        "attack_score", "--claimed-epsilon", "0.5", "--json")
     assert rc == 0, err
     d = json.loads(out)
@@ -52,9 +45,9 @@ def test_audit_with_named_columns_and_metric_intervals(capsys, records):
     assert d["violation"] is True
 
 
-def test_audit_group_level(capsys, records):
+def test_audit_group_level(cli, capsys, records):
     p, user, member, score = records
-    rc, out, err = run(capsys, "audit", str(p), "--member-col", "in_train", "--score-col",
+    rc, out, err = cli("audit", str(p), "--member-col", "in_train", "--score-col",
                        "attack_score", "--group-col", "uid", "--aggregate", "mean", "--json")
     assert rc == 0, err
     d = json.loads(out)
@@ -64,13 +57,13 @@ def test_audit_group_level(capsys, records):
     assert d["results"][0]["epsilon"] == pytest.approx(want.epsilon, rel=1e-12)
 
 
-def test_audit_parquet_and_multi_split(capsys, records, tmp_path):
+def test_audit_parquet_and_multi_split(cli, capsys, records, tmp_path):
     pd = need("pandas")
     need("pyarrow")
     p, user, member, score = records
     pq = tmp_path / "mia.parquet"
     pd.DataFrame({"uid": user, "in_train": member, "attack_score": score}).to_parquet(pq)
-    rc, out, err = run(capsys, "audit", str(pq), "--member-col", "in_train", "--score-col",
+    rc, out, err = cli("audit", str(pq), "--member-col", "in_train", "--score-col",
                        "attack_score", "--threshold", "multi_split", "--seed", "4", "--json")
     assert rc == 0, err
     d = json.loads(out)
@@ -79,12 +72,12 @@ def test_audit_parquet_and_multi_split(capsys, records, tmp_path):
     assert d["results"][0]["settings"]["combine"] == "median"
 
 
-def test_one_run_with_columns_and_verdict_guarantee(capsys, records):
+def test_one_run_with_columns_and_verdict_guarantee(cli, capsys, records):
     """One-run audits need one i.i.d. bit per canary: here the canaries are the users."""
     p, _, member, score = records
     obs = read_table(p, member_col="in_train", score_col="attack_score", group_col="uid",
                      aggregate="sum")
-    rc, out, err = run(capsys, "one-run", str(p), "--member-col", "in_train", "--score-col",
+    rc, out, err = cli("one-run", str(p), "--member-col", "in_train", "--score-col",
                        "attack_score", "--group-col", "uid", "--aggregate", "sum",
                        "--methods", "bits,steinke", "--claimed-epsilon", "0.2",
                        "--simultaneous", "--json")
@@ -106,15 +99,15 @@ def test_one_run_with_columns_and_verdict_guarantee(capsys, records):
       "--aggregate", "median"], "aggregate must be one of"),
 ])
 @pytest.mark.parametrize("command", ["audit", "one-run"])
-def test_bad_column_options_give_one_error_line(capsys, records, command, args, msg):
+def test_bad_column_options_give_one_error_line(cli, capsys, records, command, args, msg):
     p = records[0]
-    rc, out, err = run(capsys, command, str(p), *args)
+    rc, out, err = cli(command, str(p), *args)
     assert rc == 2
     assert err.startswith("error:") and msg in err and "Traceback" not in err
 
 
-def test_default_columns_keep_the_plain_reader(capsys, tmp_path):
+def test_default_columns_keep_the_plain_reader(cli, capsys, tmp_path):
     p = tmp_path / "s.csv"
     p.write_text("member,score\n1,2.0\n0,0.5\n1,1.5\n0,-1.0\n")
-    rc, out, _ = run(capsys, "audit", str(p), "--json")
+    rc, out, _ = cli("audit", str(p), "--json")
     assert rc == 0 and json.loads(out)["trials"] == 4

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
@@ -12,56 +10,58 @@ from dpaudit.cli import main
 from dpaudit.cli.bound import parse_family
 
 
-def run_json(capsys, argv):
-    rc = main([*argv, "--json"])
-    out = capsys.readouterr()
-    assert rc == 0, out.err
-    return json.loads(out.out)
-
-
-def test_bound_bits_json_matches_table_a(capsys):
-    # spec/000 Table A: n=1000, k=300, Hoeffding -> eps 3.542 (GDP), 0.669 ((eps,d) family)
-    d = run_json(capsys, ["bound", "bits", "--canaries", "1000", "--wrong", "300",
-                          "--ci", "hoeffding"])
+def test_bound_bits_json_matches_table_a(cli_json, capsys):
+    # BT notes Table A: n=1000, k=300, Hoeffding -> eps 3.542 (GDP), 0.669 ((eps,d) family)
+    d = cli_json(*["bound", "bits", "--canaries", "1000", "--wrong", "300",
+                          "--ci", "hoeffding", "--family", "gdp"])
     assert d["method"] == "bits" and d["epsilon"] == pytest.approx(3.542, abs=6e-4)
+    assert d["assumption"] == "the mechanism is μ-GDP" and d["family_is_assumption"]
     assert d["settings"]["ci"] == "hoeffding" and d["details"]["p_up"] == pytest.approx(0.3387,
                                                                                        abs=1e-4)
-    d = run_json(capsys, ["bound", "bits", "--canaries", "1000", "--wrong", "300",
+    d = cli_json(*["bound", "bits", "--canaries", "1000", "--wrong", "300",
                           "--ci", "hoeffding", "--family", "eps_delta"])
     assert d["epsilon"] == pytest.approx(0.669, abs=6e-4)
-    d = run_json(capsys, ["bound", "bits", "--canaries", "1000", "--wrong", "300",
+    assert d["assumption"] is None and d["family_is_assumption"] is False
+    # eps_delta is the default family
+    d = cli_json(*["bound", "bits", "--canaries", "1000", "--wrong", "300",
+                          "--ci", "hoeffding"])
+    assert d["epsilon"] == pytest.approx(0.669, abs=6e-4) and d["assumption"] is None
+    d = cli_json(*["bound", "bits", "--canaries", "1000", "--wrong", "300",
                           "--family", "subsampled_gaussian:0.5"])
     ref = E.bits(n=1000, errors=300, family=("subsampled_gaussian", 0.5))
     assert d["epsilon"] == pytest.approx(ref.epsilon, rel=1e-12)
     assert d["settings"]["family"] == "subsampled_gaussian(q=0.5)"
 
 
-def test_bound_tight_matches_spec(capsys):
-    # spec/001 §4.6: exact mode, (n, r, u) = (1000, 100, 10) -> 3.16445
-    d = run_json(capsys, ["bound", "tight", "--canaries", "1000", "--guesses", "100",
-                          "--wrong", "10"])
+def test_bound_tight_matches_spec(cli_json, capsys):
+    # TOR notes §4.6: exact mode, (n, r, u) = (1000, 100, 10) -> 3.16445
+    d = cli_json(*["bound", "tight", "--canaries", "1000", "--guesses", "100",
+                          "--wrong", "10", "--family", "gdp"])
     assert d["method"] == "tight" and d["epsilon"] == pytest.approx(3.1645, abs=2e-4)
 
 
-def test_bound_steinke_matches_table_e(capsys):
-    d = run_json(capsys, ["bound", "steinke", "--canaries", "1000", "--guesses", "200",
+def test_bound_steinke_matches_table_e(cli_json, capsys):
+    d = cli_json(*["bound", "steinke", "--canaries", "1000", "--guesses", "200",
                           "--correct", "180"])
     assert d["method"] == "steinke" and d["epsilon"] == pytest.approx(1.7963, abs=2e-3)
 
 
-def test_bound_mahloujifar_matches_estimator(capsys):
-    d = run_json(capsys, ["bound", "mahloujifar", "--canaries", "10000", "--guesses", "500",
+def test_bound_mahloujifar_matches_estimator(cli_json, capsys):
+    d = cli_json(*["bound", "mahloujifar", "--canaries", "10000", "--guesses", "500",
                           "--correct", "463", "--family", "gdp"])
     ref = E.mahloujifar(m=10000, guesses=500, correct=463, delta=1e-5, confidence=0.95,
                         family="gdp")
     assert d["method"] == "mahloujifar" and d["epsilon"] == pytest.approx(ref.epsilon, rel=1e-9)
-    assert 2.0 < d["epsilon"] < 4.3772  # spec/001 §4.5 r-sweep: 2.9966 at (10000, 500, 37)
+    assert 2.0 < d["epsilon"] < 4.3772  # TOR notes §4.5 r-sweep: 2.9966 at (10000, 500, 37)
 
 
 def test_bound_table_output_and_verdict(capsys):
-    rc = main(["bound", "bits", "--canaries", "1000", "--wrong", "300", "--claimed-epsilon", "2"])
+    rc = main(["bound", "bits", "--canaries", "1000", "--wrong", "300", "--claimed-epsilon", "2",
+               "--family", "gdp"])
     out = capsys.readouterr().out
     assert rc == 0 and "bits" in out and "3.9203" in out and "violation" in out
+    # the GDP null is an assumption: the verdict and the table say so
+    assert "assuming the mechanism is μ-GDP, violation" in out
 
 
 @pytest.mark.parametrize("argv,needle", [
@@ -101,17 +101,19 @@ def scores_csv(tmp_path_factory):
     return p, b, y
 
 
-def test_one_run_json_matches_api(capsys, scores_csv):
+def test_one_run_json_matches_api(cli_json, capsys, scores_csv):
     p, b, y = scores_csv
-    d = run_json(capsys, ["one-run", str(p), "--methods", "bits,steinke",
-                          "--claimed-epsilon", "1.0"])
+    # default null eps_delta: the all-guessed bits row of a mu = 1 Gaussian proves ~0.75
+    d = cli_json(*["one-run", str(p), "--methods", "bits,steinke",
+                          "--claimed-epsilon", "0.5"])
     ref = E.audit_one_run(b, np.round(y, 9), methods=("bits", "steinke"))
     assert [r["method"] for r in d["results"]] == ["bits", "steinke"]
     for got, want in zip(d["results"], ref, strict=True):
         assert got["epsilon"] == pytest.approx(want.epsilon, rel=1e-12)
         assert got["settings"]["correction"] == "bonferroni"
     assert d["canaries"] == 4000 and d["verdict_method"] == "bits"
-    assert d["violation"] is True and d["results"][0]["epsilon"] > 1.0
+    assert d["violation"] is True and d["results"][0]["epsilon"] > 0.5
+    assert d["verdict_assumption"] is None and d["results"][0]["family_is_assumption"] is False
 
 
 def test_one_run_table_output(capsys, scores_csv):

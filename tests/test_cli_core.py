@@ -8,26 +8,19 @@ import json
 import numpy as np
 import pytest
 
-from dpaudit.cli import main
 from needs import in_ci
 
 
-def run(capsys, *argv):
-    rc = main(list(argv))
-    out = capsys.readouterr()
-    return rc, out.out, out.err
-
-
-def test_curve_gdp_json(capsys):
-    rc, out, _ = run(capsys, "curve", "gdp", "--mu", "1", "--delta", "1e-5", "--json")
+def test_curve_gdp_json(cli, capsys):
+    rc, out, _ = cli("curve", "gdp", "--mu", "1", "--delta", "1e-5", "--json")
     assert rc == 0
     d = json.loads(out)
     assert round(d["epsilon"], 4) == 4.3772
     assert d["bit_error"] == pytest.approx(0.308538, abs=1e-6)
 
 
-def test_curve_table(capsys):
-    rc, out, _ = run(capsys, "curve", "sgm", "--mu", "2", "--sampling-rate", "0.2")
+def test_curve_table(cli, capsys):
+    rc, out, _ = cli("curve", "sgm", "--mu", "2", "--sampling-rate", "0.2")
     assert rc == 0 and "7.6204" in out and "0.431731" in out
 
 
@@ -43,26 +36,26 @@ def scores_csv(tmp_path):
     return p
 
 
-def test_audit_verdicts(capsys, scores_csv):
-    rc, out, _ = run(capsys, "audit", str(scores_csv), "--claimed-epsilon", "1", "--json")
+def test_audit_verdicts(cli, capsys, scores_csv):
+    rc, out, _ = cli("audit", str(scores_csv), "--claimed-epsilon", "1", "--json")
     assert rc == 0
     d = json.loads(out)
     assert d["violation"] is True and d["verdict"].startswith("violation: epsilon >= ")
     assert [r["method"] for r in d["results"]] == ["multi_run", "multi_run_gdp"]
     assert set(d["results"][0]) >= {"epsilon", "delta", "confidence", "method", "params",
                                     "p_value", "settings", "details"}
-    rc, out, _ = run(capsys, "audit", str(scores_csv), "--claimed-epsilon", "50")
+    rc, out, _ = cli("audit", str(scores_csv), "--claimed-epsilon", "50")
     assert rc == 0 and "no violation detected" in out
 
 
-def test_audit_npz_and_json_inputs(capsys, tmp_path):
+def test_audit_npz_and_json_inputs(cli, capsys, tmp_path):
     m = np.array([1, 0] * 200)
     s = m * 2.0 + np.linspace(-1, 1, 400)
     np.savez(tmp_path / "a.npz", member=m, score=s)
     (tmp_path / "a.json").write_text(json.dumps({"member": m.tolist(), "score": s.tolist()}))
     eps = []
     for name in ("a.npz", "a.json"):
-        rc, out, _ = run(capsys, "audit", str(tmp_path / name), "--json")
+        rc, out, _ = cli("audit", str(tmp_path / name), "--json")
         assert rc == 0
         eps.append(json.loads(out)["results"][0]["epsilon"])
     assert eps[0] == eps[1] > 0
@@ -74,10 +67,10 @@ def test_audit_npz_and_json_inputs(capsys, tmp_path):
     ("member,score\n1,nan\n0,0.1\n", "score must be finite"),
     ("", "empty file"),
 ])
-def test_audit_bad_files(capsys, tmp_path, content, match):
+def test_audit_bad_files(cli, capsys, tmp_path, content, match):
     p = tmp_path / "bad.csv"
     p.write_text(content)
-    rc, out, err = run(capsys, "audit", str(p))
+    rc, out, err = cli("audit", str(p))
     assert rc == 2 and out == ""
     assert err.startswith("error: ") and match in err and err.count("\n") == 1
 
@@ -89,14 +82,15 @@ def test_audit_bad_files(capsys, tmp_path, content, match):
     (["curve", "gdp", "--mu", "1", "--delta", "2"], "delta must be in"),
     (["frobnicate"], "No such command"),
 ])
-def test_cli_errors_one_line(capsys, argv, match):
-    rc, _, err = run(capsys, *argv)
+def test_cli_errors_one_line(cli, capsys, argv, match):
+    rc, _, err = cli(*argv)
     assert rc == 2 and match in err and err.count("\n") == 1 and "Traceback" not in err
 
 
-def test_demo_catches_the_flaw(capsys, tmp_path):
+@pytest.mark.slow  # the whole demo, real training included
+def test_demo_catches_the_flaw(cli, capsys, tmp_path):
     card = tmp_path / "demo.html"
-    rc, out, _ = run(capsys, "demo", "--json", "--report", str(card))
+    rc, out, _ = cli("demo", "--json", "--report", str(card))
     assert rc == 0
     d = json.loads(out)
     assert d["report"] == str(card) and card.stat().st_size > 0

@@ -6,20 +6,13 @@ import json
 
 import pytest
 
-from dpaudit.cli import main
 from dpaudit.cli.common import OPTION_ALIASES, rewrite_aliases
 
 
-def run(capsys, *argv):
-    rc = main(list(argv))
-    out = capsys.readouterr()
-    return rc, out.out, out.err
-
-
-def test_version(capsys):
+def test_version(cli, capsys):
     from dpaudit import __version__
 
-    rc, out, _ = run(capsys, "--version")
+    rc, out, _ = cli("--version")
     assert rc == 0 and out.strip() == f"dpaudit {__version__}"
 
 
@@ -37,30 +30,30 @@ def test_version(capsys):
     (["curve", "eps_delta", "--epsilon", "1", "--curve-delta", "1e-6"],
      ["curve", "eps-delta", "--eps", "1", "--curve-delta", "1e-6"]),
 ])
-def test_new_names_and_hidden_aliases_agree(capsys, new, old):
-    rc1, out1, err1 = run(capsys, *new, "--json")
-    rc2, out2, err2 = run(capsys, *old, "--json")
+def test_new_names_and_hidden_aliases_agree(cli, capsys, new, old):
+    rc1, out1, err1 = cli(*new, "--json")
+    rc2, out2, err2 = cli(*old, "--json")
     assert rc1 == rc2 == 0 and err1 == ""
     assert json.loads(out1) == json.loads(out2)
     # the old spelling works but says what replaces it (stderr, after the run)
     assert err2.startswith("note: ") and "deprecated" in err2
 
 
-def test_wrong_and_correct_are_the_same_count(capsys):
-    a = run(capsys, "bound", "tight", "--canaries", "1000", "--guesses", "100", "--wrong", "10",
-            "--json")
-    b = run(capsys, "bound", "tight", "--canaries", "1000", "--guesses", "100", "--correct", "90",
-            "--json")
+def test_wrong_and_correct_are_the_same_count(cli, capsys):
+    a = cli("bound", "tight", "--canaries", "1000", "--guesses", "100", "--wrong", "10",
+            "--family", "gdp", "--json")
+    b = cli("bound", "tight", "--canaries", "1000", "--guesses", "100", "--correct", "90",
+            "--family", "gdp", "--json")
     assert json.loads(a[1])["epsilon"] == json.loads(b[1])["epsilon"] == pytest.approx(3.1645,
                                                                                        abs=1e-4)
-    rc, out, err = run(capsys, "bound", "tight", "--canaries", "1000", "--guesses", "100",
+    rc, out, err = cli("bound", "tight", "--canaries", "1000", "--guesses", "100",
                        "--correct", "90", "--wrong", "10")
     assert rc == 2 and err.startswith("error: give exactly one of --wrong and --correct")
 
 
-def test_aliases_are_hidden_from_help(capsys):
+def test_aliases_are_hidden_from_help(cli, capsys):
     for path, table in OPTION_ALIASES.items():
-        rc, out, _ = run(capsys, *path.split(), "--help")
+        rc, out, _ = cli(*path.split(), "--help")
         assert rc == 0
         for old, new in table.items():
             assert new in out
@@ -73,29 +66,31 @@ def test_alias_rewrite_is_scoped_to_its_command():
     assert rewrite_aliases(["risk", "--n", "5"]) == ["risk", "--n", "5"]
 
 
-def test_help_has_no_bool_noise(capsys):
+def test_help_has_no_bool_noise(cli, capsys):
     for argv in (["--help"], ["simulate", "--help"], ["one-run", "--help"]):
-        rc, out, _ = run(capsys, *argv)
+        rc, out, _ = cli(*argv)
         assert rc == 0 and "<bool>" not in out
 
 
-def test_reproduce_list_json(capsys):
-    rc, out, _ = run(capsys, "reproduce", "list", "--json")
+def test_reproduce_list_json(cli, capsys):
+    rc, out, _ = cli("reproduce", "list", "--json")
     d = json.loads(out)
     names = [e["name"] for e in d["experiments"]]
     assert rc == 0 and names == sorted(names) and "bits-dpsgd" in names
-    assert all(e["source"].startswith("seed") for e in d["experiments"])
+    papers = ("Bits Transmission", "Tight One-Run", "Pillutla et al.", "Beyond Worst Case",
+              "Hypothesis Interpretation")
+    assert all(e["source"].startswith(papers) for e in d["experiments"])
 
 
-def test_reproduce_size_option(capsys):
-    rc, out, err = run(capsys, "reproduce", "bits-dpsgd", "--size", "huge")
+def test_reproduce_size_option(cli, capsys):
+    rc, out, err = cli("reproduce", "bits-dpsgd", "--size", "huge")
     assert rc == 2 and "--size" in err
-    rc, out, err = run(capsys, "reproduce", "bits-dpsgd", "--size", "tiny", "--full")
+    rc, out, err = cli("reproduce", "bits-dpsgd", "--size", "tiny", "--full")
     assert rc == 2 and "--full" in err
 
 
-def test_tables_have_no_constant_columns(capsys):
-    rc, out, _ = run(capsys, "simulate", "laplace", "--canaries", "2000")
+def test_tables_have_no_constant_columns(cli, capsys):
+    rc, out, _ = cli("simulate", "laplace", "--canaries", "2000")
     header = next(line for line in out.splitlines() if "method" in line)
     assert rc == 0 and "delta" not in header and "confidence" not in header
     assert "delta = 1.000e-05, confidence = 0.9500" in out
@@ -113,24 +108,24 @@ def test_tables_have_no_constant_columns(capsys):
     (["audit", "missing.csv", "--seed", "3"], "--seed"),
     (["reproduce", "bits-dpsgd", "--size", "tiny", "--full"], "--full"),
 ])
-def test_options_that_would_be_ignored_are_errors(capsys, argv, needle, tmp_path):
+def test_options_that_would_be_ignored_are_errors(cli, capsys, argv, needle, tmp_path):
     if argv[0] == "audit":
         p = tmp_path / "s.csv"
         p.write_text("member,score\n1,0.5\n0,0.1\n")
         argv = ["audit", str(p), *argv[2:]]
-    rc, out, err = run(capsys, *argv)
+    rc, out, err = cli(*argv)
     assert rc == 2 and err.startswith("error:") and needle in err and err.count("\n") == 1
 
 
 @pytest.mark.parametrize("value", ["nan", "-1", "inf"])
-def test_claimed_epsilon_must_be_finite_nonnegative(capsys, value):
-    rc, out, err = run(capsys, "bound", "tight", "--canaries", "1000", "--guesses", "100",
+def test_claimed_epsilon_must_be_finite_nonnegative(cli, capsys, value):
+    rc, out, err = cli("bound", "tight", "--canaries", "1000", "--guesses", "100",
                        "--wrong", "10", "--claimed-epsilon", value)
     assert rc == 2 and err.startswith("error: --claimed-epsilon must be a finite number >= 0")
 
 
-def test_simulate_refuses_huge_runs(capsys):
-    rc, out, err = run(capsys, "simulate", "gaussian", "--canaries", "1000000000")
+def test_simulate_refuses_huge_runs(cli, capsys):
+    rc, out, err = cli("simulate", "gaussian", "--canaries", "1000000000")
     assert rc == 2 and err.startswith("error: --canaries must be an integer in [2, 10,000,000]")
 
 

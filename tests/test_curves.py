@@ -1,4 +1,4 @@
-"""Curves: closed forms vs spec/001 §4.2 tables, numeric conversions, dp_accounting bridge."""
+"""Curves: closed forms vs TOR notes §4.2 tables, numeric conversions, dp_accounting bridge."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from scipy.stats import norm
 import dpaudit as da
 from dpaudit.curves import numeric_delta, numeric_epsilon, resolve_family
 
-# spec/001 §4.2 [RECOMPUTED, closed form]: mu -> (eps at 1e-5, eps at 1e-6, e*).
+# TOR notes §4.2 [RECOMPUTED, closed form]: mu -> (eps at 1e-5, eps at 1e-6, e*).
 GDP_TABLE = [
     (0.25, 0.9263, 1.0607, 0.450262), (0.5, 1.9931, 2.2541, 0.401294),
     (0.75, 3.1468, 3.5325, 0.353830), (1.0, 4.3772, 4.8866, 0.308538),
@@ -49,7 +49,7 @@ def test_subsampled_gaussian_table(mu, q, eps, estar):
 
 
 def test_subsampled_orders():
-    """spec/001 §2.12: for (1, 0.5) the Q||P order dominates (3.534) and P||Q gives 0.663.
+    """TOR notes §2.12: for (1, 0.5) the Q||P order dominates (3.534) and P||Q gives 0.663.
 
     Independent check: the hockey-stick divergence integrated from the densities with quad.
     """
@@ -138,7 +138,7 @@ def test_bit_error_generic_matches_closed_forms():
 @settings(max_examples=40, deadline=None)
 @given(mu=st.floats(0.05, 6.0), q=st.floats(0.05, 1.0), eps=st.floats(0.05, 8.0))
 def test_tradeoff_is_a_tradeoff_function(mu, q, eps):
-    """Convex, non-increasing, f(alpha) <= 1 - alpha (spec/001 §1.2)."""
+    """Convex, non-increasing, f(alpha) <= 1 - alpha (TOR notes §1.2)."""
     a = np.linspace(0, 1, 2001)
     for c in (da.GaussianDP(mu), da.LaplaceDP(eps), da.EpsDeltaDP(eps, 1e-4),
               da.SubsampledGaussianDP(mu, q), da.SubsampledGaussianDP(mu, q, symmetrized=True)):

@@ -130,6 +130,7 @@ def test_docs_are_discovered():
     assert "README.md" in names and len(DOCS) >= 2
 
 
+@pytest.mark.slow  # runs every documented snippet
 @pytest.mark.parametrize("path", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_doc_snippets_run(path, tmp_path, monkeypatch, capsys):
     import matplotlib

@@ -242,7 +242,7 @@ def test_lidp_game_on_the_engine() -> None:
                   workers=2)
     np.testing.assert_array_equal(a.x_scores, b.x_scores)
     np.testing.assert_array_equal(a.y_scores, b.y_scores)
-    # trial 9 recomputed by hand from its own stream (seed 002 Algorithm 1, add/remove)
+    # trial 9 recomputed by hand from its own stream (Pillutla et al. Algorithm 1, add/remove)
     g = trial_rng(5, 9)
     can = sampler(g, 7)
     x = _dot_score(_sphere_mechanism(can[:4], g), can[:4])

@@ -25,6 +25,7 @@ def ray_cluster():
         ray.shutdown()
 
 
+@pytest.mark.slow  # starts a Ray cluster
 def test_ray_equals_process_pool_bit_for_bit(ray_cluster, tmp_path) -> None:
     """One Ray run (the costly part: tasks ship to Ray workers) with a store and the audit on
     top, against the process pool: the same trials bit for bit and the same bound."""

@@ -1,4 +1,4 @@
-"""Audit games: regulations R1/R2 of seed 000 Def. 5 (spec/000 §2.1), one-run (Algorithm 2)
+"""Audit games: regulations R1/R2 of Bits Transmission Def. 5 (BT notes §2.1), one-run (Algorithm 2)
 and multi-run (Algorithm 1) channels, adjacencies, and the parallel black-box driver."""
 
 from __future__ import annotations

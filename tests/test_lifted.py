@@ -1,4 +1,4 @@
-"""Lifted-DP estimator, game, CLI and experiments (seed 002; spec/002 §2, §5)."""
+"""Lifted-DP estimator, game, CLI and experiments (Pillutla et al.; LiDP notes §2, §5)."""
 
 from __future__ import annotations
 
@@ -25,16 +25,18 @@ from dpaudit.estimators.lifted import (
 )
 from dpaudit.games.lidp import (
     ClipBKDCanaries,
-    LogisticDPSGD,
     RandomGradientCanaries,
     UnitSphereCanaries,
+    lidp_game,
+)
+from dpaudit.papers.lidp_simulators import (
+    LogisticDPSGD,
     dpsgd_lidp_scores,
     dpsgd_noise_for_epsilon,
     dpsgd_rdp_epsilon,
     gaussian_lidp_scores,
     gaussian_rdp_epsilon,
     gaussian_sigma_for_epsilon,
-    lidp_game,
 )
 from dpaudit.stats import binomial
 from dpaudit.stats.intervals_xbern import xbern_bounds
@@ -230,7 +232,7 @@ def test_gaussian_calibration_table_spec_2_11() -> None:
 
 @pytest.mark.parametrize("method", ["direct", "wishart"])
 def test_gaussian_scores_variance_and_exchangeability(method: str) -> None:
-    # spec/002 §5.13: marginal variance sigma^2 + (K-1)/d; §5.2: exchangeable tests
+    # LiDP notes §5.13: marginal variance sigma^2 + (K-1)/d; §5.2: exchangeable tests
     k, d, sigma, n = 6, 40, 0.5, 20000
     r = gaussian_lidp_scores(n, k, sigma, d, rng=9, method=method)
     v = sigma**2 + (k - 1) / d
@@ -322,16 +324,16 @@ def test_dpsgd_simulator_calibration_and_training() -> None:
 
 
 def test_experiments_registered() -> None:
-    from dpaudit.experiments.registry import get_experiment
+    from dpaudit.papers.experiments.registry import get_experiment
 
     for name in ("lidp-gaussian", "lidp-k-sweep", "lidp-d-sweep", "lidp-dpsgd"):
-        assert "seed 002" in get_experiment(name).source
+        assert "Pillutla et al." in get_experiment(name).source
 
 
 # ------------------------------------------------------------------ statistical properties
 
 def test_epsilon_increases_with_n_and_lidp_beats_dp() -> None:
-    # spec/002 §5.12, fixed threshold (no tuning), d = 1e6 (i.i.d. scores), eps = 2
+    # LiDP notes §5.12, fixed threshold (no tuning), d = 1e6 (i.i.d. scores), eps = 2
     sigma = gaussian_sigma_for_epsilon(2.0, 1e-5)
     tau = 1.5 * sigma
     means = {}

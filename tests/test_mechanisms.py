@@ -65,7 +65,7 @@ def test_gaussian_matches_gdp_and_bit_error() -> None:
     obs = mech.simulate(200_000, 1)
     check_on_curve(obs, mech.curve, [-1.0, -0.5, 0.0, 0.5, 1.0])
     err = np.mean((obs.score > 0) != obs.member)
-    e = float(ndtr(-1.5 / 2))  # Phi(-mu/2), spec/000 §6.1
+    e = float(ndtr(-1.5 / 2))  # Phi(-mu/2), BT notes §6.1
     assert mech.curve.bit_error() == pytest.approx(e)
     assert abs(err - e) <= Z * math.sqrt(e * (1 - e) / obs.n)
 
@@ -75,14 +75,14 @@ def test_laplace_matches_laplace_curve() -> None:
     obs = mech.simulate(200_000, 2)
     # thresholds inside [0, 1] on y (score = y - 1/2), where the LR test is a threshold test.
     check_on_curve(obs, mech.curve, [-0.4, -0.2, 0.0, 0.2, 0.4])
-    e = math.exp(-1.0) / 2  # e^{-eps/2}/2, spec/000 §6.3
+    e = math.exp(-1.0) / 2  # e^{-eps/2}/2, BT notes §6.3
     assert mech.curve.bit_error() == pytest.approx(e)
     err = np.mean((obs.score > 0) != obs.member)
     assert abs(err - e) <= Z * math.sqrt(e * (1 - e) / obs.n)
 
 
 def test_randomized_response_is_exactly_eps_delta() -> None:
-    eps, delta = 1.0, 0.05  # large delta (spec/001 §3.5) so the leak symbols are observed
+    eps, delta = 1.0, 0.05  # large delta (TOR notes §3.5) so the leak symbols are observed
     mech = RandomizedResponse(eps=eps, delta=delta)
     obs = mech.simulate(200_000, 3)
     pts = check_on_curve(obs, mech.curve, [-eps - 1, 0.0, eps + 1])
@@ -97,7 +97,7 @@ def test_subsampled_gaussian_matches_ordered_pair() -> None:
     mech = SubsampledGaussianMechanism(mu=2.0, q=0.4)
     obs = mech.simulate(200_000, 4)
     check_on_curve(obs, mech.curve, [-0.3, -0.1, 0.0, 0.3, 1.0, 2.0])
-    # MAP threshold is exact (spec/001 §3.6): L > 0 iff y > 1/2
+    # MAP threshold is exact (TOR notes §3.6): L > 0 iff y > 1/2
     err = np.mean((obs.score > 0) != obs.member)
     e = mech.curve.bit_error()
     assert abs(err - e) <= Z * math.sqrt(e * (1 - e) / obs.n)
@@ -116,7 +116,7 @@ def test_wrong_sensitivity_true_curve() -> None:
 
 @pytest.mark.slow
 def test_dpsgd_white_box_lr_matches_pld_curve() -> None:
-    # q = 0.1, T = 100 (spec/001 §3.4-style white box); PLD curve from dp_accounting.
+    # q = 0.1, T = 100 (TOR notes §3.4-style white box); PLD curve from dp_accounting.
     mech = DPSGDSimulator(noise_multiplier=1.0, sampling_rate=0.1, steps=100, score_kind="lr")
     obs = mech.simulate(60_000, 7)
     # dpsgd_curve is the PLD curve of BOTH orders (add and remove), i.e. the symmetrised

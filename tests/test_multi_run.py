@@ -1,4 +1,4 @@
-"""Classical multi-run audit (seed 004 Eqs. 13-16, Clopper-Pearson)."""
+"""Classical multi-run audit (Hypothesis Interpretation Eqs. 13-16, Clopper-Pearson)."""
 
 from __future__ import annotations
 
@@ -52,7 +52,8 @@ def test_counts_match_hand_computation():
 
 
 def test_tutorial_example_converges_to_point_estimate():
-    """Seed 004: FPR = 10%, TPR = 90% gives (TPR - delta)/FPR ~ 9 (and Eq. 13 also 9).
+    """Hypothesis Interpretation: FPR = 10%, TPR = 90% gives (TPR - delta)/FPR ~ 9 (and Eq. 13
+    also 9).
     With 10^6 trials per class the confidence bound approaches log 9 from below."""
     n = 1_000_000
     r = multi_run_counts(tp=900_000, fn=100_000, fp=100_000, tn=900_000, delta=1e-4)

@@ -12,7 +12,7 @@ from dpaudit import estimators as E
 from dpaudit.curves import GaussianDP
 from dpaudit.estimators.one_run import audit_one_run, default_grid, guess_counts
 
-TRUE_EPS_MU1 = 4.3772  # GaussianDP(1).epsilon(1e-5), spec/000 Table B
+TRUE_EPS_MU1 = 4.3772  # GaussianDP(1).epsilon(1e-5), BT notes Table B
 HAVE_MAHLOUJIFAR = hasattr(E, "mahloujifar")
 
 
@@ -29,7 +29,7 @@ def gaussian_run(mu: float, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 def side_by_side():
     b, y = gaussian_run(1.0, 20000, seed=3)
     methods = ("tight", "bits", "steinke") + (("mahloujifar",) if HAVE_MAHLOUJIFAR else ())
-    return b, y, {r.method: r for r in audit_one_run(b, y, methods=methods)}
+    return b, y, {r.method: r for r in audit_one_run(b, y, methods=methods, family="gdp")}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -117,7 +117,7 @@ def test_side_by_side_values_are_consistent(side_by_side):
     assert all(0 < e < TRUE_EPS_MU1 for e in eps.values()), eps
     # the two f-DP audits with the matching (GDP) family are nearly tight at n = 20000 ...
     assert eps["bits"] > 0.9 * TRUE_EPS_MU1 and eps["tight"] > 0.9 * TRUE_EPS_MU1
-    # ... while Steinke's (eps, delta) null is far from it (spec/000 Table 2: ~2.4-2.7)
+    # ... while Steinke's (eps, delta) null is far from it (BT notes Table 2: ~2.4-2.7)
     assert 1.5 < eps["steinke"] < 0.75 * TRUE_EPS_MU1
     assert eps["tight"] > eps["steinke"]
     if HAVE_MAHLOUJIFAR:
@@ -129,28 +129,28 @@ def test_side_by_side_values_are_consistent(side_by_side):
 
 def test_simultaneous_splits_across_methods():
     b, y = gaussian_run(1.0, 3000, seed=11)
-    res = audit_one_run(b, y, methods=("bits", "steinke"), simultaneous=True)
+    res = audit_one_run(b, y, methods=("bits", "steinke"), simultaneous=True, family="gdp")
     assert res[0].settings["per_test_confidence"] == pytest.approx(1 - 0.05 / 2)
     assert res[1].settings["per_test_confidence"] == pytest.approx(1 - 0.05 / (2 * 7))
-    plain = audit_one_run(b, y, methods=("bits",))
+    plain = audit_one_run(b, y, methods=("bits",), family="gdp")
     assert res[0].epsilon < plain[0].epsilon
 
 
 def test_bits_threshold_decoder_and_explicit_grid():
     b, y = gaussian_run(2.0, 4000, seed=5)
-    r = audit_one_run(b, y, methods=("bits",), bits_threshold=0.5)[0]
+    r = audit_one_run(b, y, methods=("bits",), bits_threshold=0.5, family="gdp")[0]
     errors = int(((y > 0.5) != b.astype(bool)).sum())
     assert r.settings["wrong"] == errors and r.settings["decoder"] == "score > 0.5"
-    assert r.epsilon == E.bits(n=4000, errors=errors).epsilon
-    s = audit_one_run(b, y, methods=("steinke",), grid=[(100, 100), (400, 0)])[0]
+    assert r.epsilon == E.bits(n=4000, errors=errors, family="gdp").epsilon
+    s = audit_one_run(b, y, methods=("steinke",), grid=[(100, 100), (400, 0)], family="gdp")[0]
     assert s.settings["grid_size"] == 2
     assert s.settings["per_test_confidence"] == pytest.approx(1 - 0.05 / 2)
 
 
 def test_process_pool_gives_identical_results():
     b, y = gaussian_run(1.0, 2000, seed=2)
-    a = audit_one_run(b, y, methods=("bits", "steinke"), n_jobs=1)
-    p = audit_one_run(b, y, methods=("bits", "steinke"), n_jobs=2)
+    a = audit_one_run(b, y, methods=("bits", "steinke"), n_jobs=1, family="gdp")
+    p = audit_one_run(b, y, methods=("bits", "steinke"), n_jobs=2, family="gdp")
     assert [r.to_dict() for r in a] == [r.to_dict() for r in p]
 
 
@@ -158,7 +158,7 @@ def test_unbalanced_bits_warn():
     rng = np.random.default_rng(0)
     b = (rng.random(2000) < 0.8).astype(int)
     with pytest.warns(UserWarning, match="unbalanced"):
-        audit_one_run(b, b + rng.standard_normal(2000), methods=("bits",))
+        audit_one_run(b, b + rng.standard_normal(2000), methods=("bits",), family="gdp")
 
 
 @pytest.mark.parametrize("kwargs,match", [

@@ -42,8 +42,8 @@ def test_tight_monotone_in_wrong_guesses(n, frac, acc, extra):
     r = max(1, int(frac * n))
     u = min(r, int((1 - acc) * r))
     u2 = min(r, u + extra)
-    a = E.tight(n=n, r=r, u=u, delta=DELTA).epsilon
-    b = E.tight(n=n, r=r, u=u2, delta=DELTA).epsilon
+    a = E.tight(n=n, r=r, u=u, delta=DELTA, family="gdp").epsilon
+    b = E.tight(n=n, r=r, u=u2, delta=DELTA, family="gdp").epsilon
     assert b <= a + EPS_TOL
 
 
@@ -110,8 +110,8 @@ def test_lifted_monotone_in_hits(seed, trials, k, p1, p0):
 def test_higher_confidence_never_raises_the_bound(n, mu, c1, dc):
     e = int(math.ceil(n * ndtr(-mu / 2)))
     c2 = c1 + dc
-    assert E.bits(n=n, errors=e, confidence=c2).epsilon <= \
-        E.bits(n=n, errors=e, confidence=c1).epsilon + EPS_TOL
+    assert E.bits(n=n, errors=e, confidence=c2, family="gdp").epsilon <= \
+        E.bits(n=n, errors=e, confidence=c1, family="gdp").epsilon + EPS_TOL
     g = max(1, n // 4)
     c = int(g * ndtr(mu / 2))
     assert E.steinke(m=n, guesses=g, correct=c, confidence=c2).epsilon <= \
@@ -187,9 +187,10 @@ def test_one_run_and_multi_run_invariant_to_order(seed, n, mu):
     member = rng.random(n) < 0.5
     score = member * mu + rng.normal(size=n)  # continuous: no ties
     perm = rng.permutation(n)
-    a = E.audit_one_run(member, score, methods=("bits", "steinke"), fractions=(0.1, 1.0))
+    a = E.audit_one_run(member, score, methods=("bits", "steinke"), fractions=(0.1, 1.0),
+                        family="gdp")
     b = E.audit_one_run(member[perm], score[perm], methods=("bits", "steinke"),
-                        fractions=(0.1, 1.0))
+                        fractions=(0.1, 1.0), family="gdp")
     assert [r.epsilon for r in a] == [r.epsilon for r in b]
     assert E.multi_run(member, score, delta=DELTA).epsilon == \
         E.multi_run(member[perm], score[perm], delta=DELTA).epsilon

@@ -17,7 +17,7 @@ from dpaudit.estimators.multi_run import multi_run
 from dpaudit.report import build_report, write_report
 from dpaudit.report.html import plotly_js, render_html, script_json
 from dpaudit.report.risk import risk_translation
-from dpaudit.report.summaries import auroc_interval, region_points, roc_points, tpr_at_fpr
+from dpaudit.report.summaries import card_auroc, card_tpr_at_fpr, region_points, roc_points
 from dpaudit.stats.binomial import clopper_pearson
 from needs import need
 
@@ -70,7 +70,7 @@ def test_auroc_and_delong_against_pairwise_computation():
     auc = psi.mean()
     v10, v01 = psi.mean(axis=1), psi.mean(axis=0)
     se = math.sqrt(v10.var(ddof=1) / pos.size + v01.var(ddof=1) / neg.size)
-    a, lo, hi = auroc_interval(member, score, 0.95)
+    a, lo, hi = card_auroc(member, score, 0.95)
     assert a == pytest.approx(auc, abs=1e-12)
     assert (hi - lo) / 2 == pytest.approx(1.959963984540054 * se, rel=1e-9)
 
@@ -79,7 +79,7 @@ def test_tpr_at_fpr_matches_brute_force_and_clopper_pearson():
     member, score = _data(2000, seed=5)
     fpr, tpr = _brute_roc(member, score)
     n1 = int(member.sum())
-    for row in tpr_at_fpr(member, score, (0.01, 0.1), 0.9):
+    for row in card_tpr_at_fpr(member, score, (0.01, 0.1), 0.9):
         best = tpr[fpr <= row["fpr_target"]].max()
         assert row["tpr"] == pytest.approx(best) and row["fpr"] <= row["fpr_target"]
         lo, hi = clopper_pearson(round(best * n1), n1, 0.9, "two-sided")
@@ -130,11 +130,15 @@ def test_model_follows_the_json_verdict():
     assert m.claimed_epsilon == 1.0 and m.violation == payload["violation"]
     assert m.bound == payload["results"][0]["epsilon"] and m.verdict_method == "multi_run"
     assert [r.basis for r in m.methods] == [True, False]
+    # an estimate under an assumption (multi_run_gdp) is never the verdict's basis (issue 21)
+    with pytest.raises(ValueError, match="estimate"):
+        build_report({**payload, "verdict_method": "multi_run_gdp"})
     # an explicit verdict_method moves the basis
-    p2 = {**payload, "verdict_method": "multi_run_gdp"}
+    p2 = {**payload, "results": payload["results"][::-1], "verdict_method": "multi_run"}
     m2 = build_report({**p2, "verdict_guarantee": "P[false violation] <= 0.05"})
-    assert m2.bound == payload["results"][1]["epsilon"]
-    assert m2.notes == ("Verdict guarantee: P[false violation] <= 0.05",)
+    assert m2.bound == payload["results"][0]["epsilon"]
+    assert m2.notes[0] == "Verdict guarantee: P[false violation] <= 0.05"
+    assert m2.notes[1].startswith("multi_run_gdp is an estimate assuming the mechanism is μ-GDP")
     assert m2.scores is None
 
 
@@ -148,7 +152,10 @@ def test_model_bare_result_and_bad_payloads():
     inf = {**bare, "epsilon": None, "epsilon_note": "inf"}
     mi = build_report({"results": [inf], "claimed_epsilon": 1.0})
     assert math.isinf(mi.bound) and mi.violation is True
-    assert mi.verdict == "violation: epsilon >= inf > claimed 1"
+    # the one verdict wording (dpaudit.estimators.verdict.Verdict.message)
+    assert mi.verdict == ("violation: epsilon >= inf > claimed 1 at confidence 0.95 (a "
+                          "mechanism meeting its claim gives this verdict with probability "
+                          "<= 0.05)")
     with pytest.raises(ValueError, match="results"):
         build_report({"foo": 1})
     with pytest.raises(ValueError, match="verdict_method"):

@@ -1,6 +1,6 @@
-"""Thm 3.2 / 3.3 / 3.5, Cor 3.4, v_UB and derived quantities (seed 003; spec/003 §1, §6).
+"""Thm 3.2 / 3.3 / 3.5, Cor 3.4, v_UB and derived quantities (Beyond Worst Case; BWC notes §1, §6).
 
-Every DERIVED reference value of spec/003 §6 used here is also recomputed independently in the
+Every DERIVED reference value of BWC notes §6 used here is also recomputed independently in the
 test (scipy binomial tails, brute-force alpha, an LP solved by scipy.optimize.linprog, direct
 closed forms), so a wrong spec value would not pass silently.
 """
@@ -19,7 +19,7 @@ from dpaudit.stats import poisson_binomial_tail
 
 DELTA = 1e-5
 
-# spec/003 §6.6: eps | p | beta | n beta | v_UB 5% | 50% | 95% | 99%  (Thm 3.5 [pure])
+# BWC notes §6.6: eps | p | beta | n beta | v_UB 5% | 50% | 95% | 99%  (Thm 3.5 [pure])
 TABLE_66 = """
 | 0.5 | 0.1 | 0.1548 | 15.48 | 10 [10] | 15 [15] | 22 [22] | 24 [24] |
 | 0.5 | 0.2 | 0.2919 | 29.19 | 22 [22] | 29 [29] | 37 [37] | 40 [40] |
@@ -94,7 +94,7 @@ def _alpha_brute(t: np.ndarray, v: int, n: int) -> float:
     return max((tt(v - j) - tt(v)) / j for j in range(1, n + 1))
 
 
-# spec/003 §6.6 tail values, p = 0.56, eps = 1, n = 100: v, T(v), Thm 3.5 B(v), Cor 3.4 T + n delta
+# BWC notes §6.6 tail values, p = 0.56, eps = 1, n = 100: v, T(v), Thm 3.5 B(v), Cor 3.4 T + n delta
 TAILS_056 = [
     (75, 0.772669, 0.772732, 0.773669), (78, 0.516162, 0.516255, 0.517162),
     (80, 0.328802, 0.328896, 0.329802), (82, 0.17399, 0.174078, 0.17499),
@@ -122,7 +122,7 @@ def test_tail_values_p056(v: int, t: float, b35: float, c34: float) -> None:
 
 
 def test_heterogeneous_example() -> None:
-    # spec/003 §6.6: p_i = linspace(0.05, 0.95, 100), eps = 1
+    # BWC notes §6.6: p_i = linspace(0.05, 0.95, 100), eps = 1
     priors = np.linspace(0.05, 0.95, 100)
     tb = risk.thm35_tail(priors, 1.0, DELTA)
     assert tb.expected == pytest.approx(67.493, abs=6e-4)
@@ -140,7 +140,7 @@ def test_heterogeneous_example() -> None:
 
 
 def test_steinke_membership_vectors() -> None:
-    # spec/003 §6.7 C (7 significant digits)
+    # BWC notes §6.7 C (7 significant digits)
     assert risk.steinke_membership_bound(1000, 100, 80, 1.0, 1e-5) == pytest.approx(
         0.0722827, rel=2e-6)
     assert risk.steinke_membership_bound(1000, 100, 80, 1.0, 1e-5, delta_multiplier=2) == \
@@ -204,7 +204,7 @@ def test_thm33_building_block() -> None:
 
 
 def test_single_target_closed_forms() -> None:
-    # spec/003 §1.8(a): n = k = v = 1
+    # BWC notes §1.8(a): n = k = v = 1
     for p in (0.001, 0.1, 0.5, 0.9):
         for eps in (0.5, 2.0):
             b = risk.beta(p, eps)
@@ -217,7 +217,7 @@ def test_single_target_closed_forms() -> None:
             assert risk.cor34_tail([p], eps, d).sf(1) == pytest.approx(b + d)
 
 
-# spec/003 §6.2 Figure 1 (delta = 1e-5): prior, Ours pure, Ours Thm3.5, Cor3.4 (5 decimals)
+# BWC notes §6.2 Figure 1 (delta = 1e-5): prior, Ours pure, Ours Thm3.5, Cor3.4 (5 decimals)
 FIG1 = {
     1.0: [(0.001, 0.00271, 0.00272, 0.00272), (0.05, 0.12516, 0.12517, 0.12517),
           (1 / 3, 0.57612, 0.57612, 0.57613), (0.9, 0.96073, 0.96073, 0.96074)],
@@ -324,7 +324,7 @@ def test_cor34_monte_carlo_seeded() -> None:
                                                            risk.beta(0.3, 1.0))))
 
 
-# spec/003 §6.3 bit leakage log2(e^eps (1/alpha - 1) + 1) (3 decimals)
+# BWC notes §6.3 bit leakage log2(e^eps (1/alpha - 1) + 1) (3 decimals)
 BITS = [(0, [6.644, 4.322, 3.322, 1.000]), (1, [8.077, 5.718, 4.670, 1.895]),
         (4, [12.400, 10.020, 8.944, 5.797]), (17, [31.155, 28.774, 27.696, 24.526]),
         (20, [35.483, 33.102, 32.024, 28.854])]
@@ -341,7 +341,7 @@ def test_leaked_bits(eps: float, vals: list[float]) -> None:
 
 
 def test_leak_probability_and_epsilon_for_leak() -> None:
-    # spec/003 §6.3 second table (4 significant digits)
+    # BWC notes §6.3 second table (4 significant digits)
     assert risk.leak_probability(8, 4) == pytest.approx(0.1764, rel=5e-4)
     assert risk.leak_probability(16, 16) == pytest.approx(0.9927, rel=5e-4)
     assert risk.leak_probability(29.897, 16) == pytest.approx(0.00881, rel=2e-3)
@@ -354,7 +354,7 @@ def test_leak_probability_and_epsilon_for_leak() -> None:
         math.log((1e9 - 1) * 0.05 / 0.95), rel=1e-12)
 
 
-# spec/003 §6.4 eps_protect (Cor 3.4, delta = 1e-5, tau = 0.05) and its pure column.
+# BWC notes §6.4 eps_protect (Cor 3.4, delta = 1e-5, tau = 0.05) and its pure column.
 # Row p = 0.10723: the spec prints pure 0.3994, but logit(p + tau (1 - p)) - logit(p) = 0.39933
 # (checked by hand and in test_epsilon_protect's definition check), so 0.3993 is used here.
 EPS_PROTECT = [(1e-12, 24.6864, 24.6866), (1e-9, 17.7786, 17.7788), (1e-6, 10.8709, 10.8711),
@@ -379,7 +379,7 @@ def test_epsilon_protect_thm35_form_and_infeasible() -> None:
 
 
 def test_advantage_values() -> None:
-    # spec/003 §6.4: implied password p = 0.184 -> Adv(1) = 0.2402; PII 0.0055 -> Adv(5) = 0.4478
+    # BWC notes §6.4: implied password p = 0.184 -> Adv(1) = 0.2402; PII 0.0055 -> Adv(5) = 0.4478
     assert risk.advantage_bound(0.184, 1.0, DELTA) == pytest.approx(0.2402, abs=6e-5)
     assert risk.advantage_bound(0.0055, 5.0, DELTA) == pytest.approx(0.4478, abs=6e-5)
     assert risk.advantage_bound(0.0055, 10.0, DELTA) == pytest.approx(0.9918, abs=6e-5)

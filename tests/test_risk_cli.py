@@ -1,4 +1,4 @@
-"""``dpaudit risk`` command (values checked against spec/003 §6 and the library)."""
+"""``dpaudit risk`` command (values checked against BWC notes §6 and the library)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> dict:
 
 
 def test_risk_json_sex_column(capsys: pytest.CaptureFixture[str]) -> None:
-    # spec/003 §6.6 / §4.5: p = 0.56, eps = 1, n = 100 -> v_UB(95%) = 84 (paper's ACS 'SEX')
+    # BWC notes §6.6 / §4.5: p = 0.56, eps = 1, n = 100 -> v_UB(95%) = 84 (paper's ACS 'SEX')
     d = _json(capsys, ["risk", "--epsilon", "1", "--delta", "1e-5", "--prior", "0.56",
                        "--targets", "100", "--confidence", "0.95"])
     assert d["v_ub"] == 84 and d["targets"] == 100
@@ -37,7 +37,7 @@ def test_risk_json_sex_column(capsys: pytest.CaptureFixture[str]) -> None:
 def test_risk_brief_example(capsys: pytest.CaptureFixture[str]) -> None:
     d = _json(capsys, ["risk", "--epsilon", "4", "--delta", "1e-5", "--prior", "0.1",
                        "--targets", "100"])
-    # beta(0.1, 4) = 0.858486 (spec/003 §6.1); eps_protect(0.1) = 0.4228 (§6.4)
+    # beta(0.1, 4) = 0.858486 (BWC notes §6.1); eps_protect(0.1) = 0.4228 (§6.4)
     assert d["success_bound"] == pytest.approx(0.858486 + (1 - 0.858486) * 1e-5, abs=2e-6)
     assert d["epsilon_protect"] == pytest.approx(0.4228, abs=6e-5)
     assert d["v_ub"] == int(risk.thm35_tail(np.full(100, 0.1), 4.0, 1e-5).v_ub(0.95))
@@ -56,7 +56,7 @@ def test_risk_prior_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     priors = np.linspace(0.05, 0.95, 100)
     f.write_text("\n".join(repr(float(p)) for p in priors))
     d = _json(capsys, ["risk", "--epsilon", "1", "--delta", "1e-5", "--prior-file", str(f)])
-    # spec/003 §6.6 heterogeneous example: v_UB(95%) = 74
+    # BWC notes §6.6 heterogeneous example: v_UB(95%) = 74
     assert d["v_ub"] == 74 and d["targets"] == 100
     assert d["details"]["expected_successes_bound"] == pytest.approx(67.493, abs=6e-4)
     assert d["params"]["prior"] is None

@@ -1,4 +1,4 @@
-"""Comparators (ReRo, Narcissus, MMC, Kaissis) and the f-DP bridge (spec/003 §2, §6.2, §6.5,
+"""Comparators (ReRo, Narcissus, MMC, Kaissis) and the f-DP bridge (BWC notes §2, §6.2, §6.5,
 §6.8).  Spec values are DERIVED; each is also recomputed here from an independent closed form."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dpaudit import EpsDeltaDP, GaussianDP, LaplaceDP, risk
 
 DELTA = 1e-5
 
-# spec/003 §6.2: (eps, prior, ReRo, Narcissus, Kaissis[EXT]) -- 5 decimals printed
+# BWC notes §6.2: (eps, prior, ReRo, Narcissus, Kaissis[EXT]) -- 5 decimals printed
 FIG1_CMP = [
     (1.0, 0.01, 0.02718, 0.02719, 0.02718), (1.0, 1 / 3, 0.90609, 0.90610, 0.75475),
     (1.0, 0.5, 1.0, 1.0, 0.81606), (1.0, 0.9, 1.0, 1.0, 0.96321),
@@ -33,7 +33,7 @@ def test_figure1_comparators(eps: float, p: float, rero: float, narc: float,
     assert risk.rero_bound(p, eps) == pytest.approx(min(1.0, math.exp(eps) * p), rel=1e-13)
     k_ref = min(1.0, math.exp(eps) * p, 1 - math.exp(-eps) * (1 - p))
     assert risk.kaissis_bound(p, EpsDeltaDP(eps, 0.0)) == pytest.approx(k_ref, rel=1e-12)
-    # ours is never above Narcissus (seed 003 §4.2)
+    # ours is never above Narcissus (Beyond Worst Case §4.2)
     assert risk.single_target_bound(p, eps, DELTA, theorem="cor3.4") <= \
         risk.narcissus_bound(p, eps, DELTA)
 
@@ -43,7 +43,7 @@ def test_rero_approximate_variant() -> None:
 
 
 def test_narcissus_printed_form_is_not_a_bound() -> None:
-    # spec/003 §1.9 / §8.2: the printed e^eps / (e^eps + 1/p) + delta lies below the prior at
+    # BWC notes §1.9 / §8.2: the printed e^eps / (e^eps + 1/p) + delta lies below the prior at
     # eps = 0 (impossible for a valid bound) and below the correct beta + delta everywhere.
     p = np.array([0.01, 0.1, 0.5, 0.9])
     printed = risk.narcissus_printed_form(p, 0.0, 0.0)
@@ -54,7 +54,7 @@ def test_narcissus_printed_form_is_not_a_bound() -> None:
                       risk.single_target_bound(p, eps, DELTA, theorem="cor3.4"))
 
 
-# spec/003 §6.2 MMC points: K, then (eps=1 f_{eps,0}, f_{eps,delta}), eps=2 (...), eps=4 (...)
+# BWC notes §6.2 MMC points: K, then (eps=1 f_{eps,0}, f_{eps,delta}), eps=2 (...), eps=4 (...)
 MMC = [
     (2, 0.731059, 0.731061, 0.880797, 0.880798, 0.982014, 0.982014),
     (3, 0.576117, 0.576121, 0.786986, 0.786988, 0.964663, 0.964664),
@@ -74,7 +74,7 @@ def test_mmc_points(row: tuple) -> None:
         # 6 decimals printed
         assert got_pure == pytest.approx(pure, abs=1.1e-6)
         assert got_approx == pytest.approx(approx, abs=1.1e-6)
-        # closed forms of spec/003 §2.2 (independent of the bisection)
+        # closed forms of BWC notes §2.2 (independent of the bisection)
         b = math.exp(eps) / (math.exp(eps) + k - 1)
         assert got_pure == pytest.approx(b, rel=1e-12)
         assert got_approx == pytest.approx((math.exp(eps) + (k - 1) * DELTA) /
@@ -84,7 +84,7 @@ def test_mmc_points(row: tuple) -> None:
                                            rel=1e-12)
 
 
-# spec/003 §6.5 (Fig. 3): eps, mu, ours uniform beta(0.1)+(1-beta)delta, MMC G_mu K=10,
+# BWC notes §6.5 (Fig. 3): eps, mu, ours uniform beta(0.1)+(1-beta)delta, MMC G_mu K=10,
 # MMC f_{eps,delta} K=10, Zipf-10 password beta(0.37311)+(1-beta)delta  (4 decimals)
 FIG3 = [
     (0.25, 0.0753, 0.1249, 0.1123, 0.1249, 0.4332), (0.5, 0.1422, 0.1548, 0.1241, 0.1548, 0.4953),
@@ -121,7 +121,7 @@ def test_mmc_gaussian_fixed_point_independent() -> None:
 
 
 def test_gdp_mu_table_6_8() -> None:
-    # spec/003 §6.8 (5 decimals)
+    # BWC notes §6.8 (5 decimals)
     ref = {0.25: 0.07527, 0.5: 0.14221, 1: 0.26805, 2: 0.50155, 3: 0.71912, 4: 0.92493,
            5: 1.12124, 8: 1.66603, 10: 2.00045, 16: 2.90548}
     for eps, mu in ref.items():

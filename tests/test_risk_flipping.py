@@ -1,6 +1,7 @@
-"""beta(p, eps) and the single-target posterior bounds (seed 003 Thm 3.2; spec/003 §1.3, §6.1).
+"""beta(p, eps) and the single-target posterior bounds (Beyond Worst Case Thm 3.2; BWC notes §1.3,
+§6.1).
 
-Reference values: spec/003 §6.1 (DERIVED, 6 significant digits), re-verified here against an
+Reference values: BWC notes §6.1 (DERIVED, 6 significant digits), re-verified here against an
 independent 50-digit mpmath evaluation of the paper's printed form e^eps / (e^eps - 1 + 1/p).
 """
 

@@ -1,4 +1,5 @@
-"""Monte Carlo checks of seed 003's bounds on mechanisms with known privacy (slow-marked, seeded).
+"""Monte Carlo checks of Beyond Worst Case's bounds on mechanisms with known privacy (slow-marked,
+seeded).
 
 * Prop. B.1: k-ary randomized response with a near-uniform prior and the Bayes attacker meets
   Thm 3.2 *exactly*: conditional on the outputs, the success count is Poisson-binomial(beta_i).

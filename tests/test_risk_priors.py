@@ -1,4 +1,4 @@
-"""Priors and best-guess prior success (spec/003 §3.1, §1.7, §6.4)."""
+"""Priors and best-guess prior success (BWC notes §3.1, §1.7, §6.4)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ DELTA = 1e-5
 
 
 def test_zipf_literal_password_prior() -> None:
-    # spec/003 §3.1: Zipf(1.1, 1e9): H = 9.325523, p_max 0.10723259, p_min 1.34998e-11,
+    # BWC notes §3.1: Zipf(1.1, 1e9): H = 9.325523, p_max 0.10723259, p_min 1.34998e-11,
     # p(rank N/2) 2.89374e-11; independent 30-digit mpmath zeta for the normaliser.
     z = risk.password_prior("literal")
     mpmath.mp.dps = 30
@@ -25,7 +25,7 @@ def test_zipf_literal_password_prior() -> None:
     assert z.min() == pytest.approx(1.34998e-11, rel=1e-5)
     assert z.median() == pytest.approx(2.89374e-11, rel=1e-5)
     assert z.percentile(1.0) == z.max() and z.percentile(0.0) == z.min()
-    # spec/003 §6.4: literal reading gives Adv(1) = 0.1556, eps_protect = 0.3992
+    # BWC notes §6.4: literal reading gives Adv(1) = 0.1556, eps_protect = 0.3992
     assert risk.advantage_bound(z.max(), 1.0, DELTA) == pytest.approx(0.1556, abs=6e-5)
     assert risk.epsilon_protect(z.max(), 0.05, DELTA) == pytest.approx(0.3992, abs=6e-5)
 
@@ -38,7 +38,7 @@ def test_zipf_pmax_by_support(n: float, pmax: float) -> None:
 
 
 def test_implied_priors_reproduce_paper_numbers() -> None:
-    # spec/003 §6.4: the implied password prior Zipf(1.1, 700) gives 0.2417 / 0.2497 (paper
+    # BWC notes §6.4: the implied password prior Zipf(1.1, 700) gives 0.2417 / 0.2497 (paper
     # 0.24 / 0.25); Zipf(1.2, 1e9) gives 0.2377 / 0.2547.
     pw = risk.password_prior("implied")
     assert pw.max() == pytest.approx(0.185496, abs=1e-6)
@@ -55,7 +55,7 @@ def test_implied_priors_reproduce_paper_numbers() -> None:
     assert risk.advantage_bound(pii.max(), 5.0, DELTA) == pytest.approx(0.4478, abs=6e-5)
     assert risk.advantage_bound(pii.max(), 10.0, DELTA) == pytest.approx(0.9918, abs=6e-5)
     assert risk.epsilon_protect(pii.max(), 0.05, DELTA) == pytest.approx(2.3578, abs=6e-5)
-    # the 10th-percentile and median canaries have Adv(5) < 0.05 (seed 003 §5.3)
+    # the 10th-percentile and median canaries have Adv(5) < 0.05 (Beyond Worst Case §5.3)
     for q in (0.1, 0.5):
         assert risk.advantage_bound(pii.percentile(q), 5.0, DELTA) < 0.05
 
@@ -64,14 +64,14 @@ def test_uniform_priors() -> None:
     u = risk.UniformPrior.digits(9)
     assert u.max() == pytest.approx(1e-9) and u.median() == pytest.approx(1e-9)
     assert u.top_k_mass(1000) == pytest.approx(1e-6)
-    # spec/003 §6.4: eps_protect(1e-9) = 17.7786 (paper 17.8)
+    # BWC notes §6.4: eps_protect(1e-9) = 17.7786 (paper 17.8)
     assert risk.epsilon_protect(u.max(), 0.05, DELTA) == pytest.approx(17.7786, abs=6e-5)
     s = risk.UniformPrior.strings(26, 4)
     assert s.size == 26 ** 4 and s.top_k_mass(26 ** 4 + 5) == 1.0
 
 
 def test_scaled_down_zipf() -> None:
-    # spec/003 §3.3 [DERIVED]: Zipf(1.1) over 10 ranks
+    # BWC notes §3.3 [DERIVED]: Zipf(1.1) over 10 ranks
     ref = [0.37311, 0.17406, 0.11143, 0.08120, 0.06353, 0.05198, 0.04388, 0.03788, 0.03328,
            0.02964]
     got = risk.password_prior("literal").scaled_down(10).probs

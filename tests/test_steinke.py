@@ -1,4 +1,4 @@
-"""Steinke-Nasr-Jagielski one-run baseline (spec/001 §5.1, spec/000 §7.1)."""
+"""Steinke-Nasr-Jagielski one-run baseline (TOR notes §5.1, BT notes §7.1)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def test_p_value_matches_formula(m, r, v, eps, delta):
         _p_value_by_hand(m, r, v, eps, delta, shift=1), rel=1e-9, abs=1e-14)
 
 
-# spec/001 §4.3 [REPO]: Gaussian mu = 0.5, Steinke column (the authors' port variant)
+# TOR notes §4.3 [REPO]: Gaussian mu = 0.5, Steinke column (the authors' port variant)
 @pytest.mark.parametrize("n,r,u,ref", [
     (1000, 100, 26, 0.6519), (1000, 250, 75, 0.6124), (1000, 500, 172, 0.4866),
     (1000, 1000, 401, 0.2931), (10000, 1000, 259, 0.9277), (10000, 2500, 755, 0.7643),
@@ -44,7 +44,7 @@ def test_repo_table_port_variant(n, r, u, ref):
     assert res.epsilon == pytest.approx(ref, abs=2e-3)
 
 
-# spec/001 §4.5 [RECOMPUTED] r-sweep, original formula, n = 10000, delta = 1e-5
+# TOR notes §4.5 [RECOMPUTED] r-sweep, original formula, n = 10000, delta = 1e-5
 @pytest.mark.parametrize("r,u,ref", [
     (20, 1, 1.0569), (50, 2, 1.8428), (100, 4, 2.2331), (200, 11, 2.2787), (500, 37, 2.2253),
     (1000, 97, 2.0464), (2500, 364, 1.6735), (5000, 1034, 1.2858), (7500, 1947, 1.0041),
@@ -57,7 +57,7 @@ def test_r_sweep_original(r, u, ref):
 
 
 def test_original_vs_port_values():
-    # spec/001 §4.6: 1.62614 (original) and 1.62650 (port) for (1000, 100, 10)
+    # TOR notes §4.6: 1.62614 (original) and 1.62650 (port) for (1000, 100, 10)
     assert E.steinke(m=1000, guesses=100, correct=90).epsilon == pytest.approx(1.62614, abs=2e-4)
     assert E.steinke(m=1000, guesses=100, correct=90, variant="port").epsilon == pytest.approx(
         1.62650, abs=2e-4)
@@ -68,7 +68,7 @@ def test_original_vs_port_values():
     (1e-3, 100, 12, 1.4239), (1e-3, 1000, 119, 1.7609), (1e-3, 10000, 1191, 1.7248),
     (1e-2, 100, 12, 0.3078), (1e-2, 1000, 118, 0.0872), (1e-2, 10000, 1180, 0.0)])
 def test_randomized_response_large_delta(delta, n, u, ref):
-    # spec/001 §4.5 RR table: the 2 m delta term collapses the bound for large m delta
+    # TOR notes §4.5 RR table: the 2 m delta term collapses the bound for large m delta
     res = E.steinke(m=n, guesses=n, correct=n - u, delta=delta)
     assert res.epsilon == pytest.approx(ref, abs=2e-3)
     if ref == 0.0:

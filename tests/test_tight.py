@@ -1,6 +1,6 @@
-"""Tight one-run audit (seed 001) and its order-statistics machinery.
+"""Tight one-run audit (Tight One-Run) and its order-statistics machinery.
 
-Reference values: spec/001 §4.3-§4.7 ([REPO] = the authors' recorded outputs, [RECOMPUTED] =
+Reference values: TOR notes §4.3-§4.7 ([REPO] = the authors' recorded outputs, [RECOMPUTED] =
 the spec author's independent implementation).  Tail probabilities are checked to 1e-5
 absolute, epsilon bounds to 2e-3.
 """
@@ -38,7 +38,7 @@ from dpaudit.stats.order_statistics import (
 # Tail probabilities
 # --------------------------------------------------------------------------------------------
 
-# spec/001 §4.4 [REPO]: mechanism, n, r, u, exact P[T <= u]
+# TOR notes §4.4 [REPO]: mechanism, n, r, u, exact P[T <= u]
 _TAIL_ROWS = [
     (GaussianDP(0.8), 2000, 500, [(80, 0.011912), (90, 0.133620), (100, 0.503419),
                                   (110, 0.864023)]),
@@ -76,7 +76,7 @@ def test_exact_tail_matches_repo_table(curve, n, r, rows):
         assert tail_probability(src, n, r, u) == pytest.approx(ref, abs=1e-5)
 
 
-# spec/001 §4.6 [RECOMPUTED] single values (rows withheld from §4.4)
+# TOR notes §4.6 [RECOMPUTED] single values (rows withheld from §4.4)
 @pytest.mark.parametrize("curve,n,r,u,ref", [
     (LaplaceDP(2.0), 4000, 1000, 107, 0.125829),
     (SubsampledGaussianDP(1.0, 0.5), 2000, 500, 139, 0.063887),
@@ -97,7 +97,7 @@ def _poisson_binomial_cdf(p: np.ndarray, u: int) -> float:
     return float(d[:u + 1].sum())
 
 
-# spec/001 §4.7 [RECOMPUTED]: mu, n, r, u, exact, Poisson-binomial(p_i), Chernoff(Prop. 1)
+# TOR notes §4.7 [RECOMPUTED]: mu, n, r, u, exact, Poisson-binomial(p_i), Chernoff(Prop. 1)
 @pytest.mark.parametrize("mu,n,r,u,exact,pb,ch", [
     (1, 200, 50, 4, 0.12888, 0.12313, 0.35140),
     (1, 200, 50, 7, 0.54736, 0.54669, 0.99141),
@@ -147,7 +147,7 @@ def test_r_equals_n_is_binomial_with_curve_bit_error():
 
 
 def test_profile_bit_error_matches_closed_forms():
-    # spec/001 §4.2 e* values (asymmetric SGM included)
+    # TOR notes §4.2 e* values (asymmetric SGM included)
     for curve, ref in [(GaussianDP(1.0), 0.308538), (LaplaceDP(2.0), 0.183940),
                        (EpsDeltaDP(2.0, 1e-2), 0.118011),
                        (SubsampledGaussianDP(1.0, 0.5), 0.404269),
@@ -158,7 +158,7 @@ def test_profile_bit_error_matches_closed_forms():
 
 
 def test_tradeoff_profile_agrees_with_natural_pair_profile():
-    """Independent construction: the Gaussian pair on a midpoint grid (spec/001 §2.10)."""
+    """Independent construction: the Gaussian pair on a midpoint grid (TOR notes §2.10)."""
     mu = 1.0
     dx = 2 * (14 + mu) / 400_000
     x = -(14 + mu) + (np.arange(400_000) + 0.5) * dx
@@ -190,7 +190,7 @@ def test_lower_envelope_brackets_chord_and_is_tight():
 
 
 def test_exact_tail_against_monte_carlo():
-    """spec/001 §2.13: direct simulation of the top r of n i.i.d. channels (no Beta/mixture
+    """TOR notes §2.13: direct simulation of the top r of n i.i.d. channels (no Beta/mixture
     identity).  20000 repetitions: sd <= 0.0036, so 4.5 sd ~ 0.016."""
     rng = np.random.default_rng(20260101)
     for curve, n, r, us in [(GaussianDP(0.8), 2000, 500, (85, 100)),
@@ -228,7 +228,7 @@ def test_underflow_gives_zero_not_nan():
     ref = special.logsumexp(stats.binom.logpmf(k, 3000, 0.45))
     assert float(log_binom_cdf(10, 3000, 0.45)) == pytest.approx(ref, rel=1e-3)
     # no errors at all: (1 - Phi(-mu/2))^n = 0.05 <=> mu ~ 8.0 for n = 1e5
-    res = E.tight(n=10**5, r=10**5, u=0)
+    res = E.tight(n=10**5, r=10**5, u=0, family="gdp")
     assert res.params["mu"] == pytest.approx(-2 * special.ndtri(-math.log(0.05) / 1e5),
                                              rel=1e-3)
     assert math.isfinite(res.epsilon) and not res.details["hit_ceiling"]
@@ -256,7 +256,7 @@ def test_chernoff_and_hoeffding_bounds():
 # Epsilon lower bounds
 # --------------------------------------------------------------------------------------------
 
-# spec/001 §4.3 [REPO]: Gaussian mu = 0.5 (true eps 1.9931), n, r, u, ours
+# TOR notes §4.3 [REPO]: Gaussian mu = 0.5 (true eps 1.9931), n, r, u, ours
 _MU05 = [(1000, 100, 26, 1.1926), (1000, 250, 75, 1.4203), (1000, 500, 172, 1.4689),
          (1000, 1000, 401, 1.4140), (10000, 1000, 259, 1.7437), (10000, 2500, 755, 1.8052),
          (10000, 5000, 1721, 1.8279), (10000, 10000, 4013, 1.8074),
@@ -271,13 +271,13 @@ def test_tight_gdp_mu05_table(n, r, u, ref):
     assert res.epsilon < 1.9931  # below the true epsilon
 
 
-# spec/001 §4.5/§4.6: Gaussian mu = 1 (true eps 4.3772), exact mode, incl. the r-sweep
+# TOR notes §4.5/§4.6: Gaussian mu = 1 (true eps 4.3772), exact mode, incl. the r-sweep
 @pytest.mark.parametrize("n,r,u,ref", [
     (1000, 100, 10, 3.1645), (10000, 2500, 364, 4.1371), (1000, 1000, 309, 3.6700),
     (10000, 20, 1, 1.4596), (10000, 100, 4, 3.2083), (10000, 500, 37, 3.8538),
     (10000, 5000, 1034, 4.1789), (10000, 10000, 3085, 4.1592)])
 def test_tight_gdp_mu1(n, r, u, ref):
-    res = E.tight(n=n, r=r, u=u)
+    res = E.tight(n=n, r=r, u=u, family="gdp")
     assert res.epsilon == pytest.approx(ref, abs=2e-3)
     assert res.method == "tight" and res.delta == 1e-5 and res.confidence == 0.95
     assert res.p_value <= 0.05
@@ -289,18 +289,19 @@ def test_tight_gdp_mu1(n, r, u, ref):
 @pytest.mark.parametrize("n,r,u,ref", [(1000, 100, 10, 2.8232), (1000, 250, 36, 3.3514),
                                        (1000, 1000, 309, 3.3860)])
 def test_tight_paper_mode(n, r, u, ref):
-    paper = E.tight(n=n, r=r, u=u, mode="paper")
+    paper = E.tight(n=n, r=r, u=u, mode="paper", family="gdp")
     assert paper.epsilon == pytest.approx(ref, abs=2e-3)
-    assert paper.epsilon < E.tight(n=n, r=r, u=u).epsilon        # looser than exact
-    hoef = E.tight(n=n, r=r, u=u, mode="hoeffding")
+    assert paper.epsilon < E.tight(n=n, r=r, u=u, family="gdp").epsilon        # looser than exact
+    hoef = E.tight(n=n, r=r, u=u, mode="hoeffding", family="gdp")
     assert 0 < hoef.epsilon < paper.epsilon                       # Hoeffding is looser still
 
 
 def test_paper_mode_mu_value():
-    # spec/001 §4.5: paper mode fits mu = 0.6816, exact mode mu = 0.7537 for (1000, 100, 10)
-    assert E.tight(n=1000, r=100, u=10, mode="paper").params["mu"] == pytest.approx(0.6816,
-                                                                                   abs=5e-4)
-    assert E.tight(n=1000, r=100, u=10).params["mu"] == pytest.approx(0.7537, abs=5e-4)
+    # TOR notes §4.5: paper mode fits mu = 0.6816, exact mode mu = 0.7537 for (1000, 100, 10)
+    paper = E.tight(n=1000, r=100, u=10, mode="paper", family="gdp")
+    assert paper.params["mu"] == pytest.approx(0.6816, abs=5e-4)
+    exact = E.tight(n=1000, r=100, u=10, family="gdp")
+    assert exact.params["mu"] == pytest.approx(0.7537, abs=5e-4)
 
 
 @pytest.mark.parametrize("delta,n,u,ref", [
@@ -308,14 +309,14 @@ def test_paper_mode_mu_value():
     (1e-3, 100, 12, 1.4673), (1e-3, 1000, 119, 1.8377), (1e-3, 10000, 1191, 1.9488),
     (1e-2, 100, 12, 1.4562), (1e-2, 1000, 118, 1.8362), (1e-2, 10000, 1180, 1.9488)])
 def test_tight_randomized_response_eps_delta_family(delta, n, u, ref):
-    # spec/001 §4.5 RR table: r = n, (eps, delta_fixed) family
+    # TOR notes §4.5 RR table: r = n, (eps, delta_fixed) family
     res = E.tight(n=n, r=n, u=u, family="eps_delta", delta=delta)
     assert res.epsilon == pytest.approx(ref, abs=2e-3)
     assert res.params["eps"] == pytest.approx(res.epsilon)
 
 
 def test_bound_at_expected_errors_below_true_epsilon():
-    # spec/001 §4.4 repo unit test: u = round(E[T]) under the true mechanism, n=4000, r=1000
+    # TOR notes §4.4 repo unit test: u = round(E[T]) under the true mechanism, n=4000, r=1000
     for curve, family, true_eps in [(GaussianDP(1.0), "gdp", GaussianDP(1.0).epsilon(1e-5)),
                                     (LaplaceDP(1.0), "laplace", 1.0)]:
         u = round(expected_errors(curve, 4000, 1000))
@@ -331,36 +332,36 @@ def test_subsampled_family_and_callable_family():
     assert true_eps == pytest.approx(3.5340, abs=1e-3)
     assert 0.6 * true_eps < res.epsilon <= true_eps
     # a callable family gives the same answer as the named one
-    named = E.tight(n=1000, r=100, u=10)
+    named = E.tight(n=1000, r=100, u=10, family="gdp")
     fam = E.tight(n=1000, r=100, u=10, family=GaussianDP)
     assert fam.epsilon == pytest.approx(named.epsilon, abs=1e-4)
 
 
 def test_nothing_rejected_gives_zero():
-    res = E.tight(n=100, r=100, u=50)
+    res = E.tight(n=100, r=100, u=50, family="gdp")
     assert res.epsilon == 0.0 and res.params["mu"] == 0.0
     assert res.details["nothing_rejected"] and res.p_value > 0.05
-    res0 = E.tight(n=100, r=0, u=0)
+    res0 = E.tight(n=100, r=0, u=0, family="gdp")
     assert res0.epsilon == 0.0 and res0.p_value == 1.0
 
 
 def test_bad_inputs():
     with pytest.raises(ValueError, match="n must"):
-        E.tight(n=0, r=0, u=0)
+        E.tight(n=0, r=0, u=0, family="gdp")
     with pytest.raises(ValueError, match="r must be <= n"):
-        E.tight(n=10, r=11, u=0)
+        E.tight(n=10, r=11, u=0, family="gdp")
     with pytest.raises(ValueError, match="u must be <= r"):
-        E.tight(n=10, r=5, u=6)
+        E.tight(n=10, r=5, u=6, family="gdp")
     with pytest.raises(ValueError, match="u must"):
-        E.tight(n=10, r=5, u=-1)
+        E.tight(n=10, r=5, u=-1, family="gdp")
     with pytest.raises(ValueError, match="r must"):
-        E.tight(n=10, r=2.5, u=0)
+        E.tight(n=10, r=2.5, u=0, family="gdp")
     with pytest.raises(ValueError, match="delta"):
-        E.tight(n=10, r=5, u=1, delta=1.0)
+        E.tight(n=10, r=5, u=1, delta=1.0, family="gdp")
     with pytest.raises(ValueError, match="confidence"):
-        E.tight(n=10, r=5, u=1, confidence=1.0)
+        E.tight(n=10, r=5, u=1, confidence=1.0, family="gdp")
     with pytest.raises(ValueError, match="mode"):
-        E.tight(n=10, r=5, u=1, mode="poisson_binomial")
+        E.tight(n=10, r=5, u=1, mode="poisson_binomial", family="gdp")
     with pytest.raises(ValueError, match="family"):
         E.tight(n=10, r=5, u=1, family="renyi")
     with pytest.raises(ValueError, match="curve"):
@@ -416,5 +417,5 @@ def test_tight_coverage_gaussian_mechanism():
     # the full estimator agrees with the reduction on a few runs
     true_eps = curve.epsilon(1e-5)
     for k in range(3):
-        res = E.tight(n=n, r=r, u=int(u[k]))
+        res = E.tight(n=n, r=r, u=int(u[k]), family="gdp")
         assert (res.epsilon > true_eps) == bool(u[k] <= u_crit)

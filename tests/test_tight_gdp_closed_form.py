@@ -122,8 +122,8 @@ def test_tight_many_equals_tight_per_point(n, mu):
     s = rng.standard_normal(n) + mu * m
     c = guess_counts(m, s, default_grid(n))
     conf = 1 - 0.05 / c["guesses"].size
-    many = tight_many(n, c["guesses"], c["wrong"], confidence=conf)
-    one = [E.tight(n=n, r=int(r), u=int(u), confidence=conf)
+    many = tight_many(n, c["guesses"], c["wrong"], confidence=conf, family="gdp")
+    one = [E.tight(n=n, r=int(r), u=int(u), confidence=conf, family="gdp")
            for r, u in zip(c["guesses"], c["wrong"], strict=True)]
     for a, b in zip(many, one, strict=True):
         assert a.params == b.params and a.epsilon == b.epsilon and a.p_value == b.p_value
@@ -138,7 +138,7 @@ def test_gdp_search_agrees_with_the_plain_exact_search(n, r, u):
     margin to within tol (both are rejected ends of brackets of width <= tol), and its
     answer is certified: rejected exactly, with a non-rejected theta within tol above."""
     fam = resolve_family("gdp", 1e-5)
-    fast = E.tight(n=n, r=r, u=u)
+    fast = E.tight(n=n, r=r, u=u, family="gdp")
     plain = _tight_one(fam, n, r, u, 1e-5, 0.95, "exact", 1e-6)
     t_fast, t_plain = fast.params["mu"], plain.params["mu"]
     assert fast.details["nothing_rejected"] == plain.details["nothing_rejected"]

@@ -112,7 +112,7 @@ def test_opacus_clips_canaries_to_the_clip_norm() -> None:
 
 
 def test_backprop_clipping_lets_a_canary_contribute_batch_size_times_more() -> None:
-    # spec/000 §6.5: sum_i CLP_C(grad_i / |B|) with noise for C/|B|: one example moves the
+    # BT notes §6.5: sum_i CLP_C(grad_i / |B|) with noise for C/|B|: one example moves the
     # released sum by |B| C, i.e. the true noise multiplier is sigma / |B|.
     y, b, batch = _record_steps(TrainingConfig(canaries=60, hidden=32, steps=60,
                                                noise_multiplier=1e-4, seed=3,

@@ -58,11 +58,11 @@ def test_one_run_verdict_runs_simultaneous_for_bonferroni():
     member = rng.random(2000) < 0.5
     score = member + rng.normal(0, 0.3, 2000)  # a leaky mechanism (mu ~ 3.3)
     v, rs = one_run_verdict(member, score, 1.0, rule="bonferroni",
-                            methods=("bits", "steinke"), delta=1e-5)
+                            methods=("bits", "steinke"), delta=1e-5, family="gdp")
     assert all(r.settings["simultaneous"] for r in rs) and v.violation
     assert v.basis.epsilon == max(r.epsilon for r in rs)
     with pytest.raises(ValueError, match="sets simultaneous"):
-        one_run_verdict(member, score, 1.0, simultaneous=True)
+        one_run_verdict(member, score, 1.0, simultaneous=True, family="gdp")
 
 
 def _rr_trials(n, eps, rng):

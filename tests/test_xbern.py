@@ -1,4 +1,4 @@
-"""XBern statistics and intervals (seed 002, App. C; spec/002 §2.2-2.7, §4.3.5, §5)."""
+"""XBern statistics and intervals (Pillutla et al., App. C; LiDP notes §2.2-2.7, §4.3.5, §5)."""
 
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ def test_golden_moments_examples_a_b() -> None:
 
 
 def test_binomial_half_widths_figure6_row_n100() -> None:
-    # spec/002 §4.3.6, n = 100, s = 10, two-sided 95%: (p - lower)/(upper - p)
+    # LiDP notes §4.3.6, n = 100, s = 10, two-sided 95%: (p - lower)/(upper - p)
     expected = {"clopper_pearson": (0.0510, 0.0762), "jeffreys": (0.0474, 0.0701),
                 "wilson": (0.0448, 0.0744), "bernstein": (0.0705, 0.1407)}
     for method, (a, b) in expected.items():
@@ -145,7 +145,7 @@ def test_variance_identities_exact_enumeration(k: int) -> None:
 
 
 def test_variance_independent_and_fully_correlated_cases() -> None:
-    # spec/002 §5.9: mu2 = mu1^2 gives a K-fold reduction; perfectly correlated gives mu1(1-mu1)
+    # LiDP notes §5.9: mu2 = mu1^2 gives a K-fold reduction; perfectly correlated gives mu1(1-mu1)
     k, p = 16, 0.3
     assert var_m1(p, p * p, k) == pytest.approx(p * (1 - p) / k, rel=1e-13)
     assert var_m1(p, p, k) == pytest.approx(p * (1 - p), rel=1e-13)
@@ -210,7 +210,7 @@ def test_k1_reduces_to_bernoulli_intervals() -> None:
 
 
 def test_first_order_width_independent_of_k() -> None:
-    # spec/002 §5.8: first-order intervals depend on mu_hat_1 only
+    # LiDP notes §5.8: first-order intervals depend on mu_hat_1 only
     mu = np.array([0.3, 0.2, 0.1, 0.05])
     for method in ("wilson", "bernstein"):
         w = [np.subtract(*xbern_bounds(mu, 500, k, 0.05, method=method, order=1)[::-1])
@@ -219,7 +219,7 @@ def test_first_order_width_independent_of_k() -> None:
 
 
 def test_fully_correlated_second_order_not_tighter() -> None:
-    # spec/002 §5.9: all x_k equal -> mu2 = mu1; the 2nd-order interval is no tighter
+    # LiDP notes §5.9: all x_k equal -> mu2 = mu1; the 2nd-order interval is no tighter
     k, n = 16, 400
     s = np.where(np.arange(n) % 5 == 0, k, 0)
     for method in ("wilson", "bernstein"):
@@ -294,7 +294,7 @@ def test_second_order_width_scales_as_n_to_minus_three_quarters(method: str) -> 
 
 
 def test_fourth_order_width_scales_as_n_to_minus_seven_eighths() -> None:
-    # spec/002 §5.8 with K = n^{3/4} and independent canaries.  The n^{-7/8} rate needs the
+    # LiDP notes §5.8 with K = n^{3/4} and independent canaries.  The n^{-7/8} rate needs the
     # exact Eq. 18 variance (Bernstein-4, Wilson-4 exact_eq18).  The printed Algorithm 7 uses
     # (mu4_bar - mu3_bar^2), which is O(1) for independent canaries (p^4 - p^6), so the paper's
     # default Wilson-4 only achieves n^{-3/4}: a finding recorded in docs/lifted.md.
@@ -379,7 +379,7 @@ def test_other_bad_input() -> None:
 
 
 def test_z_quantiles_of_spec_table() -> None:
-    # spec/002 §2.4
+    # LiDP notes §2.4
     assert stats.norm.isf(0.025) == pytest.approx(1.959964, abs=1e-6)
     assert stats.norm.isf(0.025 / 2) == pytest.approx(2.241403, abs=1e-6)
     assert stats.norm.isf(0.025 / 4) == pytest.approx(2.497705, abs=1e-6)

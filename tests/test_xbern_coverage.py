@@ -1,6 +1,6 @@
-"""Monte Carlo coverage of every XBern interval on correlated XBern data (spec/002 §5.5-5.6).
+"""Monte Carlo coverage of every XBern interval on correlated XBern data (LiDP notes §5.5-5.6).
 
-Data model (spec/002 §4.3.7): per trial p ~ Beta(a, b), then K i.i.d. Bernoulli(p) tests.
+Data model (LiDP notes §4.3.7): per trial p ~ Beta(a, b), then K i.i.d. Bernoulli(p) tests.
 This is an exchangeable XBern with mu_l = E[p^l]; mu_1 = a / (a + b) is known exactly, and
 the Beta(0.5, 4.5) mixture is strongly correlated (Var(m_1) is 6 times its independent value).
 
@@ -72,7 +72,7 @@ def test_xbern_intervals_cover_on_correlated_data(setting: str) -> None:
 
 @pytest.mark.slow
 def test_higher_order_wilson_adapts_to_correlation() -> None:
-    # spec/002 §4.3.7: the W2/W1 width ratio grows with the correlation (n=200, K=16)
+    # LiDP notes §4.3.7: the W2/W1 width ratio grows with the correlation (n=200, K=16)
     ratios = []
     for setting in SETTINGS:
         s, _ = _counts(setting, 200, 16, seed=7)

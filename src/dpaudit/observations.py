@@ -5,7 +5,7 @@
   per-canary truth bits and scores, by the one-run audits.
 * :class:`LiftedObservations` -- LiDP trial-by-canary 0/1 matrices ``x`` (tests on the model
   trained with the K canaries) and ``y`` (tests on the model with K - 1 canaries plus fresh
-  ones), seed 002.
+  ones), Pillutla et al..
 
 Bad input (NaN/inf scores, empty or mismatched arrays, non-binary labels) raises ValueError.
 """
@@ -79,7 +79,7 @@ def _binary_matrix(name: str, a: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class LiftedObservations:
-    """x, y: (trials, K) 0/1 matrices of test outcomes (seed 002, Algorithm 1)."""
+    """x, y: (trials, K) 0/1 matrices of test outcomes (Pillutla et al., Algorithm 1)."""
 
     x: np.ndarray
     y: np.ndarray

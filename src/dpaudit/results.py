@@ -71,6 +71,10 @@ class AuditResult:
       p_value: p-value of the rejected null at the fitted parameter, where defined.
       settings: every input needed to reproduce the number (counts, family, ci, mode, ...).
       details: auxiliary figures (confidence bounds on FPR/FNR, AUROC, the chosen threshold).
+      assumption: None when the bound (and a verdict drawn from it) holds for every mechanism
+        that meets an (epsilon, delta) claim; otherwise what it assumes about the mechanism,
+        e.g. "the mechanism is μ-GDP" (a null family other than "eps_delta" on a user's
+        scores).  ``to_dict`` adds ``family_is_assumption`` = (assumption is not None).
     """
 
     epsilon: float
@@ -81,6 +85,13 @@ class AuditResult:
     p_value: float | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
     details: Mapping[str, Any] = field(default_factory=dict)
+    assumption: str | None = None
+
+    @property
+    def is_estimate(self) -> bool:
+        """True for a figure that is an estimate under an assumption, not a lower bound
+        (e.g. ``multi_run_gdp``): printed as an estimate and never the basis of a verdict."""
+        return bool(self.details.get("estimate", False)) if self.details else False
 
     def ratio_to(self, true_epsilon: float) -> float:
         """Fraction of a reference (e.g. theoretical) epsilon that the bound recovers."""
@@ -93,4 +104,6 @@ class AuditResult:
     def to_dict(self) -> dict[str, Any]:
         """The fields as strict-JSON values (see the module docstring for non-finite numbers:
         an infinite bound is ``"epsilon": null, "epsilon_note": "inf"``)."""
-        return json_safe({f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out["family_is_assumption"] = self.assumption is not None
+        return json_safe(out)

@@ -39,7 +39,7 @@ def largest_rejected(reject: Callable[[float], bool], lo: float, hi: float, *,
 
     Bisection keeps the invariant reject(lo) and not reject(hi); the returned theta is the
     rejected end ``lo`` so the reported bound is always backed by an actual rejection
-    (spec/001 §2.11 returns the midpoint; returning the rejected end is the conservative
+    (TOR notes §2.11 returns the midpoint; returning the rejected end is the conservative
     choice and differs by at most ``tol``).
     """
     if not reject(lo):

@@ -6,7 +6,8 @@ mechanism leaks more than claimed.
     def test_my_mechanism_is_private():
         assert_dp(my_mechanism, my_neighbours, my_score, epsilon=1.0, delta=1e-5)
 
-It runs a black-box multi-run audit (seed 000 Algorithm 1 / seed 004: ``trials`` independent
+It runs a black-box multi-run audit (Bits Transmission Algorithm 1 / Hypothesis Interpretation:
+``trials`` independent
 runs, each on D0 or D1 chosen by a fair coin; :func:`dpaudit.games.blackbox.run_trials`, i.e.
 the trial engine) and the classical Clopper-Pearson audit (:func:`dpaudit.estimators.multi_run`,
 Bonferroni over thresholds by default).  If the epsilon lower bound exceeds the claimed
@@ -44,11 +45,13 @@ DEFAULT_TRIALS = 10_000
 
 
 class DPViolation(AssertionError):
-    """An audit proved the claim false; ``.result`` is the :class:`AuditResult`."""
+    """An audit proved the claim false; ``.result`` is the :class:`AuditResult`, ``.audit``
+    the typed outcome (:class:`dpaudit.outcome.Audit`: the verdict and its guarantee)."""
 
-    def __init__(self, message: str, result: AuditResult) -> None:
+    def __init__(self, message: str, result: AuditResult, audit: Any = None) -> None:
         super().__init__(message)
         self.result = result
+        self.audit = audit
 
 
 def _evidence(res: AuditResult, epsilon: float, trials: int, seed: int) -> str:
@@ -102,19 +105,27 @@ def assert_dp(mechanism: Callable[[Any, np.random.Generator], Any],
 
     Passing is not a proof of privacy (see the module docstring).
     """
-    from dpaudit.estimators.multi_run import multi_run
-    from dpaudit.games.blackbox import BlackBoxAudit, run_trials
+    from dpaudit.engine.audit import run_audit
+    from dpaudit.games.blackbox import BlackBoxAudit
 
     eps = check_nonnegative("epsilon", epsilon)
     delta = check_delta(delta)
     gamma = check_confidence(confidence)
     n = check_count("trials", trials, minimum=2)
     seed = check_count("seed", seed)
+    if workers is not None:
+        check_count("workers", workers, minimum=1)
     audit = BlackBoxAudit(mechanism, neighbours, score, adjacency)
-    obs = run_trials(audit, n, seed, workers=workers, progress=False)
-    if obs.n_members == 0 or obs.n_nonmembers == 0:  # pragma: no cover - needs trials ~ 2
-        raise ValueError(f"trials = {n} drew only one side of the coin; use more trials")
-    res = multi_run(obs.member, obs.score, delta=delta, confidence=gamma, threshold=threshold)
-    if res.epsilon > eps:
-        raise DPViolation(_evidence(res, eps, n, seed), res)
+    # the engine's black-box driver; a failing trial fails the gate (no retries)
+    run = run_audit(audit, trials=n, seed=seed, executor="inline" if workers == 1 else "process",
+                    workers=workers, claimed_epsilon=eps, delta=delta, confidence=gamma,
+                    threshold=threshold, retries=0)
+    if run.failures:
+        f = run.failures[0]
+        raise ValueError(f"trial {f.trial} failed ({len(run.failures)} of {n} trials failed): "
+                         f"{f.error}")
+    res = run.result
+    audit = run.to_audit()
+    if audit.violation:
+        raise DPViolation(_evidence(res, eps, n, seed), res, audit)
     return res

@@ -14,12 +14,14 @@ Two layouts that membership-inference tooling produces:
 Audits of the shadow layout (what each is valid for):
 
 * **per run** (:meth:`ShadowLayout.run`): the examples of one target run are the canaries of a
-  one-run audit (seed 000 Algorithm 2; ``dpaudit.audit_one_run``).  Valid when each example was
+  one-run audit (Bits Transmission Algorithm 2; ``dpaudit.audit_one_run``).  Valid when each example
+  was
   included in that run independently with probability 1/2 and the scores of run r were
   computed from model r plus side information independent of run r's membership (e.g.
   reference models trained separately, or the other runs: runs are independent);
 * **per example** (:meth:`ShadowLayout.example`, :func:`per_example_audit`): the runs are the
-  independent trials of the classical multi-run audit of one example (seed 004, Jagielski et
+  independent trials of the classical multi-run audit of one example (Hypothesis Interpretation,
+  Jagielski et
   al. 2020): valid when the score of (r, j) is a function of model r only (or of reference
   models disjoint from the audited runs), so that the R trials are independent.  The
   per-example bounds are each valid at ``confidence``; their maximum over E examples is reported
@@ -156,7 +158,8 @@ def per_example_audit(layout: ShadowLayout, delta: float = 0.0, confidence: floa
     """Classical multi-run audit of every example across the runs, vectorised over examples.
 
     For example j, run r is one trial (bit = membership[r, j], score = scores[r, j]); the test
-    "score >= t" gives TPR/FPR bounds by Clopper-Pearson and an epsilon lower bound by seed 004
+    "score >= t" gives TPR/FPR bounds by Clopper-Pearson and an epsilon lower bound by DP Hypothesis
+    Tutorial
     Eqs. 13-16 (:func:`dpaudit.estimators.multi_run.epsilon_from_rates`).  The thresholds are
     fixed before looking at the labels: ``thresholds`` given by the caller, or ``max_thresholds``
     quantiles of the pooled scores (label-blind, with the caveat of multi_run's "bonferroni"

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from dpaudit.cli.common import app, check_claimed_epsilon, json_payload, print_results
+from dpaudit.cli.report_options import format_option, maybe_write_report, report_option
 from dpaudit.cli.table_options import (
     aggregate_option,
     group_col_option,
@@ -16,7 +17,6 @@ from dpaudit.cli.table_options import (
     score_col_option,
 )
 from dpaudit.estimators.multi_run import multi_run
-from dpaudit.report.cli import format_option, maybe_write_report, report_option
 
 
 def _threshold(text: str) -> str | float:
@@ -51,7 +51,8 @@ def audit_cmd(
     report: Path | None = report_option(),
     report_format: str = format_option(),
 ) -> None:
-    """Multi-run audit (seed 004, Clopper-Pearson): epsilon lower bound + GDP-based estimate."""
+    """Multi-run audit (Hypothesis Interpretation, Clopper-Pearson): epsilon lower bound + GDP-based
+    estimate."""
     obs = load_table(scores, member_col, score_col, group_col, aggregate)
     th = _threshold(threshold)
     if seed is not None and th not in ("split", "multi_split"):

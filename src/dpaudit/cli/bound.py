@@ -6,8 +6,10 @@ is guessed) and exactly one of ``--wrong`` / ``--correct`` -- and prints the bou
 with ``--json``, as the :class:`~dpaudit.results.AuditResult` dictionary.  The older spellings
 (``--n --r --u``, ``--m``, ``--errors``) are hidden aliases for one release.
 
-Families (``--family``): ``gdp``, ``laplace``, ``eps_delta`` (null delta = ``--delta``) or
-``subsampled_gaussian:Q`` (alias ``sgm:Q``) with sampling rate Q in (0, 1].
+Families (``--family``): ``eps_delta`` (the default; null delta = ``--delta``), valid for every
+mechanism meeting an (epsilon, ``--delta``) claim; ``gdp``, ``laplace`` or
+``subsampled_gaussian:Q`` (alias ``sgm:Q``, sampling rate Q in (0, 1]) assume the mechanism's
+trade-off curve has that shape, and the output says so ("assuming the mechanism is μ-GDP").
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 import typer
 
 from dpaudit.cli.common import (
+    app,
     bound_app,
     check_claimed_epsilon,
     normalize_name,
@@ -31,6 +34,8 @@ from dpaudit.estimators.tight import tight
 from dpaudit.validation import check_nested_counts
 
 __all__ = ["parse_family"]
+
+app.add_typer(bound_app, name="bound")  # the sub-commands: this module and dpaudit.cli.lifted
 
 
 def parse_family(text: str, delta: float = 0.0) -> Any:
@@ -59,8 +64,10 @@ def parse_family(text: str, delta: float = 0.0) -> Any:
 
 _DELTA = typer.Option(1e-5, "--delta", help="delta at which epsilon is stated.")
 _CONF = typer.Option(0.95, "--confidence", help="Probability that the bound holds.")
-_FAMILY = typer.Option("gdp", "--family",
-                       help="Null family: gdp, laplace, eps_delta, subsampled_gaussian:Q.")
+_FAMILY = typer.Option("eps_delta", "--family",
+                       help="Null family: eps_delta (default; valid for every (epsilon, "
+                            "delta) claim), or an assumption about the mechanism: gdp, "
+                            "laplace, subsampled_gaussian:Q.")
 _CLAIM = typer.Option(None, "--claimed-epsilon", help="Claimed epsilon to test.")
 _JSON = typer.Option(False, "--json", help="Machine-readable output (AuditResult keys).")
 _CANARIES = typer.Option(..., "--canaries", help="Number of canaries (secret bits).")
@@ -84,7 +91,7 @@ def bits_cmd(
     claimed_epsilon: float | None = _CLAIM,
     as_json: bool = _JSON,
 ) -> None:
-    """Bits-transmission audit (seed 000): every bit guessed, `wrong` of them wrong."""
+    """Bits-transmission audit (Bits Transmission): every bit guessed, `wrong` of them wrong."""
     claimed_epsilon = check_claimed_epsilon(claimed_epsilon)
     errors = resolve_wrong_correct(n, wrong, correct, total_name="--canaries")
     r = bits(n=n, errors=errors, family=parse_family(family, delta), delta=delta,
@@ -107,7 +114,7 @@ def tight_cmd(
     claimed_epsilon: float | None = _CLAIM,
     as_json: bool = _JSON,
 ) -> None:
-    """Tight one-run audit (seed 001): f-DP null, exact order-statistics tail."""
+    """Tight one-run audit (Tight One-Run): f-DP null, exact order-statistics tail."""
     claimed_epsilon = check_claimed_epsilon(claimed_epsilon)
     check_nested_counts(**{"--canaries": n, "--guesses": r})
     u = resolve_wrong_correct(r, wrong, correct)

@@ -25,66 +25,19 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import typer
-import typer.core
 from rich.console import Console
 from rich.table import Table
 
+from dpaudit.cli.aliases import OPTION_ALIASES, normalize_name, rewrite_aliases
+from dpaudit.cli.app import app, bound_app
+from dpaudit.outcome import Audit
 from dpaudit.results import AuditResult, json_safe
 from dpaudit.validation import check_nested_counts
 
 __all__ = ["app", "bound_app", "console", "fmt_number", "json_payload", "print_results",
-           "print_json", "verdict", "OPTION_ALIASES", "rewrite_aliases", "normalize_name",
+           "print_json", "assumption_notes", "OPTION_ALIASES", "rewrite_aliases",
+           "normalize_name",
            "resolve_wrong_correct", "check_claimed_epsilon", "given_options", "reject_unused"]
-
-#: Old option spellings, per command path, kept as hidden aliases for one release (0.2 removes
-#: them).  Keys are the command path ("bound tight"); values map old -> new spelling.
-OPTION_ALIASES: dict[str, dict[str, str]] = {
-    "bound tight": {"--n": "--canaries", "--r": "--guesses", "--u": "--wrong"},
-    "bound bits": {"--n": "--canaries", "--errors": "--wrong"},
-    "bound steinke": {"--m": "--canaries"},
-    "bound mahloujifar": {"--m": "--canaries"},
-    "curve": {"--eps": "--epsilon", "--q": "--sampling-rate"},
-    "simulate": {"--eps": "--epsilon", "--q": "--sampling-rate",
-                 "--true-epsilon": "--compute-true-epsilon"},
-}
-
-
-def rewrite_aliases(argv: Sequence[str], *,
-                    notes: list[str] | None = None) -> list[str]:
-    """Rewrite the old option spellings of :data:`OPTION_ALIASES` to the current ones.
-
-    The command path is the longest key of the table that the leading words of ``argv`` spell;
-    both ``--old VALUE`` and ``--old=VALUE`` are rewritten.  A deprecation note per alias is
-    appended to ``notes``; :func:`dpaudit.cli.main` prints them on stderr after a successful run
-    (never on stdout, so ``--json`` stays parseable; never before an ``error:`` line)."""
-    args = list(argv)
-    words: list[str] = []
-    for a in args:
-        if a.startswith("-"):
-            break
-        words.append(a)
-    table: dict[str, str] = {}
-    for k in range(len(words), 0, -1):
-        key = " ".join(words[:k])
-        if key in OPTION_ALIASES:
-            table = OPTION_ALIASES[key]
-            break
-    if not table:
-        return args
-    out: list[str] = []
-    for a in args:
-        name, eq, val = a.partition("=")
-        if name in table:
-            if notes is not None:
-                notes.append(f"note: {name} is deprecated, use {table[name]}")
-            a = table[name] + eq + val
-        out.append(a)
-    return out
-
-
-def normalize_name(text: str) -> str:
-    """Values naming things are spelt with underscores; hyphens and case are forgiven."""
-    return text.strip().lower().replace("-", "_")
 
 
 def resolve_wrong_correct(guesses: int, wrong: int | None, correct: int | None, *,
@@ -109,11 +62,10 @@ def check_claimed_epsilon(value: float | None) -> float | None:
 
 
 def given_options(ctx: typer.Context) -> set[str]:
-    """Names (Python parameter names) of the options typed on the command line."""
-    from typer._click.core import ParameterSource
-
+    """Names (Python parameter names) of the options typed on the command line (click's
+    ``ParameterSource.COMMANDLINE``, compared by name: typer may vendor click)."""
     return {p.name for p in ctx.command.params if p.name is not None
-            and ctx.get_parameter_source(p.name) is ParameterSource.COMMANDLINE}
+            and getattr(ctx.get_parameter_source(p.name), "name", None) == "COMMANDLINE"}
 
 
 def reject_unused(ctx: typer.Context, used: Iterable[str], what: str) -> None:
@@ -127,39 +79,6 @@ def reject_unused(ctx: typer.Context, used: Iterable[str], what: str) -> None:
         raise ValueError(f"{what} does not use {', '.join(bad)}")
 
 
-# Help without type noise on flags ("--json <bool>"): a flag takes no value.
-_display_type_rich = typer.core.TyperOption.display_type_rich
-
-
-def _flag_display_type(self: typer.core.TyperOption, ctx: Any) -> str | None:
-    if getattr(self, "is_flag", False):
-        return None
-    return _display_type_rich(self, ctx)
-
-
-typer.core.TyperOption.display_type_rich = _flag_display_type  # type: ignore[method-assign]
-
-app = typer.Typer(
-    name="dpaudit", add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-    help="Empirical privacy auditing of differential privacy, and attack-risk bounds.")
-bound_app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False,
-                        help="Compute an epsilon lower bound from counts (no raw data needed).")
-app.add_typer(bound_app, name="bound")
-
-
-def _version(value: bool) -> None:
-    if value:
-        from dpaudit import __version__
-
-        typer.echo(f"dpaudit {__version__}")
-        raise typer.Exit(0)
-
-
-@app.callback()
-def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                       help="Print the version and exit.")) -> None:
-    """Empirical privacy auditing of differential privacy, and attack-risk bounds."""
-
 console = Console()
 
 
@@ -169,13 +88,22 @@ def print_json(obj: Any) -> None:
                           allow_nan=False))
 
 
-def verdict(epsilon_lb: float, claimed: float | None) -> str | None:
-    """The one-line verdict against a claimed epsilon."""
-    if claimed is None:
-        return None
-    if epsilon_lb > claimed:
-        return f"violation: epsilon >= {epsilon_lb:.4f} > claimed {claimed:g}"
-    return f"no violation detected (epsilon >= {epsilon_lb:.4f} <= claimed {claimed:g})"
+def assumption_notes(rs: Sequence[AuditResult]) -> list[str]:
+    """Lines naming the rows that rest on an assumption or are estimates (printed under every
+    table, so that no such figure reads as a lower bound valid for the claim as stated)."""
+    out = [f"note: {r.method} is an estimate assuming {r.assumption}, not a lower bound "
+           f"(never used for a verdict)" for r in rs if r.is_estimate]
+    groups: dict[tuple[str, str], list[str]] = {}
+    for r in rs:
+        if r.assumption is not None and not r.is_estimate:
+            fam = str(r.settings.get("family", "")) if r.settings else ""
+            groups.setdefault((r.assumption, fam), []).append(r.method)
+    for (text, fam), names in groups.items():
+        verb = "assumes" if len(names) == 1 else "assume"
+        out.append(f"note: {', '.join(names)} {verb} {text} (null family {fam}): not valid for "
+                   f"every mechanism meeting an (epsilon, delta) claim, as the default family "
+                   f"eps_delta is")
+    return out
 
 
 def fmt_number(x: Any) -> str:
@@ -194,28 +122,16 @@ def fmt_number(x: Any) -> str:
     return str(x)
 
 
-def json_payload(results: Sequence[AuditResult] | AuditResult, *,
+def json_payload(results: Sequence[AuditResult] | AuditResult | Audit, *,
                  claimed_epsilon: float | None = None, true_epsilon: float | None = None,
                  extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The object ``print_results(..., as_json=True)`` prints (also what ``--report`` and
-    ``dpaudit report`` read): results, claim, violation and verdict (from the first result),
-    true epsilon and ``extra``; a lone result without extras is printed bare."""
-    rs: list[AuditResult] = [results] if isinstance(results, AuditResult) else list(results)
-    best = rs[0].epsilon if rs else 0.0
-    v = verdict(best, claimed_epsilon)
-    if v and len(rs) > 1:
-        v += f" (verdict from {rs[0].method}; other rows are for comparison)"
-    out: dict[str, Any] = {"results": [r.to_dict() for r in rs]}
-    if claimed_epsilon is not None:
-        out["claimed_epsilon"] = claimed_epsilon
-        out["violation"] = bool(best > claimed_epsilon)
-        out["verdict"] = v
-    if true_epsilon is not None:
-        out["true_epsilon"] = true_epsilon
-    if extra:
-        out.update(extra)
-    return out if len(rs) != 1 or extra or claimed_epsilon is not None \
-        or true_epsilon is not None else rs[0].to_dict()
+    ``dpaudit report`` read): :meth:`dpaudit.outcome.Audit.to_dict` of the results with the
+    verdict against ``claimed_epsilon`` (first row = primary method)."""
+    if isinstance(results, Audit):
+        return results.to_dict()
+    return Audit.of(results, claimed_epsilon, true_epsilon=true_epsilon,
+                    extra=extra).to_dict()
 
 
 def print_results(results: Sequence[AuditResult] | AuditResult, *, as_json: bool = False,
@@ -229,26 +145,32 @@ def print_results(results: Sequence[AuditResult] | AuditResult, *, as_json: bool
     rs: list[AuditResult] = [results] if isinstance(results, AuditResult) else list(results)
     # The verdict rests on the FIRST (primary) result only: each row holds at the stated
     # confidence on its own, but the maximum over several rows does not.
-    best = rs[0].epsilon if rs else 0.0
-    v = verdict(best, claimed_epsilon)
-    if v and len(rs) > 1:
-        v += f" (verdict from {rs[0].method}; other rows are for comparison)"
+    v = Audit.of(rs, claimed_epsilon).message() if claimed_epsilon is not None else None
     if as_json:
         print_json(json_payload(rs, claimed_epsilon=claimed_epsilon, true_epsilon=true_epsilon,
                                 extra=extra))
         return
-    header = ["method", "epsilon >=", "delta", "confidence"]
+    # a row that is an estimate (under an assumption) is never shown as "epsilon >="
+    estimates = any(r.is_estimate for r in rs)
+    header = ["method", "epsilon" if estimates else "epsilon >=", "delta", "confidence"]
     rows = []
     for r in rs:
-        row = [r.method, fmt_number(r.epsilon), fmt_number(r.delta), fmt_number(r.confidence)]
+        e = fmt_number(r.epsilon)
+        if estimates:
+            e = f"~ {e} (estimate)" if r.is_estimate else f">= {e}"
+        row = [r.method, e, fmt_number(r.delta), fmt_number(r.confidence)]
         if true_epsilon is not None:
             row.append(f"{100 * r.ratio_to(true_epsilon):.1f}%")
         row.append(", ".join(f"{k}={fmt_number(v)}" for k, v in r.params.items()) or "-")
         row.append(fmt_number(r.p_value))
+        if any(x.assumption is not None for x in rs):
+            row.append("-" if r.assumption is None else _short_assumption(r.assumption))
         rows.append(row)
     if true_epsilon is not None:
         header.append("of true eps")
     header += ["fit", "p-value"]
+    if any(x.assumption is not None for x in rs):
+        header.append("assuming")
     # No constant columns: with several rows, a column with one value for all of them (delta,
     # confidence; an empty fit or p-value) moves to the caption.
     keep = list(range(len(header)))
@@ -272,11 +194,21 @@ def print_results(results: Sequence[AuditResult] | AuditResult, *, as_json: bool
                           f"({r.settings.get('family', 'family')}): epsilon >= "
                           f"{fmt_number(r.epsilon)} is the ceiling's epsilon, at the family's "
                           f"ceiling; the data may support more")
+    for line in assumption_notes(rs):
+        console.print(line, markup=False)
     if extra:
         for k, val in extra.items():
             console.print(f"{k}: {fmt_number(val)}")
     if v:
         console.print(f"[bold]{v}[/bold]")
+
+
+def _short_assumption(text: str) -> str:
+    """Table cell of an assumption: "the mechanism is μ-GDP" -> "μ-GDP"."""
+    for pre in ("the mechanism is ", "the mechanism's trade-off curve is "):
+        if text.startswith(pre):
+            return text[len(pre):]
+    return text
 
 
 def parse_float_list(text: str, name: str) -> list[float]:

@@ -7,43 +7,12 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import typer
 
 from dpaudit.cli.common import app as _app
-from dpaudit.cli.common import console, json_payload, print_json, print_results, verdict
-from dpaudit.curves import GaussianDP
-from dpaudit.estimators.multi_run import multi_run
-from dpaudit.search import solve_monotone
-
-
-def gaussian_mu_for_epsilon(epsilon: float, delta: float) -> float:
-    """mu of the Gaussian mechanism that is exactly (epsilon, delta)-DP."""
-    return solve_monotone(lambda m: GaussianDP(m).epsilon(delta), epsilon, 0.01, 10.0)
-
-
-def multi_run_demo_data(claimed_epsilon: float = 2.0, delta: float = 1e-5,
-                        trials: int = 100_000, noise_scale_bug: float = 1.0, seed: int = 0
-                        ) -> tuple[float, np.ndarray, np.ndarray]:
-    """(mu, member, score) of :func:`multi_run_demo`."""
-    mu = gaussian_mu_for_epsilon(claimed_epsilon, delta)
-    rng = np.random.default_rng(seed)
-    member = rng.random(trials) < 0.5
-    score = member * 1.0 + rng.normal(0.0, noise_scale_bug / mu, trials)
-    return mu, member, score
-
-
-def multi_run_demo(claimed_epsilon: float = 2.0, delta: float = 1e-5, trials: int = 100_000,
-                   noise_scale_bug: float = 1.0, seed: int = 0) -> tuple[float, object]:
-    """Multi-run audit of a Gaussian sum query (sensitivity 1) calibrated to the claim.
-
-    ``noise_scale_bug`` < 1 simulates noise calibrated to a too-small sensitivity: the
-    effective mu is mu_claimed / noise_scale_bug.  Each trial trains on D0 or D1 (one fair
-    coin per trial) and the attacker scores the released value itself.
-    """
-    mu, member, score = multi_run_demo_data(claimed_epsilon, delta, trials, noise_scale_bug,
-                                            seed)
-    return mu, multi_run(member, score, delta=delta, confidence=0.95)
+from dpaudit.cli.common import console, json_payload, print_json, print_results
+from dpaudit.games.demo import TRAINING_DEMO, multi_run_demo, multi_run_demo_data
+from dpaudit.outcome import Audit
 
 
 @_app.command("demo")
@@ -69,14 +38,13 @@ def demo_cmd(
                  f"T={s['steps']}, {s['canaries']:,} canaries, claimed eps={claimed:.3f} "
                  f"at delta={s['delta']:g}")
         # the card states the same verdict as `demo --json`
-        cards.append(build_report({**json_payload(results, claimed_epsilon=claimed),
-                                   "verdict": verdict(results[0].epsilon, claimed)},
-                                  observations=rep.observations, title=title,
+        audit = rep.to_audit()
+        cards.append(build_report(audit.to_dict(), observations=rep.observations, title=title,
                                   settings={**s, "flawed": flawed, "seed": seed},
                                   command="dpaudit demo"))
         if as_json:
-            out[name] = {"claimed_epsilon": claimed, "verdict": verdict(results[0].epsilon,
-                                                                        claimed),
+            out[name] = {"claimed_epsilon": claimed, "verdict": audit.message(),
+                         "family": rep.settings["family"],
                          "results": [r.to_dict() for r in results]}
         else:
             print_results(results, claimed_epsilon=claimed, title=title)
@@ -95,8 +63,8 @@ def demo_cmd(
                       "noise_scale_bug": bug, "seed": sd}, command="dpaudit demo"))
     if as_json:
         out["multi_run"] = {"claimed_epsilon": claimed_mr, "mu": mu,
-                            "correct": verdict(ok.epsilon, claimed_mr),
-                            "flawed": verdict(bad.epsilon, claimed_mr),
+                            "correct": Audit.of(ok, claimed_mr).message(),
+                            "flawed": Audit.of(bad, claimed_mr).message(),
                             "results": [ok.to_dict(), bad.to_dict()]}
         out["training"] = _training_demo(seed, as_json, cards)
         path = write_report(report, cards, page_title=_page_title(cards))
@@ -109,8 +77,8 @@ def demo_cmd(
     print_results([ok, bad],
                   title="Classical multi-run audit (Clopper-Pearson, Bonferroni thresholds)",
                   extra={"claimed_epsilon": claimed_mr,
-                         "correct": verdict(ok.epsilon, claimed_mr),
-                         "flawed": verdict(bad.epsilon, claimed_mr)})
+                         "correct": Audit.of(ok, claimed_mr).message(),
+                         "flawed": Audit.of(bad, claimed_mr).message()})
     _training_demo(seed, as_json, cards)
     path = write_report(report, cards, page_title=_page_title(cards))
     console.print(f"[bold]Audit card[/bold] (open in a browser): {path}")
@@ -120,11 +88,6 @@ def _page_title(cards: list) -> str:
     """Title of the demo's card page: the number of audits it holds."""
     words = {4: "four", 6: "six"}
     return f"dpaudit demo: {words.get(len(cards), str(len(cards)))} audits"
-
-
-#: the real-training part of the demo (about 15 s per run on a free core).
-TRAINING_DEMO = {"canaries": 300, "hidden": 128, "steps": 150, "sampling_rate": 0.05,
-                 "noise_multiplier": 1.0}
 
 
 def _training_demo(seed: int, as_json: bool, cards: list | None = None) -> dict[str, object]:

@@ -1,4 +1,4 @@
-"""``dpaudit bound lifted X.npz``: Lifted-DP audit (seed 002) from saved test matrices.
+"""``dpaudit bound lifted X.npz``: Lifted-DP audit (Pillutla et al.) from saved test matrices.
 
 The ``.npz`` file holds arrays ``x`` (trials x K, 0/1 tests of the inserted canaries) and ``y``
 (trials x K, 0/1 tests of fresh canaries on the null models).
@@ -17,9 +17,9 @@ from dpaudit.cli.common import (
     json_payload,
     print_results,
 )
+from dpaudit.cli.report_options import format_option, maybe_write_report, report_option
 from dpaudit.estimators.lifted import lifted
 from dpaudit.io import load_lifted
-from dpaudit.report.cli import format_option, maybe_write_report, report_option
 
 
 @bound_app.command("lifted")
@@ -41,7 +41,8 @@ def lifted_cmd(
     report: Path | None = report_option(),
     report_format: str = format_option(),
 ) -> None:
-    """LiDP audit with K random canaries per trial and XBern confidence intervals (seed 002)."""
+    """LiDP audit with K random canaries per trial and XBern confidence intervals (Pillutla et
+    al.)."""
     claimed_epsilon = check_claimed_epsilon(claimed_epsilon)
     if interval in ("clopper_pearson", "jeffreys") and "order" in given_options(ctx):
         raise ValueError(f"--order is not used by --interval {interval} (it bounds one canary "

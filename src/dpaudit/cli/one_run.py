@@ -7,6 +7,12 @@ Each row of the table is a valid lower bound on its own (Bonferroni over the gue
 see :func:`dpaudit.audit_one_run`).  The verdict uses the first method of ``--methods`` (the
 primary method); with ``--simultaneous`` the failure probability is also split across methods
 and the verdict uses the best row.
+
+Null family of the f-DP methods (``--family``): ``eps_delta`` at ``--delta`` by default, valid
+for every mechanism meeting the (``--claimed-epsilon``, ``--delta``) claim.  ``gdp`` (or any
+other family) assumes the mechanism's shape: the table, the JSON (``assumption``,
+``family_is_assumption``), the verdict and the report card say "assuming the mechanism is
+μ-GDP".
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from dpaudit.cli.common import (
     json_payload,
     print_results,
 )
+from dpaudit.cli.report_options import format_option, maybe_write_report, report_option
 from dpaudit.cli.table_options import (
     aggregate_option,
     group_col_option,
@@ -32,7 +39,6 @@ from dpaudit.cli.table_options import (
 )
 from dpaudit.estimators.one_run import DEFAULT_FRACTIONS, ONE_RUN_METHODS, audit_one_run
 from dpaudit.estimators.verdict import verdict_from_results
-from dpaudit.report.cli import format_option, maybe_write_report, report_option
 from dpaudit.validation import check_nonnegative
 
 
@@ -63,9 +69,10 @@ def one_run_cmd(
                                                  help="Claimed epsilon to test."),
     methods: str = typer.Option(",".join(ONE_RUN_METHODS), "--methods",
                                 help="Comma-separated methods; the first is the primary."),
-    family: str = typer.Option("gdp", "--family",
-                               help="Null family: gdp, laplace, eps_delta, "
-                                    "subsampled_gaussian:Q."),
+    family: str = typer.Option("eps_delta", "--family",
+                               help="Null family: eps_delta (default; valid for every "
+                                    "(epsilon, delta) claim), or an assumption about the "
+                                    "mechanism: gdp, laplace, subsampled_gaussian:Q."),
     fractions: str = typer.Option(",".join(f"{f:g}" for f in DEFAULT_FRACTIONS), "--fractions",
                                   help="Grid of r/n values (Bonferroni-corrected)."),
     bits_ci: str = typer.Option("clopper_pearson", "--bits-ci",

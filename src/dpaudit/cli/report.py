@@ -15,8 +15,8 @@ from typing import Any
 import typer
 
 from dpaudit.cli.common import app
+from dpaudit.cli.report_options import REPORT_PARAMS, current_context, format_option
 from dpaudit.io import read_json
-from dpaudit.report.cli import REPORT_PARAMS, current_context, format_option
 from dpaudit.report.model import build_report
 from dpaudit.report.provenance import hash_file, make_provenance
 from dpaudit.report.write import write_report

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from dpaudit.cli.common import app, console, print_json
-from dpaudit.experiments.registry import EXPERIMENTS, SIZES, get_experiment, load_all
+from dpaudit.papers.experiments.registry import EXPERIMENTS, SIZES, get_experiment, load_all
 from dpaudit.validation import check_choice
 
 

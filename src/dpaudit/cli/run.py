@@ -19,9 +19,9 @@ from typing import Any
 
 import typer
 
-from dpaudit.cli.common import app, console, print_json, print_results, verdict
+from dpaudit.cli.common import app, console, print_json, print_results
+from dpaudit.cli.report_options import format_option, maybe_write_report, report_option
 from dpaudit.engine.audit import AuditRun
-from dpaudit.report.cli import format_option, maybe_write_report, report_option
 from dpaudit.validation import check_choice, check_count
 
 
@@ -52,38 +52,9 @@ def load_audit(spec: str) -> Any:
 
 
 def run_result(run: AuditRun, *, spec: str | None = None) -> dict[str, Any]:
-    """The ``dpaudit run --json`` document (the one place it is assembled)."""
-    res = run.result
-    claim = run.claimed_epsilon
-    r = run.run
-    out: dict[str, Any] = {"results": [res.to_dict()]}
-    if claim is not None:
-        v = verdict(res.epsilon, claim)
-        if run.sequential is not None:
-            s = run.sequential
-            v = (f"violation: the e-process reached {s.e_value:.4g} >= "
-                 f"{1 / (1 - s.confidence):.4g} after {s.stopping_trial} trials "
-                 f"(epsilon > claimed {claim:g} at confidence {s.confidence:g})"
-                 if s.rejected else
-                 f"no violation established after {s.n} trials (e-value {s.e_value:.4g}, "
-                 f"anytime-valid epsilon >= {s.epsilon_lower:.4f})")
-        out.update(claimed_epsilon=claim, violation=run.violation, verdict=v,
-                   verdict_method=res.method)
-    if run.sequential is not None:
-        s = run.sequential
-        out["sequential"] = {"rejected": s.rejected, "stopping_trial": s.stopping_trial,
-                             "trials_used": s.n, "e_value": s.e_value,
-                             "max_e_value": s.max_e_value, "p_value": s.p_value,
-                             "epsilon_lower": s.epsilon_lower}
-    out["engine"] = {
-        "audit": spec, "audit_id": r.audit_id, "trials": r.n,
-        "successful_trials": int(r.ok.sum()), "computed": r.computed, "reused": r.reused,
-        "failed_trials": [f.to_dict() for f in r.failures], "stopped_at": r.stopped_at,
-        "executor": r.executor, "workers": r.workers, "store": r.store,
-        "seconds": round(r.seconds, 3),
-        "trials_per_second": round(r.computed / r.seconds, 1) if r.seconds > 0 else None,
-        "seed": r.config.get("seed"), "config": r.config}
-    return out
+    """The ``dpaudit run --json`` document: :meth:`dpaudit.engine.audit.AuditRun.to_audit`
+    ``.to_dict()``."""
+    return run.to_audit(spec=spec).to_dict()
 
 
 @app.command("run")

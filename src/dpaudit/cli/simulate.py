@@ -3,11 +3,12 @@
 Audits a simulated mechanism of :mod:`dpaudit.mechanisms` end to end and prints every method
 side by side with the verdict against the mechanism's claimed epsilon:
 
-* gaussian, laplace, rr, subsampled_gaussian, dpsgd -- ONE run with N canaries (seed 000
+* gaussian, laplace, rr, subsampled_gaussian, dpsgd -- ONE run with N canaries (Bits Transmission
   Algorithm 2), all one-run methods (``dpaudit.audit_one_run``); the verdict rests on the
   primary (first) method, or on the best row with ``--simultaneous``;
 * svt -- the Sparse Vector Technique (Lyu, Su, Li 2017), audited with N independent runs
-  (seed 000 Algorithm 1) and the classical Clopper-Pearson audit (``estimators.multi_run``).
+  (Bits Transmission Algorithm 1) and the classical Clopper-Pearson audit
+  (``estimators.multi_run``).
 
 Flaws (``--flawed``): wrong_sensitivity (gaussian, laplace), backprop_clipping and
 reused_noise (dpsgd), alg3 / alg4 / alg5 / alg6 (svt; alg1 is the correct SVT).
@@ -33,24 +34,19 @@ from dpaudit.cli.common import (
     normalize_name,
     print_results,
     reject_unused,
-    verdict,
+)
+from dpaudit.cli.report_options import (
+    REPORT_PARAMS,
+    format_option,
+    maybe_write_report,
+    report_option,
 )
 from dpaudit.estimators.verdict import verdict_from_results
-from dpaudit.mechanisms import (
-    FLAWS,
-    DPSGDSimulator,
-    GaussianMechanism,
-    LaplaceMechanism,
-    RandomizedResponse,
-    SimulatedMechanism,
-    SubsampledGaussianMechanism,
-    WrongSensitivityMechanism,
-)
+from dpaudit.mechanisms.factory import MECHANISM_NAMES, build_mechanism
 from dpaudit.mechanisms.svt import SVT_VARIANTS, SparseVector, default_construction, svt_audit
-from dpaudit.report.cli import REPORT_PARAMS, format_option, maybe_write_report, report_option
+from dpaudit.outcome import Audit
 from dpaudit.validation import check_choice, check_count
 
-MECHANISM_NAMES = ("gaussian", "laplace", "rr", "subsampled_gaussian", "dpsgd", "svt")
 _COMMON = ("mechanism", "flawed", "canaries", "seed", "delta", "confidence", "as_json",
            *REPORT_PARAMS)
 _ONE_RUN = (*_COMMON, "simultaneous", "true_eps")
@@ -68,34 +64,6 @@ MECHANISM_OPTIONS = {
 MAX_CANARIES = 10_000_000
 #: Default sampling rate per mechanism.
 DEFAULT_SAMPLING_RATE = {"subsampled_gaussian": 0.5, "dpsgd": 0.01}
-
-
-def build_mechanism(name: str, flawed: str | None, *, mu: float, eps: float, rr_delta: float,
-                    q: float, sensitivity: float, noise_multiplier: float,
-                    sampling_rate: float, steps: int, batch_size: int, threat: str,
-                    score: str) -> SimulatedMechanism:
-    """The simulator named ``name`` (optionally with flaw ``flawed``); ValueError otherwise."""
-    check_choice("MECHANISM", name, MECHANISM_NAMES)
-    if flawed is not None:
-        allowed = [f for f, ms in FLAWS.items() if name in ms]
-        if flawed not in allowed:
-            raise ValueError(f"--flawed for {name} must be one of "
-                             f"{', '.join(allowed) or '(none)'}; got {flawed!r}")
-    if flawed == "wrong_sensitivity":
-        return WrongSensitivityMechanism(name, mu if name == "gaussian" else eps, sensitivity)
-    if name == "gaussian":
-        return GaussianMechanism(mu)
-    if name == "laplace":
-        return LaplaceMechanism(eps)
-    if name == "rr":
-        return RandomizedResponse(eps, rr_delta)
-    if name == "subsampled_gaussian":
-        return SubsampledGaussianMechanism(mu, q)
-    if threat == "last_iterate":
-        score = "sum"
-    return DPSGDSimulator(noise_multiplier=noise_multiplier, sampling_rate=sampling_rate,
-                          steps=steps, threat=threat, score_kind=score, flaw=flawed,
-                          batch_size=batch_size if flawed == "backprop_clipping" else 1)
 
 
 @app.command("simulate")
@@ -208,7 +176,7 @@ def _simulate_svt(flawed: str | None, trials: int | None, seed: int, eps: float,
                       f"cutoff {svt.cutoff}, '{cons}' construction: {n} independent runs")
     obs = svt_audit(variant, n, seed, epsilon=eps)
     res = multi_run(obs.member, obs.score, delta=0.0, confidence=confidence)
-    v = verdict(res.epsilon, svt.claimed_epsilon)
+    v = Audit.of(res, svt.claimed_epsilon).message()
     extra: dict[str, Any] = {"mechanism": f"svt[{variant}]", "runs": n, "seed": seed,
                              "construction": cons, "claimed_epsilon": svt.claimed_epsilon,
                              "true_epsilon (Lyu et al.)": svt.true_epsilon}

@@ -6,10 +6,11 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
+from dpaudit.cli.app import App
 from dpaudit.cli.common import app, console, print_json
 
-store_app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False,
-                        help="Inspect and export trial stores (dpaudit run --store).")
+store_app = App(no_args_is_help=True,
+                help="Inspect and export trial stores (dpaudit run --store).")
 app.add_typer(store_app, name="store")
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import typer
 
 from dpaudit.cli.common import app, console, fmt_number, print_json
-from dpaudit.report.cli import format_option, maybe_write_report, report_option
+from dpaudit.cli.report_options import format_option, maybe_write_report, report_option
 
 __all__ = ["train_audit_cmd", "run_train_audit", "run_train_audit_observed"]
 

@@ -7,12 +7,22 @@ trade-off function is recovered from the profile as
     f(alpha) = sup_{eps >= 0} max{0, 1 - delta(eps) - e^eps alpha, e^-eps (1 - delta(eps) - alpha)}
 (Dong, Roth, Su 2022, Prop. 2.12), evaluated on a grid of eps.  A finite grid can only lower
 f, i.e. the curve is never more private than the accountant says.
+
+``dpsgd_family(noise_multiplier, sampling_rate, steps, delta)`` is the null family of a claim
+stated as a DP-SGD curve (``dpaudit train-audit``, ``dpaudit simulate dpsgd``): DP-SGD curves
+over the noise multiplier at fixed (q, T), from the PLD accountant on a grid of noise
+multipliers, combined conservatively into a monotone family whose members at or above the
+claim are dominated by the claimed curve (:class:`DPSGDFamily`).  The mu-GDP family is not
+valid for such a claim: a DP-SGD curve and the mu-GDP curve of the same eps(delta) cross, so
+"not mu-GDP" does not imply "not as private as the accountant says".
 """
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
@@ -22,12 +32,15 @@ from dpaudit.curves.base import Curve, as_alpha
 from dpaudit.validation import (
     check_count,
     check_delta,
+    check_finite_array,
     check_nonnegative,
     check_positive,
     check_probability,
+    check_same_length,
 )
 
-__all__ = ["PLDCurve", "dpsgd_curve"]
+__all__ = ["PLDCurve", "dpsgd_curve", "ProfileCurve", "DPSGDFamily", "dpsgd_family",
+           "DPSGD_FAMILY_FACTORS"]
 
 
 class PLDCurve(Curve):
@@ -133,3 +146,261 @@ def dpsgd_curve(noise_multiplier: float, sampling_rate: float, steps: int, *,
     pld = base.self_compose(t) if t > 1 else base
     return PLDCurve(pld, {"noise_multiplier": sigma, "sampling_rate": q, "steps": float(t)},
                     label="DPSGDCurve")
+
+
+# --------------------------------------------------------------------------------------------
+# A curve from a privacy profile, and the DP-SGD null family
+# --------------------------------------------------------------------------------------------
+
+
+def _upper_envelope(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Vertices (x, y) on [0, 1] of x -> max_j (a_j - b_j x) (b_j >= 0), x increasing.
+
+    Convex-hull trick: lines by slope -b ascending (steepest first; equal slopes keep the
+    largest intercept); a line is dropped when the next one overtakes its predecessor no later
+    than it does.  The envelope is convex and piecewise linear, so it equals the linear
+    interpolation of its vertices exactly.
+    """
+    order = np.lexsort((-a, -b))  # b descending, then a descending
+    a, b = a[order], b[order]
+    keep = np.concatenate([[True], b[1:] != b[:-1]])
+    a, b = a[keep], b[keep]
+    hull: list[int] = []
+    for j in range(a.size):
+        while len(hull) >= 2:
+            i, k = hull[-2], hull[-1]
+            # x where j overtakes i <= x where k overtakes i: k is never on top
+            if (a[i] - a[j]) * (b[i] - b[k]) <= (a[i] - a[k]) * (b[i] - b[j]):
+                hull.pop()
+            else:
+                break
+        hull.append(j)
+    h = np.asarray(hull)
+    ha, hb = a[h], b[h]
+    xs = (ha[:-1] - ha[1:]) / (hb[:-1] - hb[1:])
+    xs = np.concatenate([[0.0], xs[(xs > 0) & (xs < 1)], [1.0]])
+    ys = np.max(ha[None, :] - hb[None, :] * xs[:, None], axis=1)
+    return xs, np.clip(ys, 0.0, 1.0)
+
+
+class ProfileCurve(Curve):
+    """The guarantee "(eps_i, delta_i)-DP for every i": f = max_i f_{eps_i, delta_i}.
+
+    Each (eps_i, delta_i) contributes the two lines of f_{eps,delta}(alpha) = max{0,
+    1 - delta - e^eps alpha, e^-eps (1 - delta - alpha)} (Kairouz et al.; Tight One-Run §2.1), and a
+    mechanism that is (eps_i, delta_i)-DP for all i is f-DP for their maximum (Dong, Roth, Su
+    2022, Prop. 2.12).  f is convex and piecewise linear; its vertices are computed once, so
+    ``tradeoff`` is an exact interpolation, and the conversions are exact: the hockey-stick
+    objective 1 - e^eps alpha - f(alpha) is concave and maximal at a vertex (x_k, y_k), so
+    delta_f(eps) = max_k (1 - y_k - e^eps x_k) and
+    eps_f(delta) = max(0, max_k log((1 - y_k - delta) / x_k)) over the vertices with
+    1 - y_k > delta (+inf if such a vertex has x_k = 0).
+    """
+
+    symmetric = True
+
+    def __init__(self, eps: Any, deltas: Any, *, label: str = "ProfileCurve",
+                 params: Mapping[str, float] | None = None) -> None:
+        e = check_finite_array("eps", eps)
+        d = check_finite_array("deltas", deltas)
+        check_same_length(eps=e, deltas=d)
+        if (e < 0).any():
+            raise ValueError(f"eps must be >= 0, got {float(e.min())!r}")
+        if (d < 0).any() or (d > 1).any():
+            raise ValueError("deltas must be in [0, 1]")
+        ee = np.exp(e)
+        a = np.concatenate([1.0 - d, (1.0 - d) / ee, [0.0]])
+        b = np.concatenate([ee, 1.0 / ee, [0.0]])
+        self._x, self._y = _upper_envelope(a, b)
+        self._eps, self._deltas = e, d
+        self._label = label
+        self._params = dict(params or {"lines": float(e.size)})
+
+    @property
+    def params(self) -> Mapping[str, float]:
+        return self._params
+
+    @property
+    def name(self) -> str:
+        return self._label
+
+    def tradeoff(self, alpha: Any) -> np.ndarray:
+        return np.interp(as_alpha(alpha), self._x, self._y)
+
+    def delta(self, epsilon: float) -> float:
+        eps = check_nonnegative("epsilon", epsilon)
+        with np.errstate(over="ignore"):
+            v = 1.0 - self._y - math.exp(min(eps, 700.0)) * self._x
+        return float(min(1.0, max(0.0, float(v.max()))))
+
+    def epsilon(self, delta: float) -> float:
+        """Exact from the vertices; never above min{eps_i : delta_i <= delta} (the curve
+        states each of its lines; the min guards the vertices' rounding at huge e^eps)."""
+        delta = check_delta(delta)
+        stated = self._eps[self._deltas <= delta]
+        cap = float(stated.min()) if stated.size else math.inf
+        live = 1.0 - self._y > delta * (1 + 1e-12) + 1e-15
+        if not live.any():
+            return 0.0
+        if (self._x[live] <= 0).any():
+            return cap
+        return min(cap, float(max(0.0, float(np.max(np.log((1.0 - self._y[live] - delta)
+                                                             / self._x[live]))))))
+
+    def bit_error(self) -> float:
+        return float(0.5 * np.min(self._x + self._y))
+
+
+#: noise-multiplier factors of the DP-SGD family's nodes: sigma_k = sigma_claim / factor
+#: (factor > 1 = less noise = less private).  The claim is the node of factor 1.
+DPSGD_FAMILY_FACTORS = (0.5, 0.7, 0.85, 1.0, 1.15, 1.35, 1.6, 2.0, 2.6, 3.5, 5.0, 8.0)
+#: PLD discretisation of the family's nodes (coarser than the accountant's 1e-4, hence
+#: pessimistic: each node is a little less private than its exact DP-SGD curve).
+DPSGD_FAMILY_VDI = 2e-3
+#: nodes whose eps at delta exceeds this are dropped (no audit resolves more).
+DPSGD_FAMILY_MAX_EPS = 100.0
+#: eps grid points of each node's privacy profile.
+DPSGD_FAMILY_EPS_POINTS = 240
+
+
+@functools.lru_cache(maxsize=64)
+def _node(sigma: float, q: float, steps: int, delta: float, vdi: float
+          ) -> tuple[Any, float] | None:
+    """(PLD, eps at delta) of one node, or None when the setting is beyond the accountant's
+    range (composition above :data:`MAX_COMPOSED_MU`)."""
+    try:
+        c = dpsgd_curve(sigma, q, steps, value_discretization_interval=vdi)
+    except ValueError:
+        return None
+    return c.pld, c.epsilon(delta)
+
+
+@dataclass(frozen=True, eq=False)
+class DPSGDFamily:
+    """theta = eps at ``delta`` -> the member curve (a :class:`ProfileCurve`); picklable.
+
+    Nodes k = 0..K (increasing theta_k = eps_k): rows ``profiles[k]`` = delta_k(eps_i) on the
+    shared grid ``eps_grid``.  The member at theta in [theta_k, theta_{k+1}] is the profile
+    (1 - t) profiles[k] + t profiles[k+1], t = (theta - theta_k) / (theta_{k+1} - theta_k),
+    together with the line (theta, delta): "(eps_i, delta_theta(eps_i))-DP for all i, and
+    (theta, delta)-DP".  See :func:`dpsgd_family` for why this is monotone and valid.
+    """
+
+    eps_grid: np.ndarray
+    profiles: np.ndarray
+    thetas: np.ndarray
+    delta: float
+    label: str = "dpsgd"
+
+    def __call__(self, theta: float) -> ProfileCurve:
+        th = float(theta)
+        k = int(np.clip(np.searchsorted(self.thetas, th, side="right") - 1, 0,
+                        self.thetas.size - 2))
+        lo, hi = self.thetas[k], self.thetas[k + 1]
+        t = 1.0 if hi <= lo else float(np.clip((th - lo) / (hi - lo), 0.0, 1.0))
+        prof = (1.0 - t) * self.profiles[k] + t * self.profiles[k + 1]
+        return ProfileCurve(np.concatenate([self.eps_grid, [max(th, 0.0)]]),
+                            np.concatenate([prof, [self.delta]]), label="DPSGDFamilyMember",
+                            params={"eps": th})
+
+
+def dpsgd_family(noise_multiplier: float, sampling_rate: float, steps: int, delta: float, *,
+                 claimed_epsilon: float | None = None,
+                 factors: Sequence[float] = DPSGD_FAMILY_FACTORS,
+                 value_discretization_interval: float = DPSGD_FAMILY_VDI,
+                 eps_points: int = DPSGD_FAMILY_EPS_POINTS) -> Any:
+    """The null family of the claim "this is DP-SGD with (sigma, q, T)": a
+    :class:`~dpaudit.curves.families.Family` with theta = eps at ``delta``.
+
+    Construction (computed once per audit; the family and its nodes are cached per
+    process):
+
+    1. Nodes sigma_k = sigma / factor_k, each composed with dp_accounting's PLD at the coarse
+       interval ``value_discretization_interval`` (pessimistic, so every node's profile is
+       >= its exact DP-SGD profile); nodes beyond the accountant's range are skipped.  The
+       claim node (factor 1) gets theta_c = ``claimed_epsilon`` (default: the accountant's
+       eps of ``dpsgd_curve(sigma, q, T)`` at delta, the number a verdict compares with).
+    2. Profiles delta_k(eps_i) on a shared eps grid; made monotone in k by a running maximum
+       above the claim node and a running minimum below it (so the claim node keeps its own
+       profile), and the node epsilons likewise.
+    3. Members in between: the interpolated profile plus the line (theta, delta)
+       (:class:`DPSGDFamily`); members are pointwise non-increasing in theta (both ingredients
+       only weaken as theta grows).
+
+    Validity (Tight One-Run Thm. 1): a mechanism meeting the claim is (eps, delta_c(eps))-DP for
+    every eps, with delta_c the accountant's (pessimistic) profile, and (theta_c, delta)-DP.
+    Every member at theta >= theta_c has a profile >= the claim node's coarse profile >=
+    delta_c on the grid and the line (theta, delta) with theta >= theta_c, so it is dominated
+    by the claim: rejecting it is evidence against the claim.  The member's epsilon at delta
+    is <= theta (its own line), so a bound above the claimed epsilon rejects a member above
+    the claim.  The price against the GDP null (an assumption for this claim) is a finite
+    profile grid and the coarse discretisation: benchmarks/dpsgd_family.py measures it.
+    """
+    return _dpsgd_family(noise_multiplier, sampling_rate, steps, delta,
+                         claimed_epsilon, tuple(factors),
+                         value_discretization_interval, eps_points)
+
+
+@functools.lru_cache(maxsize=16)
+def _dpsgd_family(noise_multiplier: float, sampling_rate: float, steps: int, delta: float,
+                  claimed_epsilon: float | None, factors: tuple[float, ...],
+                  value_discretization_interval: float, eps_points: int) -> Any:
+    """The uncached :func:`dpsgd_family`."""
+    from dpaudit.curves.families import Family
+
+    sigma = check_positive("noise_multiplier", noise_multiplier)
+    q = check_probability("sampling_rate", sampling_rate, open_low=True)
+    t = check_count("steps", steps, minimum=1)
+    delta = check_delta(delta)
+    if delta <= 0:
+        raise ValueError("delta must be > 0 for the DP-SGD family (DP-SGD has no finite "
+                         "epsilon at delta = 0)")
+    vdi = check_positive("value_discretization_interval", value_discretization_interval)
+    eps_points = check_count("eps_points", eps_points, minimum=16)
+    fs = sorted({float(check_positive("factors", f)) for f in factors} | {1.0})
+    if claimed_epsilon is None:
+        claimed_epsilon = dpsgd_curve(sigma, q, t).epsilon(delta)
+    claimed_epsilon = check_nonnegative("claimed_epsilon", claimed_epsilon)
+    nodes = [(f, _node(sigma / f, q, t, delta, vdi)) for f in fs]
+    # nodes beyond DPSGD_FAMILY_MAX_EPS add nothing an audit can resolve (the family's ceiling
+    # is then the last node below it)
+    nodes = [(f, nd) for f, nd in nodes if nd is not None and math.isfinite(nd[1])
+             and (f <= 1.0 or nd[1] <= DPSGD_FAMILY_MAX_EPS)]
+    if not any(f == 1.0 for f, _ in nodes):
+        raise ValueError(f"dpsgd_family: the claim (noise_multiplier={sigma:g}, "
+                         f"sampling_rate={q:g}, steps={t}) is beyond the accountant's range")
+    c = next(i for i, (f, _) in enumerate(nodes) if f == 1.0)
+    eps_nodes = np.array([nd[1] for _, nd in nodes])
+    eps_nodes[c] = claimed_epsilon
+    top = float(eps_nodes.max())
+    grid = np.unique(np.concatenate([np.linspace(0.0, 1.5 * top + 1.0, eps_points),
+                                     eps_nodes]))
+    with np.errstate(all="ignore"):
+        raw = [np.asarray(nd[0].get_delta_for_epsilon(grid), dtype=float) for _, nd in nodes]
+    # dp_accounting returns NaN where e^eps overflows against an empty mass (inf * 0); a NaN
+    # is read as delta = 1 (no constraint: the conservative reading for a null)
+    prof = np.clip(np.nan_to_num(np.array(raw), nan=1.0), 0.0, 1.0)
+    # at and above the claim, 1e-12 of slack absorbs the floating-point rounding of the
+    # coarse-vs-fine comparison (coarse >= fine holds exactly in real arithmetic; measured
+    # rounding ~1e-13)
+    prof[c:] = np.minimum(prof[c:] + 1e-12, 1.0)
+    for k in range(c + 1, len(nodes)):           # above the claim: running maximum
+        prof[k] = np.maximum(prof[k], prof[k - 1])
+        eps_nodes[k] = max(eps_nodes[k], eps_nodes[k - 1])
+    for k in range(c - 1, -1, -1):               # below the claim: running minimum
+        prof[k] = np.minimum(prof[k], prof[k + 1])
+        eps_nodes[k] = min(eps_nodes[k], eps_nodes[k + 1])
+    # strictly increasing thetas: of equal neighbours keep the one nearer the claim
+    keep = np.ones(len(nodes), dtype=bool)
+    for k in range(len(nodes)):
+        if k < c:
+            keep[k] = eps_nodes[k] < eps_nodes[k + 1] - 1e-12
+        elif k > c:
+            keep[k] = eps_nodes[k] > eps_nodes[k - 1] + 1e-12
+    thetas, prof = eps_nodes[keep], prof[keep]
+    if thetas.size < 2:
+        raise ValueError("dpsgd_family: fewer than two distinct nodes; pass other factors")
+    label = f"dpsgd(sigma={sigma:g}, q={q:g}, T={t})"
+    build = DPSGDFamily(grid, prof, thetas, delta, label)
+    return Family(label, build, float(thetas[0]), float(thetas[-1]), "eps",
+                  f"the mechanism's trade-off curve is a DP-SGD curve at q = {q:g}, T = {t}")

@@ -1,17 +1,17 @@
 """The Curve abstraction: a privacy guarantee as an f-DP trade-off function.
 
 A trade-off function f = T(P, Q) maps a type-I error alpha to the smallest achievable
-type-II error (seed 001 §2, Defs. 2 and 4; spec/001 §1.2).  Every curve offers
+type-II error (Tight One-Run §2, Defs. 2 and 4; TOR notes §1.2).  Every curve offers
 
 * ``tradeoff(alpha)``  -- vectorised f(alpha);
 * ``delta(epsilon)``   -- the privacy profile delta_f(eps) = sup_alpha [1 - e^eps alpha - f(alpha)]
-  (Algorithm 2 of seed 001, spec/001 §2.12), maximised over both orders of the pair for
+  (Algorithm 2 of Tight One-Run, TOR notes §2.12), maximised over both orders of the pair for
   asymmetric curves;
 * ``epsilon(delta)``   -- inf{eps >= 0 : delta_f(eps) <= delta};
 * ``bit_error()``      -- e*(f) = min_alpha (alpha + f(alpha)) / 2 = (1 - TV) / 2
   = (1 - delta_f(0)) / 2,
   the optimal error of a single uniformly-random bit sent through the channel (Lemma 2 / B.1
-  of seed 001; spec/001 §1.5).
+  of Tight One-Run; TOR notes §1.5).
 
 Subclasses override the conversions with closed forms where they exist; the generic numeric
 versions below are the single implementation used everywhere else (and are checked against
@@ -132,7 +132,7 @@ class Curve(ABC):
         return numeric_epsilon(self, check_delta(delta), delta_fn=self.delta)
 
     def bit_error(self) -> float:
-        """e*(f) = (1 - delta_f(0)) / 2: optimal error for one uniform bit (spec/001 §1.5)."""
+        """e*(f) = (1 - delta_f(0)) / 2: optimal error for one uniform bit (TOR notes §1.5)."""
         return 0.5 * (1.0 - self.delta(0.0))
 
     def __repr__(self) -> str:

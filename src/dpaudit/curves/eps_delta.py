@@ -1,4 +1,5 @@
-"""(epsilon, delta)-DP as a trade-off function (Kairouz et al.; seed 001 §1.1, spec/001 §1.2)."""
+"""(epsilon, delta)-DP as a trade-off function (Kairouz et al.; Tight One-Run §1.1, TOR notes
+§1.2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""mu-Gaussian differential privacy (Dong, Roth, Su 2022; seed 001 Def. 5, spec/001 §1.4)."""
+"""mu-Gaussian differential privacy (Dong, Roth, Su 2022; Tight One-Run Def. 5, TOR notes §1.4)."""
 
 from __future__ import annotations
 

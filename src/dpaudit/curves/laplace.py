@@ -1,4 +1,4 @@
-"""The Laplace trade-off function (seed 001 Eq. 5, spec/001 §1.4): pure epsilon-DP."""
+"""The Laplace trade-off function (Tight One-Run Eq. 5, TOR notes §1.4): pure epsilon-DP."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ class LaplaceDP(Curve):
                         np.where(a <= 0.5, mid, math.exp(-e) * (1 - a)))
 
     def delta(self, epsilon: float) -> float:
-        """delta(eps) = max(0, 1 - e^{(eps - eps0)/2}) (spec/001 §2.12)."""
+        """delta(eps) = max(0, 1 - e^{(eps - eps0)/2}) (TOR notes §2.12)."""
         epsilon = check_nonnegative("epsilon", epsilon)
         return float(max(0.0, 1.0 - math.exp((epsilon - self.eps) / 2)))
 

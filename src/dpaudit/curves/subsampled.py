@@ -1,4 +1,4 @@
-"""The Poisson-subsampled Gaussian (SGM) guarantee (seed 001 §6.3, spec/001 §1.4 and §3.6).
+"""The Poisson-subsampled Gaussian (SGM) guarantee (Tight One-Run §6.3, TOR notes §1.4 and §3.6).
 
 Ordered pair P = N(0,1), Q = (1-q) N(0,1) + q N(mu,1); its trade-off function is
     f_q(alpha) = q G_mu(alpha) + (1 - q)(1 - alpha).
@@ -32,7 +32,7 @@ def sgm_tradeoff(mu: Any, q: float, alpha: Any, *, symmetrized: bool = False) ->
     """Trade-off of the subsampled Gaussian, vectorised over broadcast (mu, alpha) pairs, so
     that many candidate curves are evaluated in one call (the Mahloujifar recursion does).
 
-    Symmetrised (Dong, Roth, Su 2022, App. of Thm 4.2 / seed 001 §6.3): with
+    Symmetrised (Dong, Roth, Su 2022, App. of Thm 4.2 / Tight One-Run §6.3): with
     x* = Phi(-mu/2) where f_q'(x*) = -1,
     C_q(f)(x) = f_q(x) on [0, x*], x* + f_q(x*) - x on [x*, f_q(x*)], f_q^{-1}(x) after.
     """
@@ -85,7 +85,7 @@ class SubsampledGaussianDP(Curve):
         return self.q * self._g.power(a) + (1 - self.q) * a
 
     def delta(self, epsilon: float) -> float:
-        """Closed form, max over both orders of the pair (spec/001 §2.12):
+        """Closed form, max over both orders of the pair (TOR notes §2.12):
 
         H_{e^eps}(Q||P) = q * delta_G(log(1 + (e^eps - 1)/q)),
         H_{e^eps}(P||Q) = c * delta_G(log(e^eps q / c)),  c = 1 - e^eps (1 - q)  (0 if c <= 0).

@@ -6,7 +6,7 @@ Layers: a *game* describes one trial (:mod:`~dpaudit.engine.game`; e.g.
 (:mod:`~dpaudit.engine.executors`: inline, process pool, Ray) -> the *store* keeps them
 (:mod:`~dpaudit.engine.store`, SQLite) -> estimators read them (:func:`run_audit`: the fixed-n
 Clopper-Pearson audit or the sequential e-process of :mod:`dpaudit.estimators.sequential`).
-Per-trial randomness is a pure function of (seed, t) (:mod:`~dpaudit.engine.seeding`).
+Per-trial randomness is a pure function of (seed, t) (:mod:`~dpaudit.randomness`).
 
 Ray is imported only inside this package, lazily, by the Ray executor.
 """
@@ -22,8 +22,8 @@ from dpaudit.engine.executors import (
 )
 from dpaudit.engine.game import ChunkResult, TrialFailure, TrialGame, run_chunk
 from dpaudit.engine.runner import TrialRun, execute
-from dpaudit.engine.seeding import TrialStreams, trial_rng
 from dpaudit.engine.store import StoreLockedError, TrialStore
+from dpaudit.randomness import TrialStreams, trial_rng
 
 __all__ = [
     "AuditRun", "run_audit", "execute", "TrialRun", "TrialGame", "TrialFailure", "ChunkResult",

@@ -2,7 +2,8 @@
 behind ``dpaudit run``.
 
 Fixed n (default): all ``trials`` run, then the classical multi-run audit
-:func:`dpaudit.estimators.multi_run` (seed 004, Clopper-Pearson, Bonferroni over thresholds)
+:func:`dpaudit.estimators.multi_run` (Hypothesis Interpretation, Clopper-Pearson, Bonferroni over
+thresholds)
 exactly as before.  Sequential (``sequential=True``, needs ``claimed_epsilon``): the e-process of
 :mod:`dpaudit.estimators.sequential` is watched as trials finish (in index order) and the audit
 stops at the first trial where it reaches 1 / (1 - confidence) -- a violation of the claim at the
@@ -43,6 +44,7 @@ from dpaudit.estimators.sequential import (
     sequential_audit,
 )
 from dpaudit.observations import MembershipObservations
+from dpaudit.outcome import Audit
 from dpaudit.results import AuditResult
 from dpaudit.validation import check_confidence, check_delta, check_nonnegative
 
@@ -74,6 +76,38 @@ class AuditRun:
         if self.sequential is not None:
             return bool(self.sequential.rejected)
         return bool(self.result.epsilon > self.claimed_epsilon)
+
+    def to_audit(self, *, spec: str | None = None) -> Audit:
+        """The typed outcome (:class:`dpaudit.outcome.Audit`); its ``to_dict()`` is the
+        ``dpaudit run --json`` document (``spec``: the audit's ``module:NAME``).  A sequential
+        run's verdict is the anytime-valid test's (the e-process), not the fixed-n bound's."""
+        res, claim, r = self.result, self.claimed_epsilon, self.run
+        extra: dict[str, Any] = {}
+        if claim is not None and self.sequential is not None:
+            s = self.sequential
+            extra["violation"] = bool(s.rejected)
+            extra["verdict"] = (
+                f"violation: the e-process reached {s.e_value:.4g} >= "
+                f"{1 / (1 - s.confidence):.4g} after {s.stopping_trial} trials "
+                f"(epsilon > claimed {claim:g} at confidence {s.confidence:g})"
+                if s.rejected else
+                f"no violation established after {s.n} trials (e-value {s.e_value:.4g}, "
+                f"anytime-valid epsilon >= {s.epsilon_lower:.4f})")
+        if self.sequential is not None:
+            s = self.sequential
+            extra["sequential"] = {"rejected": s.rejected, "stopping_trial": s.stopping_trial,
+                                   "trials_used": s.n, "e_value": s.e_value,
+                                   "max_e_value": s.max_e_value, "p_value": s.p_value,
+                                   "epsilon_lower": s.epsilon_lower}
+        extra["engine"] = {
+            "audit": spec, "audit_id": r.audit_id, "trials": r.n,
+            "successful_trials": int(r.ok.sum()), "computed": r.computed, "reused": r.reused,
+            "failed_trials": [f.to_dict() for f in r.failures], "stopped_at": r.stopped_at,
+            "executor": r.executor, "workers": r.workers, "store": r.store,
+            "seconds": round(r.seconds, 3),
+            "trials_per_second": round(r.computed / r.seconds, 1) if r.seconds > 0 else None,
+            "seed": r.config.get("seed"), "config": r.config}
+        return Audit.of([res], claim, observations=self.observations, extra=extra)
 
 
 def _observations(run: TrialRun) -> MembershipObservations:

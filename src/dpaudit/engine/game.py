@@ -5,7 +5,7 @@ A game is any picklable object with
 * ``fields``: the names of the numbers one trial records (e.g. ``("member", "score")``);
 * ``run_trial(rng, t) -> sequence of len(fields) floats``: one trial, drawing every random
   number (its secret included) from ``rng``, the generator of trial t (a pure function of the
-  audit seed and t, :mod:`dpaudit.engine.seeding`); a tuple, list or NumPy array (arrays are
+  audit seed and t, :mod:`dpaudit.randomness`); a tuple, list or NumPy array (arrays are
   copied, so a game may return a buffer it reuses; a reused list is not supported);
 * ``config() -> dict``: a JSON-able description of everything that determines the trials (the
   mechanism, the neighbouring datasets, the score, ...); the trial store refuses to mix trials
@@ -29,7 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from numpy import ndarray
 
-from dpaudit.engine.seeding import TrialStreams
+from dpaudit.randomness import TrialStreams
 
 __all__ = ["TrialGame", "TrialFailure", "ChunkResult", "run_chunk", "describe_callable"]
 

@@ -30,7 +30,7 @@ from dpaudit.validation import check_choice, check_count
 
 __all__ = ["TrialRun", "execute", "STREAM"]
 
-#: identifies the per-trial random stream (dpaudit.engine.seeding) in stored configurations
+#: identifies the per-trial random stream (dpaudit.randomness) in stored configurations
 STREAM = "philox4x64-counter(0,0,t,0)-v1"
 
 

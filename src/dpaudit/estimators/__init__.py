@@ -1,16 +1,19 @@
 """Estimators: observations (+ family, delta, confidence) -> AuditResult.
 
-One module per method: multi_run (seed 004), tight (seed 001), bits (seed 000), steinke
-(Steinke-Nasr-Jagielski 2023), mahloujifar (Mahloujifar-Melis-Chaudhuri 2024), lifted (seed 002);
+One module per method: multi_run (Hypothesis Interpretation), tight (Tight One-Run), bits (Bits
+Transmission), steinke
+(Steinke-Nasr-Jagielski 2023), mahloujifar (Mahloujifar-Melis-Chaudhuri 2024), lifted (Pillutla et
+al.);
 one_run runs the one-run methods side by side on the same observations.
 """
 
 from dpaudit.estimators.bits import bits
+from dpaudit.estimators.guessing import guesses_from_scores
 from dpaudit.estimators.lifted import lifted, lifted_tuned
 from dpaudit.estimators.mahloujifar import mahloujifar, mahloujifar_many
 from dpaudit.estimators.multi_run import multi_run, multi_run_counts
 from dpaudit.estimators.one_run import audit_one_run
-from dpaudit.estimators.steinke import guesses_from_scores, steinke, steinke_many
+from dpaudit.estimators.steinke import steinke, steinke_many
 from dpaudit.estimators.tight import tight, tight_p_value
 
 __all__ = ["audit_one_run", "bits", "guesses_from_scores", "lifted", "lifted_tuned",

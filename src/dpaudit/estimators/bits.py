@@ -1,8 +1,9 @@
-"""Privacy audit as bits transmission (seed 000: Xiang, Wang & Wang; spec/000).
+"""Privacy audit as bits transmission (Bits Transmission: Xiang, Wang & Wang; BT notes).
 
 The audit sends n uniform secret bits through "canaries -> mechanism -> decoder" and counts the
 wrong guesses; every bit is decoded (no abstention).  If the mechanism is f-DP, each bit is a
-binary channel whose (FPR alpha, FNR beta) satisfy beta >= f(alpha) (seed 000 Property 1 and
+binary channel whose (FPR alpha, FNR beta) satisfy beta >= f(alpha) (Bits Transmission Property 1
+and
 Corollary 1), so its error probability has a floor, and (Theorem 4) the error count
 stochastically dominates Binomial(n, floor).  An upper confidence bound ``p_up`` on the error
 rate that falls *below* the floor of a family member f_theta rejects "M is f_theta-DP"; the
@@ -18,9 +19,9 @@ Error floors (``floor=``):
   Every bit's error is ``(alpha + beta)/2 >= (alpha + f(alpha))/2 >= e*`` directly, so this floor
   is valid too; it is never smaller than ``p_f^e`` (a binary symmetric channel with crossover e*
   has mutual information 1 - h(e*) <= u_f(1/2)), and for every symmetric family of the paper
-  (GDP, (eps, delta), Laplace) the two coincide (spec/000 §3.10; checked in tests/test_bits.py).
-  With it the test "Binomial(n, e*) tail <= 1 - confidence" is exactly seed 001's special case
-  r = n (spec/001 §5.3), whose Theorem 1 makes it valid for *any* decoder, even with
+  (GDP, (eps, delta), Laplace) the two coincide (BT notes §3.10; checked in tests/test_bits.py).
+  With it the test "Binomial(n, e*) tail <= 1 - confidence" is exactly Tight One-Run's special case
+  r = n (TOR notes §5.3), whose Theorem 1 makes it valid for *any* decoder, even with
   interference between bits; the paper's Theorem 4 needs independent bit errors.
   It is also cheaper (closed form for the built-in families).
 
@@ -28,12 +29,12 @@ Upper confidence bounds on the error rate (``ci=``), k = errors:
 
 * ``"clopper_pearson"`` (default) -- one-sided Clopper-Pearson, ``BetaInv(confidence; k+1, n-k)``,
   i.e. ``sup{p : P[Bin(n, p) <= k] >= 1 - confidence}``.  This is the rigorous form of the paper's
-  "Advanced CI" (spec/000 §3.8, "aci_exact"; also accepted under that name).  Valid.
+  "Advanced CI" (BT notes §3.8, "aci_exact"; also accepted under that name).  Valid.
 * ``"hoeffding"`` -- ``k/n + sqrt(ln(1/(1 - confidence)) / (2n))`` (Eq. 24; Algorithm 5 line 2
-  writes it without the ``k/n +``, a typo, spec/000 §10.1).  Valid, loose.
+  writes it without the ``k/n +``, a typo, BT notes §10.1).  Valid, loose.
 * ``"aci"`` -- Algorithm 3 of the paper *literally* (bisection from [0.001, 1/2], tolerance 1e-4 on
   |p - (e_bar + v(p))|, ``binom.ppf`` quantiles, an iteration guard of 200 returning ``p_l``).
-  **Coverage caveat (spec/000 §3.8, §10.3, Table H):** the loop stops at the first midpoint of
+  **Coverage caveat (BT notes §3.8, §10.3, Table H):** the loop stops at the first midpoint of
   the level set {p : F^{-1}(1-gamma; n, p) = k}, not at its right end, so the bound can be
   anti-conservative: exact coverage 0.836 < 0.95 at n = 100, p = 0.0179; and the 0.001 floor caps
   the reportable epsilon.  Provided for reproducing the paper's figures only; do not use it to
@@ -41,7 +42,7 @@ Upper confidence bounds on the error rate (``ci=``), k = errors:
 
 Preconditions (not checkable from counts): bits are uniform (prior 1/2) and every bit is decoded.
 What is tested is the error floor; converting the fitted family member to epsilon assumes the
-mechanism's curve lies in the family (the paper's reading, spec/000 §3.10 "why the family
+mechanism's curve lies in the family (the paper's reading, BT notes §3.10 "why the family
 matters").  ``family="eps_delta"`` needs no such assumption: (1 - delta)/(1 + e^eps) <= p_up is
 implied by (eps, delta)-DP itself.  (With ``delta=0`` a GDP fit therefore reports eps = inf.)
 """
@@ -55,7 +56,7 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from dpaudit.curves import Curve, resolve_family
-from dpaudit.curves.families import Family
+from dpaudit.curves.families import DEFAULT_FAMILY, Family
 from dpaudit.results import AuditResult
 from dpaudit.search import largest_rejected
 from dpaudit.stats.binomial import clopper_pearson, hoeffding
@@ -94,12 +95,12 @@ _CI_ALIASES = {"aci_exact": "clopper_pearson", "cp": "clopper_pearson", "aci_lit
 
 _LN2 = math.log(2.0)
 # x grid for u_f: log-spaced down to 1e-300 (the maximiser of F_f can be astronomically small
-# for nearly non-private curves, spec/000 §3.9) plus a linear grid on [0, 1].
+# for nearly non-private curves, BT notes §3.9) plus a linear grid on [0, 1].
 _X_GRID = np.unique(np.concatenate([np.logspace(-300, -1, 1500), np.linspace(0.0, 1.0, 1001)]))
 
 
 # ---------------------------------------------------------------------------------------------
-# Information-theoretic quantities (seed 000 §3.2, Eqs. 15-19)
+# Information-theoretic quantities (Bits Transmission §3.2, Eqs. 15-19)
 # ---------------------------------------------------------------------------------------------
 
 def binary_entropy(x: Any) -> np.ndarray | float:
@@ -149,7 +150,7 @@ def mi_bound(curve: Curve, prior: float = 0.5) -> float:
     f-DP channel can carry about one Bernoulli(p) bit.
 
     Dense grid (log-spaced to 1e-300 plus linear) and a bounded Brent refinement in log x around
-    the best grid point (spec/000 §3.12).
+    the best grid point (BT notes §3.12).
     """
     p = check_probability("prior", prior)
     vals = np.asarray(mutual_information(curve, _X_GRID, p))
@@ -191,18 +192,18 @@ def error_floor(curve: Curve, floor: str = "bayes") -> float:
 
 
 # ---------------------------------------------------------------------------------------------
-# Upper confidence bounds on the error rate (seed 000 §3.3, Eqs. 21-24, Algorithm 3)
+# Upper confidence bounds on the error rate (Bits Transmission §3.3, Eqs. 21-24, Algorithm 3)
 # ---------------------------------------------------------------------------------------------
 
 def hoeffding_radius(n: int, confidence: float) -> float:
-    """v = sqrt(ln(1/(1 - gamma)) / (2n)) (Eq. 24, natural log; spec/000 §3.7)."""
+    """v = sqrt(ln(1/(1 - gamma)) / (2n)) (Eq. 24, natural log; BT notes §3.7)."""
     n = check_count("n", n, minimum=1)
     gamma = check_confidence(confidence)
     return math.sqrt(math.log(1.0 / (1.0 - gamma)) / (2.0 * n))
 
 
 def aci_radius(p: Any, n: int, confidence: float) -> np.ndarray | float:
-    """v(p, n, gamma) = p - F^{-1}(1 - gamma; n, p)/n of Algorithm 3 (spec/000 §3.8, Fig. 4).
+    """v(p, n, gamma) = p - F^{-1}(1 - gamma; n, p)/n of Algorithm 3 (BT notes §3.8, Fig. 4).
 
     F^{-1} is the Binomial(n, p) quantile (``binom.ppf``); vectorised over ``p``.
     """
@@ -214,12 +215,12 @@ def aci_radius(p: Any, n: int, confidence: float) -> np.ndarray | float:
 
 
 def aci_literal(errors: int, n: int, confidence: float, *, max_iter: int = 200) -> float:
-    """Algorithm 3 ("Advanced CI") exactly as printed in the paper (spec/000 §3.8).
+    """Algorithm 3 ("Advanced CI") exactly as printed in the paper (BT notes §3.8).
 
     ``v(p) = p - F^{-1}(1 - gamma; n, p)/n`` with F^{-1} the Binomial quantile (``binom.ppf``);
     bisection for the self-consistent p = e_bar + v(p) on [0.001, 1/2] with tolerance 1e-4.
     Additions required to make it terminate: at most ``max_iter`` iterations, after which
-    ``p_l`` is returned (spec/000 §3.8: the 0.001 floor or the 1/2 ceiling).
+    ``p_l`` is returned (BT notes §3.8: the 0.001 floor or the 1/2 ceiling).
     NOT a valid confidence bound in general -- see the module docstring.
     """
     n = check_count("n", n, minimum=1)
@@ -269,7 +270,7 @@ def error_rate_upper(n: int, errors: int, confidence: float = 0.95,
 
 
 # ---------------------------------------------------------------------------------------------
-# Closed-form inversions of the error floor (spec/000 §3.10; used as test oracles)
+# Closed-form inversions of the error floor (BT notes §3.10; used as test oracles)
 # ---------------------------------------------------------------------------------------------
 
 def gdp_mu_from_error(p: Any) -> np.ndarray | float:
@@ -301,7 +302,7 @@ def _fit(fam: Family, p_up: float, floor: str, tol: float) -> tuple[float, bool,
     return result.theta, result.nothing_rejected, result.hit_ceiling
 
 
-def epsilon_from_error_rate(p_up: float, family: Any = "gdp", delta: float = 1e-5, *,
+def epsilon_from_error_rate(p_up: float, family: Any = DEFAULT_FAMILY, delta: float = 1e-5, *,
                             floor: str = "bayes", tol: float = 1e-10) -> tuple[float, float]:
     """(epsilon at ``delta``, theta) of the family member whose error floor equals ``p_up``.
 
@@ -318,21 +319,26 @@ def epsilon_from_error_rate(p_up: float, family: Any = "gdp", delta: float = 1e-
     return float(fam.epsilon(theta, delta)), float(theta)
 
 
-def bits(n: int, errors: int, family: Any = "gdp", delta: float = 1e-5,
+def bits(n: int, errors: int, family: Any = DEFAULT_FAMILY, delta: float = 1e-5,
          confidence: float = 0.95, ci: str = "clopper_pearson", *, floor: str = "bayes",
          tol: float = 1e-10) -> AuditResult:
     """Epsilon lower bound from ``errors`` wrong guesses out of ``n`` fully decoded uniform bits.
 
-    Algorithm 5 of seed 000: p_up = upper confidence bound on the error rate (``ci``); reject
+    Algorithm 5 of Bits Transmission: p_up = upper confidence bound on the error rate (``ci``);
+    reject
     the family member f_theta when p_up < floor(f_theta) (Theorems 3-4); the bound is the largest
     rejected theta, converted to epsilon at ``delta`` (Algorithm 4 = ``Curve.epsilon``).
 
     Args:
       n: number of bits (canaries), every one decoded (no abstention).
       errors: number of wrong guesses k (0 <= k <= n).
-      family: null family ("gdp", "laplace", "eps_delta", ("subsampled_gaussian", q), a callable
-        theta -> Curve or a Family).  The paper uses GDP for the Gaussian mechanism, (eps, delta)
-        for randomized response and Laplace for the Laplace mechanism.
+      family: null family ("eps_delta" by default, whose null delta is ``delta``: valid for
+        every mechanism meeting an (eps, delta) claim; "gdp", "laplace",
+        ("subsampled_gaussian", q), a callable theta -> Curve or a Family assume the
+        mechanism's shape, recorded in ``AuditResult.assumption``; see
+        :mod:`dpaudit.curves.families`).  The paper uses GDP for the Gaussian mechanism,
+        (eps, delta) for randomized response and Laplace for the Laplace mechanism: families
+        matching the simulated mechanism's claimed curve.
       delta: delta at which epsilon is reported (also the null delta of "eps_delta").
       confidence: probability that the bound holds.
       ci: "clopper_pearson" (default, valid; alias "aci_exact"), "hoeffding" (valid) or "aci"
@@ -373,4 +379,5 @@ def bits(n: int, errors: int, family: Any = "gdp", delta: float = 1e-5,
         details={"error_rate": ebar, "p_up": p_up, "error_floor_at_theta": floor_at,
                  "nothing_rejected": nothing, "hit_ceiling": ceiling,
                  "ci_valid": ci != "aci"},
+        assumption=fam.assumption,
     )

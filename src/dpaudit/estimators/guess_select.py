@@ -1,6 +1,6 @@
 """Counts of Steinke et al.'s guessing rule by selection instead of a full sort.
 
-The top-k+ / bottom-k- rule (Steinke, Nasr & Jagielski 2023, §5; spec/001 §2.2) needs, for a
+The top-k+ / bottom-k- rule (Steinke, Nasr & Jagielski 2023, §5; TOR notes §2.2) needs, for a
 handful of ranks k, the prefix count
 
     c(k) = number of 1-bits among the k lowest scores,
@@ -8,7 +8,7 @@ handful of ranks k, the prefix count
 where "lowest" is the order by (score ascending, then a uniformly random priority, then input
 position): ``prio = gen.random(m)`` is drawn once for the whole array (the priority of canary i
 is the i-th draw), exactly as the sort-based reference
-:func:`dpaudit.estimators.steinke.ascending_order` does.  Correct guesses are then
+:func:`ascending_order` does.  Correct guesses are then
 ``(c(m) - c(m - k+)) + (k- - c(k-))``.
 
 Only the k-th order statistics are needed, so this module selects instead of sorting
@@ -42,14 +42,16 @@ The result is exact whichever branch runs: the branches differ in cost only.
 The generator always advances by exactly m ``random()`` draws, whether or not the priorities
 are needed, so the state after the call equals the reference's.  Equivalence to the sort-based
 reference on seeded inputs (ties, all-equal scores, -0.0 vs 0.0, k = 0, k = m, m = 1, 2) is
-tested in ``tests/test_guess_selection.py``.
+tested in ``tests/test_guess_select.py``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["lowest_member_counts"]
+from dpaudit.randomness import tie_break_rng
+
+__all__ = ["lowest_member_counts", "ascending_order"]
 
 #: entries per chunk of the counting and priority passes (bounds the temporaries: ~1.2 MB).
 CHUNK = 1 << 16
@@ -367,9 +369,48 @@ def _bucket(p: np.ndarray, nb: int) -> np.ndarray:
 def _counts_by_sorting(member: np.ndarray, score: np.ndarray, ks: np.ndarray,
                        gen: np.random.Generator) -> np.ndarray:
     """c(k) by one tie-broken sort (the reference method; used for long k sweeps)."""
-    from dpaudit.estimators.steinke import ascending_order
-
     order = ascending_order(score, gen)
     c = np.cumsum(member[order], dtype=np.int64)
     del order
     return np.where(ks > 0, c[np.maximum(ks, 1) - 1], 0)
+
+
+#: priorities drawn (and discarded) per chunk when there are no ties.
+_PRIO_CHUNK = 1 << 20
+
+
+def ascending_order(score: np.ndarray, rng: np.random.Generator | int) -> np.ndarray:
+    """Indices that sort ``score`` ascending, equal scores in a uniformly random order.
+
+    Same permutation as ``np.lexsort((gen.random(m), score))`` (a random priority per canary
+    breaks ties), and the generator is advanced identically, but computed as one argsort of
+    the scores plus a lexsort of the tied entries only: without ties it is a plain argsort.
+
+    An integer ``rng`` is NOT used as ``default_rng(rng)``: the priorities come from the
+    tagged stream ``SeedSequence(rng, spawn_key=(TIE_BREAK_KEY,))``.  A game seeded with the
+    same integer (``default_rng(seed)`` drawing the secret bits first) would otherwise produce
+    priorities equal to the uniforms that decided the bits, so the tie-break would depend on
+    the truth (issue 15, ``simulate rr --seed 0``: every tied guess below r = n was wrong).
+    A Generator is used as given; it must be independent of the truth bits.
+    """
+    gen = tie_break_rng(rng)
+    m = score.size
+    order = np.argsort(score, kind="stable")
+    ss = score[order]
+    eq = ss[1:] == ss[:-1]
+    if not eq.any():
+        del ss, eq
+        # no ties: the priorities are not needed, but the generator advances as if drawn
+        # (in chunks, so no m-sized array is held)
+        for start in range(0, m, _PRIO_CHUNK):
+            gen.random(min(_PRIO_CHUNK, m - start))
+        return order
+    prio = gen.random(m)
+    tied = np.zeros(m, dtype=bool)
+    tied[1:] |= eq
+    tied[:-1] |= eq
+    pos = np.flatnonzero(tied)
+    sub = order[pos]
+    # within a run of equal scores, order by priority (score breaks the runs apart)
+    order[pos] = sub[np.lexsort((prio[sub], ss[pos]))]
+    return order

@@ -1,6 +1,6 @@
-"""Lifted-DP (LiDP) audit: epsilon lower bound from K random canaries per trial (seed 002).
+"""Lifted-DP (LiDP) audit: epsilon lower bound from K random canaries per trial (Pillutla et al.).
 
-Observations (seed 002, Algorithm 1): ``x`` is an (n, K) 0/1 matrix, row i holding the tests
+Observations (Pillutla et al., Algorithm 1): ``x`` is an (n, K) 0/1 matrix, row i holding the tests
 1[theta_1 in R_k] of the K canaries inserted into the i-th model (trained on D_1 = D + K
 canaries); ``y`` is an (n', m) 0/1 matrix holding the tests of m fresh canaries on the i-th null
 model (trained on D_0 = D + K - 1 canaries; m = K as in the reference code).  Because canaries
@@ -15,24 +15,25 @@ mean from above, each with failure probability beta/2 (beta = 1 - confidence), a
     eps_hat = log((p1_lower - delta) / p0_upper),      P(eps < eps_hat) <= beta.
 
 ``AuditResult.epsilon`` is max(0, eps_hat) (0 = "no lower bound"); the raw value, which may be
-negative or -inf when p1_lower <= delta, is ``details["epsilon_raw"]`` (spec/002 §2.1).
+negative or -inf when p1_lower <= delta, is ``details["epsilon_raw"]`` (LiDP notes §2.1).
 
 Options:
 
 * ``interval``: "wilson" (asymptotic; the paper's experiments) or "bernstein" (finite-sample),
-  each of ``order`` 1, 2 or 4 (seed 002, App. C); or the Bernoulli baselines
+  each of ``order`` 1, 2 or 4 (Pillutla et al., App. C); or the Bernoulli baselines
   "clopper_pearson" / "jeffreys", which use only the first canary of each trial (as the
-  reference code does; spec/002 §2.7), i.e. the classical one-canary-per-run audit.
+  reference code does; LiDP notes §2.7), i.e. the classical one-canary-per-run audit.
 * ``symmetric=True``: also test the swapped DP condition eps >= log((TNR - delta)/FNR) with
   TNR, FNR bounded on the complemented vectors 1 - y, 1 - x (never as 1 - a bound on mu_1:
   the complement's higher moments differ), report the larger bound, and split beta/4 per
-  bound to keep the guarantee (spec/002 §2.1).  Complement moments are exact linear maps of
+  bound to keep the guarantee (LiDP notes §2.1).  Complement moments are exact linear maps of
   the moments: m_l(1 - x) = sum_j (-1)^j C(l, j) m_j(x).
-* ``neighbourhood="replace_one"``: seed 002 App. B.2 (Eq. 12): y holds fresh canaries tested on
+* ``neighbourhood="replace_one"``: Pillutla et al. App. B.2 (Eq. 12): y holds fresh canaries tested
+on
   the *same* D_1 model; the formula is identical, the bound is then on epsilon under the
   replace-one neighbourhood.  The value is recorded in ``settings``.
 
-Threshold tuning (seed 002 App. E.1; spec/002 §2.9): :func:`lifted_tuned` chooses
+Threshold tuning (Pillutla et al. App. E.1; LiDP notes §2.9): :func:`lifted_tuned` chooses
 tau* = argmax_tau eps_hat(tau) on *tuning* trials over a grid (reference: 500 points between
 min of the 10% and max of the 90% quantiles of the pooled tuning scores), and reports
 eps_hat(tau*) on *fresh* trials, which keeps the guarantee.  Selecting tau on the evaluation
@@ -83,7 +84,8 @@ NEIGHBOURHOODS = ("add_remove", "replace_one")
 
 
 def epsilon_from_bounds(p1_lower: Any, p0_upper: Any, delta: float) -> np.ndarray:
-    """eps_hat = log((p1_lower - delta) / p0_upper) (seed 002, Algorithm 1 line 8), vectorised.
+    """eps_hat = log((p1_lower - delta) / p0_upper) (Pillutla et al., Algorithm 1 line 8),
+    vectorised.
 
     -inf where p1_lower <= delta (no evidence), +inf where p0_upper = 0 < p1_lower - delta.
     """
@@ -180,7 +182,7 @@ def _result(vals: dict[str, Any], *, delta: float, confidence: float, settings: 
 def lifted(x: Any, y: Any, delta: float = 1e-5, confidence: float = 0.95,
            interval: str = "wilson", order: int = 2, *, symmetric: bool = False,
            neighbourhood: str = "add_remove", **options: bool) -> AuditResult:
-    """LiDP epsilon lower bound from trial-by-canary test matrices (seed 002, Algorithm 1).
+    """LiDP epsilon lower bound from trial-by-canary test matrices (Pillutla et al., Algorithm 1).
 
     Args:
       x: (n, K) 0/1 tests of the K inserted canaries on the models trained with them.
@@ -230,11 +232,11 @@ def lifted(x: Any, y: Any, delta: float = 1e-5, confidence: float = 0.95,
 
 def threshold_grid(x_scores: Any, y_scores: Any, size: int = 500,
                    grid_range: str = "quantile") -> np.ndarray:
-    """Threshold grid of the reference code (spec/002 §2.9): ``size`` points linearly spaced
+    """Threshold grid of the reference code (LiDP notes §2.9): ``size`` points linearly spaced
     from min(q_10%(x), q_10%(y)) to max(q_90%(x), q_90%(y)) of the pooled tuning scores
     ("quantile"), or from the smallest to the largest pooled score ("full").
 
-    The quantile grid caps the achievable eps_hat (spec/002 §4.3.1) but is needed to match the
+    The quantile grid caps the achievable eps_hat (LiDP notes §4.3.1) but is needed to match the
     paper's numbers; "full" is the method-neutral choice.
     """
     size = check_count("size", size, minimum=1)
@@ -310,7 +312,7 @@ def lifted_tuned(tune_x_scores: Any, tune_y_scores: Any, x_scores: Any, y_scores
                  delta: float = 1e-5, confidence: float = 0.95, interval: str = "wilson",
                  order: int = 2, *, direction: str = "greater", grid: Any = 500,
                  grid_range: str = "quantile", **kwargs: Any) -> AuditResult:
-    """Threshold-tuning protocol of seed 002 App. E.1: pick tau* = argmax eps_hat(tau) over a
+    """Threshold-tuning protocol of Pillutla et al. App. E.1: pick tau* = argmax eps_hat(tau) over a
     grid on the tuning trials, report :func:`lifted` at tau* on the fresh trials.
 
     ``grid``: number of grid points (see :func:`threshold_grid`) or an explicit array of
@@ -345,7 +347,7 @@ def lifted_tuned(tune_x_scores: Any, tune_y_scores: Any, x_scores: Any, y_scores
 
 def group_privacy_target(epsilon: float, delta: float, k: int) -> tuple[float, float]:
     """(K eps, (e^{K eps} - 1)/(e^eps - 1) delta): what a deterministic K-canary test audits
-    (group privacy; seed 002 §3.2, spec/002 §1.6)."""
+    (group privacy; Pillutla et al. §3.2, LiDP notes §1.6)."""
     kk = check_count("k", k, minimum=1)
     if epsilon <= 0:
         return 0.0, kk * float(delta)
@@ -355,8 +357,9 @@ def group_privacy_target(epsilon: float, delta: float, k: int) -> tuple[float, f
 def trials_to_reach(n_values: Any, eps_values: Any, target: float,
                     space: str = "linear") -> float:
     """n* with eps_hat(n*) = target by linear interpolation/extrapolation of eps_hat(n) in n
-    ("linear", default) or in log n ("log") (seed 002 Table 1 protocol; the paper does not say
-    which, spec/002 §7.18).  Uses the two bracketing points, or the two nearest end points for
+    ("linear", default) or in log n ("log") (Pillutla et al. Table 1 protocol; the paper does not
+    say
+    which, LiDP notes §7.18).  Uses the two bracketing points, or the two nearest end points for
     extrapolation.  Returns nan when eps_hat does not change between them."""
     check_choice("space", space, ("linear", "log"))
     n = np.asarray(n_values, dtype=float)

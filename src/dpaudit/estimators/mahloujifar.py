@@ -1,5 +1,5 @@
 """f-DP one-run audit of Mahloujifar, Melis and Chaudhuri, *Auditing f-Differential Privacy in
-One Run* (ICML 2025, arXiv:2410.22235) -- a baseline of seed 001 (spec/001 §5.2).
+One Run* (ICML 2025, arXiv:2410.22235) -- a baseline of Tight One-Run (TOR notes §5.2).
 
 Observation: m canaries, c' guesses (the rest abstained), c of them correct.  For a
 symmetric trade-off function f let B^{-1}(y) = f(1 - y) (the inverse of the blow-up
@@ -46,7 +46,8 @@ import numpy as np
 from scipy import special
 
 from dpaudit.curves.base import Curve
-from dpaudit.curves.families import Family, resolve_family
+from dpaudit.curves.eps_delta import EpsDeltaDP
+from dpaudit.curves.families import DEFAULT_FAMILY, Family, is_eps_delta, resolve_family
 from dpaudit.curves.gaussian import GaussianDP
 from dpaudit.curves.laplace import LaplaceDP
 from dpaudit.curves.subsampled import SubsampledGaussianDP, sgm_tradeoff
@@ -183,6 +184,22 @@ def _binv_family(fam: Family, thetas: np.ndarray
                 return np.where(a < lo, 1 - e1 * a, np.where(a <= 0.5, mid, e2 * (1 - a)))
             return fn
         return bind_laplace
+    d0 = is_eps_delta(fam)
+    if d0 is not None:
+        # EpsDeltaDP.tradeoff at alpha = 1 - y, per candidate (same scalars as there):
+        # f(a) = max{0, 1 - d - e^eps a, e^-eps (1 - d - a)}
+        epsd = [EpsDeltaDP(t, d0).eps for t in thetas.tolist()]
+        ex_d = np.array([math.exp(e) for e in epsd])
+        emx_d = np.array([math.exp(-e) for e in epsd])
+
+        def bind_eps_delta(sel: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+            e1, e2 = ex_d[sel], emx_d[sel]
+
+            def fn(y: np.ndarray) -> np.ndarray:
+                a = np.clip(1.0 - y, 0.0, 1.0)
+                return np.maximum(0.0, np.maximum(1 - d0 - e1 * a, e2 * (1 - d0 - a)))
+            return fn
+        return bind_eps_delta
     curves = [_symmetric(fam.curve(float(t))) for t in thetas.tolist()]
     if all(isinstance(c, SubsampledGaussianDP) for c in curves) and \
             len({(c.q, c.symmetrized) for c in curves}) == 1:
@@ -265,7 +282,7 @@ def _reject_prefix(bind: Callable[[np.ndarray], Callable[[np.ndarray], np.ndarra
 
 
 def mahloujifar_many(m: int, guesses: Any, correct: Any, delta: float = 1e-5,
-                     confidence: float = 0.95, family: Any = "gdp", *, tol: float = 1e-6,
+                     confidence: float = 0.95, family: Any = DEFAULT_FAMILY, *, tol: float = 1e-6,
                      grid_points: int | None = None) -> list[AuditResult]:
     """:func:`mahloujifar` for many observations (guesses[i], correct[i]) of the same ``m``
     canaries at once -- e.g. the guess-count grid of ``audit_one_run``.
@@ -282,7 +299,8 @@ def mahloujifar_many(m: int, guesses: Any, correct: Any, delta: float = 1e-5,
     fam = resolve_family(family, delta)
     tau = 1.0 - confidence
     if grid_points is None:
-        grid_points = 33 if fam.name == "gdp" else 9
+        fast = fam.build is GaussianDP or is_eps_delta(fam) is not None
+        grid_points = 33 if fast else 9
     grid_points = check_count("grid_points", grid_points, minimum=3)
     n = g_arr.size
     m_arr = np.full(n, m, dtype=np.int64)
@@ -312,12 +330,13 @@ def mahloujifar_many(m: int, guesses: Any, correct: Any, delta: float = 1e-5,
                       "grid_points": grid_points},
             details={"hit_ceiling": res.hit_ceiling, "nothing_rejected": res.nothing_rejected,
                      "search_range": [fam.lo, fam.hi], "candidates_evaluated": ev,
-                     "accuracy": c / cp if cp else math.nan}))
+                     "accuracy": c / cp if cp else math.nan},
+            assumption=fam.assumption))
     return out
 
 
 def mahloujifar(m: int, guesses: int, correct: int, delta: float = 1e-5,
-                confidence: float = 0.95, family: Any = "gdp", *, tol: float = 1e-6,
+                confidence: float = 0.95, family: Any = DEFAULT_FAMILY, *, tol: float = 1e-6,
                 grid_points: int | None = None) -> AuditResult:
     """Mahloujifar-Melis-Chaudhuri f-DP one-run epsilon lower bound.
 
@@ -327,9 +346,12 @@ def mahloujifar(m: int, guesses: int, correct: int, delta: float = 1e-5,
       correct: number of correct guesses c, 0 <= c <= c'.
       delta: delta at which epsilon is reported (conversion of the fitted curve).
       confidence: probability that the bound holds (tau = 1 - confidence).
-      family: null family (default "gdp"); see :func:`dpaudit.curves.resolve_family`.
+      family: null family (default "eps_delta" at ``delta``: valid for every mechanism meeting
+        an (eps, delta) claim; any other family is an assumption, recorded in
+        ``AuditResult.assumption``); see :mod:`dpaudit.curves.families`.
       tol: relative tolerance of the search over the family parameter.
-      grid_points: candidates per search pass (default 33 for GDP, 9 otherwise).
+      grid_points: candidates per search pass (default 33 for GDP and (eps, delta), whose
+        inverse blow-ups are vectorised over candidates, 9 otherwise).
 
     This is :func:`mahloujifar_many` with one observation (one implementation).
     """

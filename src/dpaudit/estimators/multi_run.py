@@ -1,8 +1,10 @@
-"""Classical multi-run audit from FPR/FNR (seed 004; Jagielski et al. 2020, Nasr et al. 2021).
+"""Classical multi-run audit from FPR/FNR (Hypothesis Interpretation; Jagielski et al. 2020, Nasr et
+al. 2021).
 
 A membership test "score >= t" has FPR alpha = P[M(D0) in S] and FNR beta = P[M(D1) not in S]
-(seed 004 Eqs. 11-12).  (epsilon, delta)-DP confines (alpha, beta) to the privacy region
-(seed 004 Eqs. 3-6, 13-16); read as lower bounds on e^epsilon:
+(Hypothesis Interpretation Eqs. 11-12).  (epsilon, delta)-DP confines (alpha, beta) to the privacy
+region
+(Hypothesis Interpretation Eqs. 3-6, 13-16); read as lower bounds on e^epsilon:
 
     (13)  (1 - FPR - delta) / FNR <= e^eps        (TNR - delta) / FNR
     (14)  (TPR - delta) / FPR     <= e^eps
@@ -25,7 +27,7 @@ Threshold strategies:
 * ``"split"`` -- choose the threshold on a seeded random half (``split_fraction``), bound on the
   other half at the full confidence: exactly valid.
 * ``"multi_split"`` -- ten seeded splits combined by the median-of-p-values rule
-  (:mod:`dpaudit.estimators.multi_split`): exactly valid, less dependent on one split's luck;
+  (:mod:`dpaudit.estimators.split_rule`): exactly valid, less dependent on one split's luck;
 * a number -- that threshold only.
 
 The GDP-based estimate (``estimate="gdp"``): a test with (alpha, beta) is consistent with mu-GDP
@@ -44,10 +46,14 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from dpaudit.curves.families import GDP_ASSUMPTION
 from dpaudit.curves.gaussian import GaussianDP
+from dpaudit.estimators.split_rule import SPLIT_COMBINE, combine_splits, per_split_confidence
 from dpaudit.observations import MembershipObservations
+from dpaudit.randomness import split_seeds
 from dpaudit.results import AuditResult
 from dpaudit.stats.binomial import clopper_pearson
+from dpaudit.stats.roc import auroc_from_counts, counts_from_sorted, tpr_at_fpr_from_counts
 from dpaudit.validation import (
     check_choice,
     check_confidence,
@@ -57,7 +63,7 @@ from dpaudit.validation import (
 )
 
 __all__ = ["multi_run", "multi_run_counts", "epsilon_from_rates", "gdp_mu_from_rates",
-           "roc_summary"]
+           "roc_summary", "multi_run_splits"]
 
 DIRECTIONS = ("both", "positive")
 ESTIMATES = ("eps_delta", "gdp")
@@ -72,7 +78,7 @@ def _safe_log_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
 
 def epsilon_from_rates(tpr_lo: Any, tpr_hi: Any, fpr_lo: Any, fpr_hi: Any, delta: float,
                        direction: str = "both") -> np.ndarray:
-    """max over seed 004 Eqs. 13-16 of log(ratio), floored at 0 (vectorised)."""
+    """max over Hypothesis Interpretation Eqs. 13-16 of log(ratio), floored at 0 (vectorised)."""
     tpr_lo, tpr_hi = np.asarray(tpr_lo, float), np.asarray(tpr_hi, float)
     fpr_lo, fpr_hi = np.asarray(fpr_lo, float), np.asarray(fpr_hi, float)
     e13 = _safe_log_ratio(1 - fpr_hi - delta, 1 - tpr_lo)
@@ -187,32 +193,13 @@ def roc_summary(member: Any, score: Any, fprs: tuple[float, ...] = (1e-3, 1e-2, 
 
 def _roc_summary(srt: _Sorted, fprs: tuple[float, ...] = (1e-3, 1e-2, 1e-1)
                  ) -> dict[str, Any]:
-    """:func:`roc_summary` from the sorted scores.
-
-    AUROC = (sum of the members' mid-ranks - n1 (n1 + 1) / 2) / (n1 n0), the mid-rank of a run
-    of equal scores at sorted positions i..j (1-based) being (i + j) / 2 (as
-    ``scipy.stats.rankdata``); the member rank sum is taken over the runs.
-    """
-    n1, n0 = srt.pos.size, srt.neg.size
-    n = n1 + n0
-    # run of equal scores k: positions [first_k, last_k] (1-based), members m_k in the run;
-    # c[i] = members among the i lowest scores, read at the run ends (no search needed)
-    start = np.flatnonzero(srt.run_starts())
-    c = np.concatenate([[0], np.cumsum(srt.member, dtype=np.int64)])
-    below = c[start]                                   # members strictly below run k
-    last = np.concatenate([start[1:], [n]])
-    first = start + 1
-    members = np.diff(np.concatenate([below, [n1]]))
-    rank_sum = float(np.sum(members * (first + last) / 2.0))
-    auroc = (rank_sum - n1 * (n1 + 1) / 2) / (n1 * n0)
-    # at threshold = run k's score ("member iff score >= threshold"): tp = members from run k
-    # on, fp = non-members from run k on (as _sweep with side="left")
-    tpr = (n1 - below) / n1
-    fpr = ((n - start) - (n1 - below)) / n0
-    out: dict[str, Any] = {"auroc": float(auroc)}
-    for f in fprs:
-        ok = fpr <= f
-        out[f"tpr_at_fpr_{f:g}"] = float(tpr[ok].max()) if ok.any() else 0.0
+    """:func:`roc_summary` from the sorted scores (the ROC core,
+    :mod:`dpaudit.stats.roc`: counts per distinct score)."""
+    c = counts_from_sorted(srt.scores, srt.member)
+    tpr, _, _ = tpr_at_fpr_from_counts(c, fprs)
+    out: dict[str, Any] = {"auroc": auroc_from_counts(c)}
+    for f, t in zip(fprs, tpr.tolist(), strict=True):
+        out[f"tpr_at_fpr_{f:g}"] = float(t)
     return out
 
 
@@ -221,9 +208,12 @@ def _result(value: float, obs_pos: int, obs_neg: int, delta: float, confidence: 
     if estimate == "gdp":
         mu = float(value)
         eps = GaussianDP(mu).epsilon(delta) if mu > 0 else 0.0
+        # an estimate under the GDP assumption, not a lower bound for an (eps, delta) claim:
+        # printed as an estimate and never the basis of a verdict (AuditResult.is_estimate)
         return AuditResult(epsilon=float(eps), delta=delta, confidence=confidence,
                            method="multi_run_gdp", params={"mu": mu}, settings=settings,
-                           details=details)
+                           details={**details, "estimate": True},
+                           assumption=GDP_ASSUMPTION)
     return AuditResult(epsilon=float(value), delta=delta, confidence=confidence,
                        method="multi_run", params={}, settings=settings, details=details)
 
@@ -263,7 +253,7 @@ def multi_run(member: Any, score: Any, delta: float = 0.0, confidence: float = 0
       delta: the delta of the claimed guarantee, in [0, 1).
       confidence: probability that the bound holds, in (0, 1).
       threshold: "bonferroni", "split", "multi_split" (10 seeded splits, median rule: see
-        :mod:`dpaudit.estimators.multi_split`) or a number (member when score >= threshold).
+        :mod:`dpaudit.estimators.split_rule`) or a number (member when score >= threshold).
       direction: "both" (Eqs. 13-16) or "positive" (Eqs. 13-14 only).
       estimate: "eps_delta" (the privacy-region bound) or "gdp" (the GDP-based estimate).
     """
@@ -276,12 +266,10 @@ def multi_run(member: Any, score: Any, delta: float = 0.0, confidence: float = 0
     srt = _Sorted.of(obs)
     settings: dict[str, Any] = {"n": obs.n, "n_members": obs.n_members, "direction": direction,
                                 "estimate": estimate, "interval": "clopper_pearson"}
-    if threshold == "multi_split":  # S seeded splits combined validly (estimators.multi_split)
-        from dpaudit.estimators.multi_split import multi_split
-
-        return multi_split(obs.member, obs.score, delta, confidence, seed=seed,
-                           split_fraction=split_fraction, direction=direction,
-                           estimate=estimate, max_thresholds=max_thresholds)
+    if threshold == "multi_split":  # S seeded splits combined validly (estimators.split_rule)
+        return multi_run_splits(obs.member, obs.score, delta, confidence, seed=seed,
+                                split_fraction=split_fraction, direction=direction,
+                                estimate=estimate, max_thresholds=max_thresholds)
     if isinstance(threshold, str):
         check_choice("threshold", threshold, ("bonferroni", "split", "multi_split"))
         settings["threshold"] = threshold
@@ -333,3 +321,24 @@ def multi_run(member: Any, score: Any, delta: float = 0.0, confidence: float = 0
                "n_nonmembers": n_neg, "tpr_bounds": b_i[:2], "fpr_bounds": b_i[2:],
                **_roc_summary(srt)}
     return _result(value, n_pos, n_neg, delta, confidence, estimate, settings, details)
+
+
+def multi_run_splits(member: Any, score: Any, delta: float = 0.0, confidence: float = 0.95, *,
+                     n_splits: int = 10, combine: str = "median", split_fraction: float = 0.5,
+                     seed: int = 0, direction: str = "both", estimate: str = "eps_delta",
+                     max_thresholds: int = 1000) -> AuditResult:
+    """S seeded ``threshold="split"`` audits combined by :mod:`dpaudit.estimators.split_rule`
+    (``multi_run(threshold="multi_split")`` and :func:`dpaudit.estimators.multi_split.
+    multi_split`)."""
+    obs = MembershipObservations.from_arrays(member, score)
+    obs.require_both_classes()
+    delta, gamma = check_delta(delta), check_confidence(confidence)
+    how = check_choice("combine", combine, SPLIT_COMBINE)
+    s_count = check_count("n_splits", n_splits, minimum=1)
+    per = per_split_confidence(gamma, how, s_count)
+    seeds = split_seeds(seed, s_count)
+    rows = [multi_run(obs.member, obs.score, delta=delta, confidence=per, threshold="split",
+                      direction=direction, estimate=estimate, split_fraction=split_fraction,
+                      seed=sd, max_thresholds=max_thresholds) for sd in seeds]
+    return combine_splits(rows, delta=delta, confidence=gamma, combine=how, per=per, seed=seed,
+                          seeds=seeds)

@@ -1,47 +1,18 @@
-"""Multi-split threshold selection for the classical multi-run audit, combined validly.
-
-The single "split" strategy of :func:`dpaudit.estimators.multi_run` chooses the threshold on a
-seeded random half of the trials and bounds epsilon on the other half: exactly valid, but the
-result depends on the luck of one split ("p-value lottery").  Here S splits (seeded, S small)
-are made and their bounds combined so that the combination stays valid at ``confidence``
-whatever the dependence between the splits (they reuse the same trials):
-
-* ``combine="median"`` -- the quantile rule of Meinshausen, Meier & Buehlmann (2009), "P-values
-  for high-dimensional regression", JASA 104(488), §2.2 and Theorem 3.1 with gamma = 1/2: for
-  per-split p-values P_s, Q = min(1, 2 median_s P_s) is a valid p-value.  Proof (finite S, any
-  dependence): by Markov's inequality P[#{s : P_s <= alpha/2} >= S/2] <= E[#{...}] / (S/2)
-  <= (S alpha/2) / (S/2) = alpha.  In bound form: every split's bound is computed at
-  confidence 1 - alpha/2 (the factor 2) and the reported bound is the ceil(S/2)-th largest of
-  them (at least half the splits reach it).  Each split's test family "eps <= eps0" is
-  monotone in eps0, so the p-value rule and the bound rule coincide;
-* ``combine="bonferroni"`` -- every split's bound at confidence 1 - alpha/S, the largest
-  reported (union bound over the S splits).
-
-The median rule pays a factor 2 on alpha and gains robustness (the report is a typical split,
-not the luckiest); Bonferroni pays a factor S and reports the best split.  With S = 1 both
-reduce to the single split.
+"""Multi-split threshold selection for the classical multi-run audit: S seeded splits of the
+trials, each bounding epsilon on its own half with a threshold chosen on the other, combined
+validly by the median rule or Bonferroni (:mod:`dpaudit.estimators.split_rule` states the rule
+and its proof).  ``multi_run(..., threshold="multi_split")`` is the same audit with S = 10.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-import numpy as np
-
-from dpaudit.observations import MembershipObservations
+from dpaudit.estimators.multi_run import multi_run_splits
+from dpaudit.estimators.split_rule import SPLIT_COMBINE
 from dpaudit.results import AuditResult
-from dpaudit.validation import check_choice, check_confidence, check_count, check_delta
 
 __all__ = ["multi_split", "SPLIT_COMBINE"]
-
-SPLIT_COMBINE = ("median", "bonferroni")
-
-
-def split_seeds(seed: int, n_splits: int) -> list[int]:
-    """S independent 32-bit seeds derived from ``seed`` (SeedSequence entropy)."""
-    ss = np.random.SeedSequence(check_count("seed", seed))
-    return [int(x) for x in ss.generate_state(check_count("n_splits", n_splits, minimum=1))]
 
 
 def multi_split(member: Any, score: Any, delta: float = 0.0, confidence: float = 0.95, *,
@@ -50,38 +21,12 @@ def multi_split(member: Any, score: Any, delta: float = 0.0, confidence: float =
                 max_thresholds: int = 1000) -> AuditResult:
     """Epsilon lower bound from S seeded splits of the trials, combined validly.
 
-    Each split runs ``multi_run(..., threshold="split")`` with its own seed at the per-split
-    confidence of the rule (median: 1 - alpha/2; bonferroni: 1 - alpha/S).  ``details`` keep
-    every split's bound and chosen threshold.
+    Each split runs ``multi_run(..., threshold="split")`` with its own seed (the ``"split"``
+    purpose of :mod:`dpaudit.randomness`) at the per-split confidence of the rule (median:
+    1 - alpha/2; bonferroni: 1 - alpha/S).  ``details`` keep every split's bound and chosen
+    threshold.
     """
-    from dpaudit.estimators.multi_run import multi_run
-
-    obs = MembershipObservations.from_arrays(member, score)
-    obs.require_both_classes()
-    delta, gamma = check_delta(delta), check_confidence(confidence)
-    how = check_choice("combine", combine, SPLIT_COMBINE)
-    s_count = check_count("n_splits", n_splits, minimum=1)
-    alpha = 1.0 - gamma
-    per = 1.0 - (alpha / 2 if how == "median" else alpha / s_count)
-    if s_count == 1:
-        per = gamma
-    seeds = split_seeds(seed, s_count)
-    rows = [multi_run(obs.member, obs.score, delta=delta, confidence=per, threshold="split",
-                      direction=direction, estimate=estimate, split_fraction=split_fraction,
-                      seed=sd, max_thresholds=max_thresholds) for sd in seeds]
-    eps = np.array([r.epsilon for r in rows])
-    order = np.argsort(-eps, kind="stable")
-    if how == "median" and s_count > 1:
-        pick = int(order[math.ceil(s_count / 2) - 1])   # ceil(S/2)-th largest
-    else:
-        pick = int(order[0])
-    chosen = rows[pick]
-    settings = {**dict(chosen.settings), "threshold": "multi_split", "n_splits": s_count,
-                "combine": how, "per_split_confidence": per, "seed": seed,
-                "split_seeds": seeds}
-    details = {**dict(chosen.details), "split_epsilons": eps.tolist(),
-               "split_thresholds": [r.details.get("threshold") for r in rows],
-               "reported_split": pick}
-    return AuditResult(epsilon=float(chosen.epsilon), delta=delta, confidence=gamma,
-                       method=chosen.method, params=dict(chosen.params), p_value=None,
-                       settings=settings, details=details)
+    return multi_run_splits(member, score, delta, confidence, n_splits=n_splits,
+                            combine=combine, split_fraction=split_fraction, seed=seed,
+                            direction=direction, estimate=estimate,
+                            max_thresholds=max_thresholds)

@@ -2,14 +2,19 @@
 
 Input: per-canary truth bits ``member`` (1 = canary included / secret bit 1; must be i.i.d.
 uniform) and ``score`` (higher = more likely bit 1) from ONE run of the mechanism.  The guesses
-follow Steinke, Nasr & Jagielski's rule, which every method accepts (spec/001 §2.2): sort by
+follow Steinke, Nasr & Jagielski's rule, which every method accepts (TOR notes §2.2): sort by
 score, guess 1 for the ``k_plus`` highest scores, 0 for the ``k_minus`` lowest, abstain on the
 rest; ``r = k_plus + k_minus`` guesses, ``u`` of them wrong.
 
 Methods (estimators with the contracts of DESIGN.md):
 
-* ``"tight"``        seed 001, exact order-statistics tail: ``E.tight(n, r, u, family)``;
-* ``"bits"``         seed 000, every bit decoded (r = n): ``E.bits(n, errors, family, ci)``;
+Null family of the f-DP methods: "eps_delta" at ``delta`` by default, the one null valid for
+every mechanism meeting an (eps, delta) claim (:mod:`dpaudit.curves.families`); "gdp" and the
+other shapes are assumptions, labelled in every row (``AuditResult.assumption``).
+
+* ``"tight"``        Tight One-Run, exact order-statistics tail: ``E.tight(n, r, u, family)``;
+* ``"bits"``         Bits Transmission, every bit decoded (r = n): ``E.bits(n, errors, family,
+ci)``;
 * ``"steinke"``      Steinke et al. 2023, (eps, delta) null: ``E.steinke(m, guesses, correct)``;
 * ``"mahloujifar"``  Mahloujifar et al. 2024, f-DP null: ``E.mahloujifar(m, guesses, correct)``.
 
@@ -41,10 +46,11 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from dpaudit.curves import resolve_family
+from dpaudit.curves import DEFAULT_FAMILY, resolve_family
 from dpaudit.estimators.bits import CI_METHODS, bits
+from dpaudit.estimators.guessing import _guesses_from_sorted
 from dpaudit.estimators.mahloujifar import mahloujifar_many
-from dpaudit.estimators.steinke import _guesses_from_sorted, steinke_many
+from dpaudit.estimators.steinke import steinke_many
 from dpaudit.estimators.tight import tight_many
 from dpaudit.observations import MembershipObservations
 from dpaudit.results import AuditResult
@@ -145,7 +151,7 @@ def _balance_p_value(k: int, n: int) -> float:
     The pmf of Binomial(n, 1/2) is symmetric, so the two-sided p-value (the mass of outcomes
     no more likely than k) is ``min(1, 2 P[X <= min(k, n - k)])``, and 1 at k = n/2: one
     regularised incomplete beta call instead of ``scipy.stats.binomtest``'s search over the
-    other tail (same value to rounding: ``tests/test_guess_selection.py``)."""
+    other tail (same value to rounding: ``tests/test_guess_select.py``)."""
     lo = min(k, n - k)
     if 2 * lo == n:
         return 1.0
@@ -163,7 +169,7 @@ def _balance_warning(obs: MembershipObservations) -> None:
 
 
 def audit_one_run(member: Any, score: Any, delta: float = 1e-5, confidence: float = 0.95,
-                  methods: Sequence[str] = ONE_RUN_METHODS, family: Any = "gdp", *,
+                  methods: Sequence[str] = ONE_RUN_METHODS, family: Any = DEFAULT_FAMILY, *,
                   fractions: Sequence[float] = DEFAULT_FRACTIONS,
                   grid: Sequence[tuple[int, int]] | None = None,
                   bits_ci: str = "clopper_pearson", bits_threshold: float | None = None,
@@ -180,7 +186,12 @@ def audit_one_run(member: Any, score: Any, delta: float = 1e-5, confidence: floa
       methods: any of "tight", "bits", "steinke", "mahloujifar"; the output keeps this order
         (the first one is the "primary" method used by the CLI verdict).
       family: null family of the f-DP methods (tight, bits, mahloujifar); Steinke's null is
-        always (eps, delta)-DP.
+        always (eps, delta)-DP.  Default "eps_delta" (null delta = ``delta``): valid for every
+        mechanism that meets an (eps, delta) claim, whatever its shape.  Any other family
+        ("gdp", "laplace", ...) assumes the mechanism's trade-off curve is in that family: the
+        rows carry ``assumption`` (e.g. "the mechanism is μ-GDP") and a verdict drawn from
+        them says so (:mod:`dpaudit.curves.families`).  Use the family of a claimed curve
+        only when the claim is that curve (:func:`dpaudit.curves.claim_family`).
       fractions: r/n values of the default grid (ignored when ``grid`` is given).
       grid: explicit (k_plus, k_minus) pairs, shared by tight, steinke and mahloujifar.
       bits_ci: CI of the bits method ("clopper_pearson", "hoeffding" or "aci").

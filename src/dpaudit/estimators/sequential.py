@@ -21,7 +21,7 @@ indicator of a threshold set, so the null is the hockey-stick inequality (1) its
 time -- the simplest member of the same family, with no kernel -- and the fraction is a plug-in
 Kelly stake refitted on a fixed schedule.  We cannot cite equation numbers of either paper;
 equation labels refer to this module, and the construction is derived here from the DP
-definition (seed 004, Definition 1) and Ville's inequality.
+definition (Hypothesis Interpretation, Definition 1) and Ville's inequality.
 
 Validity, checked line by line (the null is *every* pair of output laws satisfying (1) and its
 mirror, not a fitted model):
@@ -36,8 +36,8 @@ mirror, not a fitted model):
     supermartingales is not one, and would need the threshold 2 / alpha.
 
 The game.  Trial t draws a secret bit b_t ~ Bernoulli(1/2), runs M on D_{b_t}, and records a
-score s_t (seed 000 Algorithm 1; :class:`dpaudit.games.blackbox.BlackBoxAudit`).  For a set
-S = {s >= tau} (side "hi") seed 004 Definition 1 gives, for (eps, delta)-DP,
+score s_t (Bits Transmission Algorithm 1; :class:`dpaudit.games.blackbox.BlackBoxAudit`).  For a set
+S = {s >= tau} (side "hi") Hypothesis Interpretation Definition 1 gives, for (eps, delta)-DP,
 
     P1(S) - e^eps P0(S) <= delta                                                     (1)
 
@@ -428,7 +428,8 @@ def sequential_audit(member: Any, score: Any, claimed_epsilon: float, delta: flo
     settings = {"burn_in": opts.burn_in, "growth": opts.growth, "candidates": opts.candidates,
                 "max_bet": opts.max_bet, "plan_confidence": opts.plan_confidence,
                 "grid": [0.0, top, int(grid.size)], "stop": stop,
-                "e_process": "mixture of hi/lo threshold betting (seed 004 Def. 1)"}
+                "e_process": ("mixture of hi/lo threshold betting "
+                              "(Hypothesis Interpretation Def. 1)")}
     return SequentialResult(
         rejected=rejected, stopping_trial=first2, n=int(n), e_value=float(math.exp(min(log_e,
                                                                                      700))),

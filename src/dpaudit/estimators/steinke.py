@@ -1,6 +1,7 @@
 """One-run audit of Steinke, Nasr and Jagielski, *Privacy Auditing with One (1) Training Run*
-(NeurIPS 2023, arXiv:2305.08846) -- the baseline of seeds 000 and 001 (spec/001 §5.1,
-spec/000 §7.1).
+(NeurIPS 2023, arXiv:2305.08846) -- the baseline of Bits Transmission and Tight One-Run (TOR notes
+§5.1,
+BT notes §7.1).
 
 Game: m canaries, each included with probability 1/2; after one run the auditor guesses
 "included" for the k+ highest scores and "excluded" for the k- lowest and abstains on the
@@ -17,7 +18,7 @@ and the bound is the largest eps with p(eps) < 1 - confidence, found by growing 
 bracket by +1 (capped at ``eps_cap``) and root finding on log p - log(1 - confidence) inside
 the last unit bracket (shared helpers :func:`dpaudit.search.largest_rejected_root` /
 ``largest_rejected_roots``).  The 2 m delta term makes the bound collapse to 0 for large
-m delta (seed 001 §6.2, Fig. 7).
+m delta (Tight One-Run §6.2, Fig. 7).
 
 Evaluation (issue 14): :func:`steinke_many` computes the bounds of many observations (the
 guess-count grid of ``audit_one_run``) together, every p-value of a search step in one
@@ -26,8 +27,8 @@ the window average over the window's left end k = v - i, which is quasi-concave 
 (:func:`_alpha`): it is located on a short window of consecutive k with O(1) binomial
 CDF/SF evaluations, not by summing all O(sqrt r) pmf terms.
 
-``variant="port"`` reproduces the seed-001 authors' comparison port (their
-``compare/RESULTS.txt``; spec/001 §4.3, §5.1), whose window is shifted by one:
+``variant="port"`` reproduces the Tight One-Run authors' comparison port (their
+``compare/RESULTS.txt``; TOR notes §4.3, §5.1), whose window is shifted by one:
 alpha = max_i (1/i) (CDF(v) - CDF(v - i)) = max_i (1/i) sum_{j=0..i-1} pmf(v - j).  It is
 offered only to reproduce their numbers; the original is the published statistic.
 """
@@ -42,23 +43,18 @@ import numpy as np
 from scipy import special
 from scipy.special import _ufuncs as _scipy_ufuncs
 
-from dpaudit.estimators.guess_select import lowest_member_counts
 from dpaudit.results import AuditResult
 from dpaudit.search import largest_rejected_roots
 from dpaudit.validation import (
-    check_binary_array,
     check_choice,
     check_confidence,
-    check_count_array,
     check_delta,
-    check_finite_array,
     check_nested_count_arrays,
     check_nested_counts,
     check_positive,
-    check_same_length,
 )
 
-__all__ = ["steinke", "steinke_many", "steinke_p_value", "guesses_from_scores", "STEINKE_VARIANTS"]
+__all__ = ["steinke", "steinke_many", "steinke_p_value", "STEINKE_VARIANTS"]
 
 STEINKE_VARIANTS = ("original", "port")
 
@@ -381,7 +377,7 @@ def steinke(m: int, guesses: int, correct: int, delta: float = 1e-5,
       delta: delta of the (eps, delta)-DP null (enters through the 2 m delta term).
       confidence: probability that the bound holds; eps is rejected iff
         p(eps) < 1 - confidence (their convention).
-      variant: "original" (published statistic) or "port" (seed-001 authors' port).
+      variant: "original" (published statistic) or "port" (Tight One-Run authors' port).
       tol: relative tolerance of the root finding on eps.
       eps_cap: largest eps searched; ``details["hit_ceiling"]`` is set when reached.
 
@@ -390,137 +386,3 @@ def steinke(m: int, guesses: int, correct: int, delta: float = 1e-5,
     m, r, v = _check_counts(m, guesses, correct)
     return steinke_many(m, [r], [v], delta, confidence, variant, tol=tol,
                         eps_cap=eps_cap)[0]
-
-
-def guesses_from_scores(truth: Any, score: Any, k_pos: Any, k_neg: Any, *,
-                        rng: np.random.Generator | int = 0) -> tuple[Any, Any]:
-    """Steinke et al.'s guessing rule: "included" (1) for the ``k_pos`` highest scores,
-    "excluded" (0) for the ``k_neg`` lowest, abstain on the rest.
-
-    Returns ``(guesses, correct)`` with guesses = k_pos + k_neg.  ``k_pos``/``k_neg`` may be
-    arrays (a k-sweep): the counts at the few ranks needed come from selection (O(m) per
-    sweep of up to 512 distinct ranks, :mod:`dpaudit.estimators.guess_select`), longer sweeps
-    from one sort and cumulative sums (O(m log m)).  Ties in ``score`` are broken by a
-    uniformly random priority drawn from ``rng`` (independent of ``truth``, so tie-breaking
-    cannot leak the truth through the input order): ``gen.random(m)`` with ``gen`` =
-    :func:`tie_break_rng` ``(rng)``, the lowest priority first among equal scores.
-    """
-    t = check_binary_array("truth", truth)
-    s = check_finite_array("score", score)
-    check_same_length(truth=t, score=s)
-    return _guesses_from_sorted(t, s, k_pos, k_neg, rng)
-
-
-#: spawn key of the tie-break stream derived from an integer seed (ASCII "tieb").
-TIE_BREAK_KEY = 0x74696562
-
-
-def tie_break_rng(rng: np.random.Generator | int) -> np.random.Generator:
-    """The tie-break generator: a Generator as given; an integer seed -> the tagged child
-    ``SeedSequence(seed, spawn_key=(TIE_BREAK_KEY,))``, independent of ``default_rng(seed)``
-    and of the per-trial streams ``SeedSequence(seed, spawn_key=(t,))`` for t < TIE_BREAK_KEY."""
-    if isinstance(rng, np.random.Generator):
-        return rng
-    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
-        return np.random.default_rng(np.random.SeedSequence(int(rng),
-                                                            spawn_key=(TIE_BREAK_KEY,)))
-    return np.random.default_rng(rng)
-
-
-def ascending_order(score: np.ndarray, rng: np.random.Generator | int) -> np.ndarray:
-    """Indices that sort ``score`` ascending, equal scores in a uniformly random order.
-
-    Same permutation as ``np.lexsort((gen.random(m), score))`` (a random priority per canary
-    breaks ties), and the generator is advanced identically, but computed as one argsort of
-    the scores plus a lexsort of the tied entries only: without ties it is a plain argsort.
-
-    An integer ``rng`` is NOT used as ``default_rng(rng)``: the priorities come from the
-    tagged stream ``SeedSequence(rng, spawn_key=(TIE_BREAK_KEY,))``.  A game seeded with the
-    same integer (``default_rng(seed)`` drawing the secret bits first) would otherwise produce
-    priorities equal to the uniforms that decided the bits, so the tie-break would depend on
-    the truth (issue 15, ``simulate rr --seed 0``: every tied guess below r = n was wrong).
-    A Generator is used as given; it must be independent of the truth bits.
-    """
-    gen = tie_break_rng(rng)
-    m = score.size
-    order = np.argsort(score, kind="stable")
-    ss = score[order]
-    eq = ss[1:] == ss[:-1]
-    if not eq.any():
-        del ss, eq
-        # no ties: the priorities are not needed, but the generator advances as if drawn
-        # (in chunks, so no m-sized array is held)
-        for start in range(0, m, _PRIO_CHUNK):
-            gen.random(min(_PRIO_CHUNK, m - start))
-        return order
-    prio = gen.random(m)
-    tied = np.zeros(m, dtype=bool)
-    tied[1:] |= eq
-    tied[:-1] |= eq
-    pos = np.flatnonzero(tied)
-    sub = order[pos]
-    # within a run of equal scores, order by priority (score breaks the runs apart)
-    order[pos] = sub[np.lexsort((prio[sub], ss[pos]))]
-    return order
-
-
-#: priorities drawn (and discarded) per chunk when there are no ties.
-_PRIO_CHUNK = 1 << 20
-
-
-def _guesses_from_sorted(t: np.ndarray, s: np.ndarray, k_pos: Any, k_neg: Any,
-                         rng: np.random.Generator | int) -> tuple[Any, Any]:
-    """:func:`guesses_from_scores` on validated arrays (bool truth, float scores).
-
-    The prefix counts c(k) (1-bits among the k lowest scores, ties by a random priority) come
-    from selection at the few ranks needed (:mod:`dpaudit.estimators.guess_select`), not from
-    a full sort; the result and the generator state equal those of
-    :func:`_guesses_from_sorted_reference` (tested in ``tests/test_guess_selection.py``).
-    """
-    m = t.size
-    kp, kn = _check_ks(k_pos, k_neg, m)
-    gen = tie_break_rng(rng)
-    # Correct "excluded" guesses among the k_neg lowest: k_neg - c(k_neg); correct "included"
-    # among the k_pos highest: c(m) - c(m - k_pos).
-    ks = np.concatenate([(m - kp).reshape(-1), kn.reshape(-1), [m]])
-    c = lowest_member_counts(t, s, ks, gen)
-    c_top, c_neg, total = c[:kp.size].reshape(kp.shape), c[kp.size:-1].reshape(kn.shape), c[-1]
-    correct = (total - c_top) + (kn - c_neg)
-    guesses = kp + kn
-    if guesses.ndim == 0:
-        return int(guesses), int(correct)
-    return guesses, correct
-
-
-def _check_ks(k_pos: Any, k_neg: Any, m: int) -> tuple[np.ndarray, np.ndarray]:
-    kp = check_count_array("k_pos", k_pos)
-    kn = check_count_array("k_neg", k_neg)
-    kp, kn = np.broadcast_arrays(kp, kn)
-    if np.any(kp + kn > m):
-        raise ValueError(f"k_pos + k_neg must be <= the number of canaries ({m})")
-    return kp, kn
-
-
-def _guesses_from_sorted_reference(t: np.ndarray, s: np.ndarray, k_pos: Any, k_neg: Any,
-                                   rng: np.random.Generator | int) -> tuple[Any, Any]:
-    """Reference implementation of :func:`_guesses_from_sorted`: one tie-broken sort
-    (:func:`ascending_order`), then cumulative sums.  O(m log m) time and an m-sized int64
-    permutation; kept as the oracle of the equivalence tests."""
-    m = t.size
-    kp, kn = _check_ks(k_pos, k_neg, m)
-    order = ascending_order(s, rng)  # ascending score, random among ties
-    # c[k] = number of 1-bits among the k lowest scores (k = 1..m).  Correct "excluded"
-    # guesses among the k_neg lowest: k_neg - c[k_neg]; correct "included" among the k_pos
-    # highest: c[m] - c[m - k_pos].
-    c = np.cumsum(t[order], dtype=np.int64)
-    del order
-
-    def c_at(k: np.ndarray) -> np.ndarray:
-        return np.where(k > 0, c[np.maximum(k, 1) - 1], 0)
-
-    total = int(c[-1]) if m else 0
-    correct = (total - c_at(m - kp)) + (kn - c_at(kn))
-    guesses = kp + kn
-    if guesses.ndim == 0:
-        return int(guesses), int(correct)
-    return guesses, correct

@@ -1,4 +1,4 @@
-"""Tight one-run audit with abstention (seed 001: Xiang, Wang, Xiao, Tian, Wang,
+"""Tight one-run audit with abstention (Tight One-Run: Xiang, Wang, Xiao, Tian, Wang,
 *Tight Privacy Audit in One Run*, arXiv:2509.08704).
 
 Observation: n secret bits, one run, the r highest-scoring guesses released, u of them wrong
@@ -6,16 +6,17 @@ Observation: n secret bits, one run, the r highest-scoring guesses released, u o
 less private).  By Theorem 1 its p-value is P_{A*}[T <= u], the probability of at most u
 errors among the top r of n independent f_theta channels read by the optimal decoder
 (Eqs. 17-19); it depends on (n, r, u, f_theta) only.  The lower bound is the largest theta
-rejected at level 1 - confidence ("reject iff p-value <= alpha", seed 001 §5.4), converted to
+rejected at level 1 - confidence ("reject iff p-value <= alpha", Tight One-Run §5.4), converted to
 epsilon at the requested delta with the family's curve (Algorithm 2).
 
-Modes of the p-value (spec/001 §7.1):
+Modes of the p-value (TOR notes §7.1):
 
 * ``"exact"`` (default): the cut-mixture law
   E_{V~Beta(r+1, n-r)}[BinCDF(u; r, gamma_bar(V))], BinCDF(u; n, e*) when r = n
   (:func:`dpaudit.stats.order_statistics.log_tail_probability`).  This is the form of the
-  authors' released code and reproduces their recorded numbers.  For mu-GDP (the default
-  family) the score profile is in closed form
+  authors' released code and reproduces their recorded numbers.  For (eps, delta)-DP (the
+  default family, :func:`log_tail_probabilities_eps_delta`) and mu-GDP the score profile is in
+  closed form
   (:class:`dpaudit.stats.order_statistics.GaussianProfile`), so the p-value is exact to
   rounding; other curves use the conservative lower-envelope grid profile, which never
   understates the exact p-value.  (Until issue 14's second round mu-GDP used the grid profile
@@ -25,9 +26,9 @@ Modes of the p-value (spec/001 §7.1):
   (Eq. 26), as written.  Theorem 3 treats the released error bits as independent, which they
   are not (they share the order statistics); the independent Poisson-binomial is slightly
   anti-conservative, but the Chernoff bound on top of it was conservative in every case
-  checked (spec/001 §0.3, §4.7), so this mode gives valid but looser bounds.
+  checked (TOR notes §0.3, §4.7), so this mode gives valid but looser bounds.
 * ``"hoeffding"``: the same p_i with Hoeffding's bound exp(-2 (sum p_i - u)^2 / r)
-  (seed 001 §5.3).
+  (Tight One-Run §5.3).
 
 Deviation from the paper, in both bound modes: the p-value is max(bound, exact tail).  At u = 0
 the Chernoff bound has no slack (it equals prod(1 - p_i), the independent Poisson-binomial's
@@ -50,15 +51,18 @@ import math
 from typing import Any
 
 import numpy as np
+from scipy import special
 
 from dpaudit.curves.base import Curve
-from dpaudit.curves.families import resolve_family
+from dpaudit.curves.families import DEFAULT_FAMILY, is_eps_delta, resolve_family
 from dpaudit.curves.gaussian import GaussianDP
 from dpaudit.results import AuditResult
 from dpaudit.search import SearchResult, largest_rejected_root, largest_rejected_roots
 from dpaudit.stats.order_statistics import (
+    _log_cut_mixture,
     chernoff_tail,
     hoeffding_tail,
+    log_binom_cdf,
     log_tail_probabilities_gdp,
     log_tail_probability,
     order_statistic_error_probs,
@@ -71,9 +75,11 @@ from dpaudit.validation import (
     check_nested_count_arrays,
     check_nested_counts,
     check_positive,
+    check_real_array,
 )
 
-__all__ = ["tight", "tight_many", "tight_p_value", "TIGHT_MODES", "PAPER_MAX_R"]
+__all__ = ["tight", "tight_many", "tight_p_value", "log_tail_probabilities_eps_delta",
+           "TIGHT_MODES", "PAPER_MAX_R"]
 
 TIGHT_MODES = ("exact", "paper", "hoeffding")
 #: largest r accepted by the "paper" and "hoeffding" modes (O(r) memory, O(257 r) time).
@@ -187,8 +193,8 @@ def _search(margin: Any, fam: Any, n: int, r: int, u: int, mode: str, log_alpha:
 
 def tight_p_value(curve: Curve, n: int, r: int, u: int, mode: str = "exact") -> float:
     """p-value of the null "the mechanism is ``curve``-DP" after observing u wrong guesses
-    among the r released (top-scoring) of n guesses: P_{A*}[T <= u] (seed 001 Thm. 1,
-    Eqs. 17-19; spec/001 §2.9 for ``mode="exact"``, §2.8 for ``"paper"``/``"hoeffding"``).
+    among the r released (top-scoring) of n guesses: P_{A*}[T <= u] (Tight One-Run Thm. 1,
+    Eqs. 17-19; TOR notes §2.9 for ``mode="exact"``, §2.8 for ``"paper"``/``"hoeffding"``).
 
     With r = n and ``mode="exact"`` this is BinCDF(u; n, e*), e* = ``curve.bit_error()``.
     Works for every Curve, including the asymmetric ordered sub-sampled Gaussian pair.
@@ -201,17 +207,20 @@ def tight_p_value(curve: Curve, n: int, r: int, u: int, mode: str = "exact") -> 
     return _p_value(curve, n, r, u, mode)
 
 
-def tight(n: int, r: int, u: int, family: Any = "gdp", delta: float = 1e-5,
+def tight(n: int, r: int, u: int, family: Any = DEFAULT_FAMILY, delta: float = 1e-5,
           confidence: float = 0.95, mode: str = "exact", *, tol: float = 1e-6
           ) -> AuditResult:
-    """Epsilon lower bound of the tight one-run audit (seed 001 §5.4; spec/001 §2.11).
+    """Epsilon lower bound of the tight one-run audit (Tight One-Run §5.4; TOR notes §2.11).
 
     Args:
       n: number of secret bits / canaries (>= 1).
       r: number of released guesses (the r highest scores), 0 <= r <= n.
       u: number of wrong guesses among them, 0 <= u <= r.
-      family: null family ("gdp", "laplace", "eps_delta" -- whose delta is ``delta`` --,
-        ("subsampled_gaussian", q), a callable theta -> Curve, or a Family).
+      family: null family: "eps_delta" (the default; null delta = ``delta``), valid for every
+        mechanism meeting an (eps, delta) claim (Tight One-Run §6.2: the audit is tight for
+        (eps, delta)-DP under this null); "gdp", "laplace", ("subsampled_gaussian", q), a
+        callable theta -> Curve, or a Family assume the mechanism's shape, recorded in
+        ``AuditResult.assumption`` (:mod:`dpaudit.curves.families`).
       delta: delta at which the bound is reported (Algorithm 2 conversion).
       confidence: probability that the bound holds; the null f_theta is rejected iff its
         p-value is <= 1 - confidence.
@@ -230,8 +239,9 @@ def tight(n: int, r: int, u: int, family: Any = "gdp", delta: float = 1e-5,
     _check_mode(mode, r)
     tol = check_positive("tol", tol, upper=0.1)
     fam = resolve_family(family, delta)
-    if mode == "exact" and fam.build is GaussianDP:
-        return _tight_gdp(fam, n, [r], [u], delta, confidence, tol)[0]
+    tail = _closed_form_tail(fam) if mode == "exact" else None
+    if tail is not None:
+        return _tight_batched(fam, n, [r], [u], delta, confidence, tol, tail)[0]
     return _tight_one(fam, n, r, u, delta, confidence, mode, tol)
 
 
@@ -273,10 +283,11 @@ def _result(fam: Any, n: int, r: int, u: int, delta: float, confidence: float, m
         details={"hit_ceiling": res.hit_ceiling, "nothing_rejected": res.nothing_rejected,
                  "search_range": [fam.lo, fam.hi], "bit_error_at_theta": float(e_star),
                  "accuracy": (r - u) / r if r else math.nan,
-                 "p_value_evaluations": evaluations})
+                 "p_value_evaluations": evaluations},
+        assumption=fam.assumption)
 
 
-def tight_many(n: int, r: Any, u: Any, family: Any = "gdp", delta: float = 1e-5,
+def tight_many(n: int, r: Any, u: Any, family: Any = DEFAULT_FAMILY, delta: float = 1e-5,
                confidence: float = 0.95, mode: str = "exact", *, tol: float = 1e-6
                ) -> list[AuditResult]:
     """:func:`tight` at several observations (r_i, u_i) of the same n: one result per point,
@@ -284,11 +295,11 @@ def tight_many(n: int, r: Any, u: Any, family: Any = "gdp", delta: float = 1e-5,
     one-run audit evaluates a grid of guess counts, see
     :func:`dpaudit.estimators.one_run.audit_one_run`).
 
-    For mu-GDP in ``"exact"`` mode the points are searched together: each root-finding
-    iteration evaluates the closed-form p-values of every unfinished point in one pass
-    (:func:`dpaudit.stats.order_statistics.log_tail_probabilities_gdp`,
-    :func:`dpaudit.search.largest_rejected_roots`).  Other families and modes run point by
-    point.
+    For mu-GDP and (eps, delta) in ``"exact"`` mode the points are searched together: each
+    root-finding iteration evaluates the closed-form p-values of every unfinished point in one
+    pass (:func:`dpaudit.stats.order_statistics.log_tail_probabilities_gdp`,
+    :func:`log_tail_probabilities_eps_delta`, :func:`dpaudit.search.largest_rejected_roots`).
+    Other families and modes run point by point.
     """
     n, rs, us = check_nested_count_arrays("n", n, "r", r, "u", u)
     pts = list(zip(rs.tolist(), us.tolist(), strict=True))
@@ -298,24 +309,81 @@ def tight_many(n: int, r: Any, u: Any, family: Any = "gdp", delta: float = 1e-5,
         _check_mode(mode, a)
     tol = check_positive("tol", tol, upper=0.1)
     fam = resolve_family(family, delta)
-    if mode == "exact" and fam.build is GaussianDP:
-        return _tight_gdp(fam, n, [a for a, _ in pts], [b for _, b in pts], delta, confidence,
-                          tol)
+    tail = _closed_form_tail(fam) if mode == "exact" else None
+    if tail is not None:
+        return _tight_batched(fam, n, [a for a, _ in pts], [b for _, b in pts], delta,
+                              confidence, tol, tail)
     return [_tight_one(fam, n, a, b, delta, confidence, mode, tol) for a, b in pts]
 
 
-#: quadrature nodes of the pilot search of :func:`_tight_gdp` (the final bracket is always
+#: quadrature nodes of the pilot search of :func:`_tight_batched` (the final bracket is always
 #: checked with the full 1025-node rule).
 _PILOT_QUAD = 65
 #: points of the pilot's first grid over the family range.
 _PILOT_GRID = 24
 
 
-def _tight_gdp(fam: Any, n: int, r: list[int], u: list[int], delta: float,
-               confidence: float, tol: float) -> list[AuditResult]:
-    """The exact-mode search for mu-GDP, for several points (r_i, u_i) at once.
+def log_tail_probabilities_eps_delta(eps: Any, n: int, r: Any, u: Any, *, delta: float,
+                                     quad_points: int = 1025) -> np.ndarray:
+    """log P_{A*}[T <= u_i] for the (eps_i, delta)-DP null, vectorised over rows i (the
+    exact tail of :func:`dpaudit.stats.order_statistics.log_tail_probability` with the
+    profile in closed form).
 
-    The p-value is analytic in mu (closed-form profile), so its Beta expectation is
+    The pair of f_{eps,delta} (Tight One-Run Def. 9; TOR notes §2.10: four atoms) puts mixture mass
+    delta on |L| = inf (error gamma = 0) and 1 - delta on |L| = eps (gamma_eps = 1/(1 + e^eps)),
+    ties broken by an error-independent random priority (Eq. 20).  So the error mass of the
+    top v of the mixture is H(v) = gamma_eps max(0, v - delta) and the mean error above the
+    cut is gamma_bar(v) = gamma_eps max(0, v - delta) / v; with r = n, BinCDF(u; n, e*),
+    e* = (1 - delta) / (1 + e^eps).  ``eps`` broadcasts against the counts ``r``, ``u``.
+    """
+    n, r_arr, u_arr = check_nested_count_arrays("n", n, "r", r, "u", u)
+    e = check_real_array("eps", eps)
+    if not (np.isfinite(e).all() and (e >= 0).all()):
+        raise ValueError("eps must be finite and >= 0")
+    return _log_tail_eps_delta(e, n, r_arr, u_arr, check_delta(delta), quad_points)
+
+
+def _log_tail_eps_delta(eps: Any, n: int, r: Any, u: Any, delta: float,
+                        quad_points: int = 1025) -> np.ndarray:
+    """:func:`log_tail_probabilities_eps_delta` on validated arguments."""
+    eps, r, u = np.broadcast_arrays(np.asarray(eps, dtype=float), np.asarray(r, dtype=np.int64),
+                                    np.asarray(u, dtype=np.int64))
+    shape = eps.shape
+    eps, r, u = eps.reshape(-1), r.reshape(-1), u.reshape(-1)
+    g_eps = special.expit(-eps)  # 1 / (1 + e^eps), stable
+    out = np.zeros(eps.size)
+    full = (r == n) & (u < r)
+    if full.any():
+        out[full] = log_binom_cdf(u[full], n, (1.0 - delta) * g_eps[full])
+    part = (r < n) & (u < r)
+    if part.any():
+        g = g_eps[part][:, None]
+        out[part] = _log_cut_mixture(
+            lambda v: g * np.maximum(v - delta, 0.0) / np.maximum(v, 1e-300), n, r[part],
+            u[part], quad_points)
+    return out.reshape(shape)
+
+
+def _closed_form_tail(fam: Any) -> Any:
+    """The batched closed-form exact tail ``(theta, n, r, u, quad_points) -> log p`` of the
+    family, or None when the family needs a numeric score profile."""
+    if fam.build is GaussianDP:
+        return log_tail_probabilities_gdp
+    d0 = is_eps_delta(fam)
+    if d0 is not None:
+        def tail(theta: Any, n: int, r: Any, u: Any, *, quad_points: int = 1025
+                 ) -> np.ndarray:
+            return _log_tail_eps_delta(theta, n, r, u, d0, quad_points)
+        return tail
+    return None
+
+
+def _tight_batched(fam: Any, n: int, r: list[int], u: list[int], delta: float,
+                   confidence: float, tol: float, log_tail: Any) -> list[AuditResult]:
+    """The exact-mode search for a family with a closed-form tail ``log_tail`` (mu-GDP,
+    (eps, delta)), for several points (r_i, u_i) at once.
+
+    The p-value is analytic in theta (closed-form profile), so its Beta expectation is
     integrated to near machine precision by the trapezoid rule on far fewer nodes than the
     1025 of the exact rule (65 nodes give the same boundary to ~1e-14 relative on the one-run
     grids of n = 1e3 ... 1e7).  The boundary is therefore located on that 65-node pilot
@@ -335,11 +403,11 @@ def _tight_gdp(fam: Any, n: int, r: list[int], u: list[int], delta: float,
 
     def margin_exact(theta: np.ndarray, idx: np.ndarray) -> np.ndarray:
         np.add.at(evals, idx, 1)
-        return log_tail_probabilities_gdp(theta, n, r_arr[idx], u_arr[idx]) - log_alpha
+        return log_tail(theta, n, r_arr[idx], u_arr[idx]) - log_alpha
 
     def margin_pilot(theta: np.ndarray, idx: np.ndarray) -> np.ndarray:
-        return (log_tail_probabilities_gdp(theta, n, r_arr[idx], u_arr[idx],
-                                           quad_points=_PILOT_QUAD) - log_alpha)
+        return (log_tail(theta, n, r_arr[idx], u_arr[idx], quad_points=_PILOT_QUAD)
+                - log_alpha)
 
     lo, hi = np.full(k, fam.lo), np.full(k, fam.hi)
     # pilot bracket: the pilot margin on a geometric grid of the family range (one pass for
@@ -390,7 +458,7 @@ def _tight_gdp(fam: Any, n: int, r: list[int], u: list[int], delta: float,
     if redo:  # ... except where the exact search replaced it
         ri = np.asarray(redo)
         at = np.array([fam.lo if done[i].nothing_rejected else done[i].theta for i in redo])
-        log_p[ri] = np.minimum(log_tail_probabilities_gdp(at, n, r_arr[ri], u_arr[ri]), 0.0)
+        log_p[ri] = np.minimum(log_tail(at, n, r_arr[ri], u_arr[ri]), 0.0)
     return [_result(fam, n, int(ri_), int(ui_), delta, confidence, "exact", tol, f,
                     float(lp), int(e))
             for ri_, ui_, f, lp, e in zip(r_arr, u_arr, done, log_p, evals, strict=True)]

@@ -23,7 +23,17 @@ Bonferroni.  The price of the combined verdict is power: each method runs at a s
 It pays when the best method is not known in advance (it differs across mechanisms); when it
 is, the primary rule is more powerful.
 
-Both guarantees are Monte Carlo tested on correct mechanisms (tests/test_verdict.py).
+Both guarantees are Monte Carlo tested on correct mechanisms (tests/test_verdict.py,
+tests/test_false_violations.py).
+
+The guarantee is for the claim the null family stands for (:mod:`dpaudit.curves.families`):
+with the default "eps_delta" family, every mechanism meeting the (eps, delta) claim.  A row
+computed under another family on a user's scores carries ``AuditResult.assumption`` (e.g. "the
+mechanism is μ-GDP"); the verdict then says "assuming ..." and its guarantee holds only for
+mechanisms satisfying the assumption -- a pure-DP mechanism meeting eps = 1 is "violating" under
+the GDP null with probability near 1.  With rule "bonferroni" the assumptions of all the rows
+are named.  A row that is an estimate under an assumption (``AuditResult.is_estimate``, e.g.
+``multi_run_gdp``) is never the basis of a verdict.
 """
 
 from __future__ import annotations
@@ -35,7 +45,8 @@ from typing import Any
 from dpaudit.results import AuditResult
 from dpaudit.validation import check_choice, check_confidence, check_nonnegative
 
-__all__ = ["Verdict", "VERDICT_RULES", "verdict_from_results", "one_run_verdict"]
+__all__ = ["Verdict", "VERDICT_RULES", "verdict_from_results", "one_run_verdict",
+           "verdict_sentence", "check_not_estimate"]
 
 VERDICT_RULES = ("primary", "bonferroni")
 
@@ -62,29 +73,62 @@ class Verdict:
     methods: tuple[str, ...]
     per_method_confidence: float
 
+    assumptions: tuple[str, ...] = ()
+
+    @property
+    def assumption(self) -> str | None:
+        """What the verdict assumes about the mechanism (None: valid for the claim as
+        stated); with rule "bonferroni", the assumptions of every row joined by "and"."""
+        return " and ".join(self.assumptions) if self.assumptions else None
+
     @property
     def guarantee(self) -> str:
         a = 1 - self.confidence
+        who = ("a mechanism meeting its claim" if self.assumption is None else
+               f"a mechanism meeting its claim, if {self.assumption} (an assumption, not "
+               f"part of the claim)")
         if self.rule == "primary":
-            return (f"P[false violation] <= {a:g}: the verdict rests on {self.basis.method} "
-                    f"alone (declared first); other rows are for comparison")
-        return (f"P[false violation] <= {a:g}: Bonferroni over {len(self.methods)} methods "
-                f"(each at confidence {self.per_method_confidence:.6g}), any row may decide")
+            return (f"P[false violation] <= {a:g} for {who}: the verdict rests on "
+                    f"{self.basis.method} alone (declared first); other rows are for "
+                    f"comparison")
+        return (f"P[false violation] <= {a:g} for {who}: Bonferroni over {len(self.methods)} "
+                f"methods (each at confidence {self.per_method_confidence:.6g}), any row may "
+                f"decide")
 
     def message(self) -> str:
-        e, c = self.basis.epsilon, self.claimed_epsilon
-        if self.violation:
-            return (f"violation: epsilon >= {e:.4f} > claimed {c:g} at confidence "
-                    f"{self.confidence:g} (a mechanism meeting its claim gives this verdict "
-                    f"with probability <= {1 - self.confidence:g})")
-        return f"no violation detected (epsilon >= {e:.4f} <= claimed {c:g})"
+        return verdict_sentence(self.basis.epsilon, self.claimed_epsilon, self.assumption,
+                                confidence=self.confidence)
 
     def to_dict(self) -> dict[str, Any]:
         return {"violation": self.violation, "verdict": self.message(),
                 "verdict_method": self.basis.method, "verdict_rule": self.rule,
                 "verdict_guarantee": self.guarantee,
                 "verdict_methods": list(self.methods),
-                "per_method_confidence": self.per_method_confidence}
+                "per_method_confidence": self.per_method_confidence,
+                "verdict_assumption": self.assumption}
+
+
+def verdict_sentence(epsilon_lb: float, claimed: float, assumption: str | None = None, *,
+                     confidence: float | None = None) -> str:
+    """The one-line verdict of a lower bound against a claimed epsilon, naming the
+    assumption the bound rests on (None: valid for every mechanism meeting the claim)."""
+    pre = "" if assumption is None else f"assuming {assumption}, "
+    if epsilon_lb > claimed:
+        out = f"{pre}violation: epsilon >= {epsilon_lb:.4f} > claimed {claimed:g}"
+        if confidence is not None:
+            who = ("a mechanism meeting its claim" if assumption is None else
+                   "a mechanism meeting its claim and the assumption")
+            out += (f" at confidence {confidence:g} ({who} gives this verdict with "
+                    f"probability <= {1 - confidence:g})")
+        return out
+    return f"{pre}no violation detected (epsilon >= {epsilon_lb:.4f} <= claimed {claimed:g})"
+
+
+def check_not_estimate(r: AuditResult) -> None:
+    """A verdict needs a lower bound: an estimate under an assumption is refused."""
+    if r.is_estimate:
+        raise ValueError(f"{r.method} is an estimate (assuming {r.assumption}), not a lower "
+                         f"bound: it cannot be the basis of a verdict")
 
 
 def _simultaneous(r: AuditResult) -> bool:
@@ -113,8 +157,9 @@ def verdict_from_results(results: Sequence[AuditResult], claimed_epsilon: float,
         if basis.confidence < gamma - 1e-12:
             raise ValueError(f"the primary row is valid at {basis.confidence:g} < confidence "
                              f"{gamma:g}")
+        check_not_estimate(basis)
         return Verdict(bool(basis.epsilon > claimed), rule, basis, claimed, gamma, methods,
-                       basis.confidence)
+                       basis.confidence, _assumptions([basis]))
     k = len(rs)
     confs = [check_confidence(r.confidence) for r in rs]
     gamma = check_confidence(min(confs) if confidence is None else confidence)
@@ -125,8 +170,20 @@ def verdict_from_results(results: Sequence[AuditResult], claimed_epsilon: float,
                          f"at >= {per:.6g}; they are at {min(confs):g}, valid only on their "
                          f"own: recompute with simultaneous=True (audit_one_run / "
                          f"--simultaneous), at confidence {per:.6g}, or use rule='primary'")
+    for r in rs:
+        check_not_estimate(r)
     basis = max(rs, key=lambda r: r.epsilon)
-    return Verdict(bool(basis.epsilon > claimed), rule, basis, claimed, gamma, methods, per)
+    return Verdict(bool(basis.epsilon > claimed), rule, basis, claimed, gamma, methods, per,
+                   _assumptions(rs))
+
+
+def _assumptions(rs: Sequence[AuditResult]) -> tuple[str, ...]:
+    """The distinct assumptions of the rows a verdict covers (in order)."""
+    out: list[str] = []
+    for r in rs:
+        if r.assumption is not None and r.assumption not in out:
+            out.append(r.assumption)
+    return tuple(out)
 
 
 def one_run_verdict(member: Any, score: Any, claimed_epsilon: float, *,

@@ -11,11 +11,11 @@ from dpaudit.games.audit import (
 )
 from dpaudit.games.bits import NULL, BitsTranscript, CanaryGenerator, partition_runs, transmit
 from dpaudit.games.blackbox import BlackBoxAudit, run_trials, trial_rng
-from dpaudit.games.lidp import LiDPScores, gaussian_lidp_scores, lidp_game  # seed 002
+from dpaudit.games.lidp import LiDPScores, lidp_game  # Pillutla et al.
 
 __all__ = [
     "CanaryGenerator", "BitsTranscript", "transmit", "partition_runs", "NULL",
     "BlackBoxAudit", "run_trials", "trial_rng", "OneRunReport", "one_run_audit",
     "default_family", "multi_run_audit", "demo_dpsgd", "available_methods",
 ]
-__all__ += ["LiDPScores", "gaussian_lidp_scores", "lidp_game"]
+__all__ += ["LiDPScores", "lidp_game"]

@@ -1,20 +1,24 @@
 """End-to-end audits of simulated mechanisms: game -> observations -> estimators -> report.
 
-* :func:`one_run_audit` -- seed 000 Algorithm 2 / seed 001 Def. 6 with a
+* :func:`one_run_audit` -- Bits Transmission Algorithm 2 / Tight One-Run Def. 6 with a
   :class:`dpaudit.mechanisms.SimulatedMechanism`: n uniform canary bits, ONE run, every
   one-run method side by side (``dpaudit.audit_one_run``), and the verdict against the
   mechanism's claimed epsilon.
-* :func:`multi_run_audit` -- seed 000 Algorithm 1 with a :class:`BlackBoxAudit` (parallel
+* :func:`multi_run_audit` -- Bits Transmission Algorithm 1 with a :class:`BlackBoxAudit` (parallel
   trials) and the classical Clopper-Pearson audit ``estimators.multi_run``.
 * :func:`demo_dpsgd` -- the ``dpaudit demo`` scenario: one run of a correct and of a flawed
-  ("backprop clipping", spec/000 §6.5) white-box DP-SGD.
+  ("backprop clipping", BT notes §6.5) white-box DP-SGD.
 
 Null families (the ``family`` of the f-DP one-run methods) default per mechanism:
 Gaussian -> "gdp", Laplace -> "laplace", randomized response -> "eps_delta",
-subsampled Gaussian -> ("subsampled_gaussian", q), DP-SGD -> "gdp" (spec/000 §6.4's suggested
-default, the CLT view of DP-SGD; seed 000 leaves the DP-SGD family unspecified, spec/000 §10
-item 10).  For DP-SGD the reported epsilon is therefore that of the fitted GDP curve; the
-claimed epsilon it is compared with comes from the PLD accountant (``dpsgd_curve``).
+subsampled Gaussian -> ("subsampled_gaussian", q), DP-SGD -> "dpsgd": DP-SGD curves over the
+noise multiplier from the PLD accountant (``dpaudit.curves.accounting.dpsgd_family``), the
+family of the claimed curve ``dpsgd_curve``.  Each is the family of the mechanism's claimed
+curve, so the verdict is valid for the claim with no assumption (``claim_family``).  The
+mu-GDP family (BT notes §6.4's suggestion, the CLT view of DP-SGD; Bits Transmission leaves the
+DP-SGD
+family unspecified, BT notes §10 item 10) is not valid for a DP-SGD claim -- the curves cross
+-- and is available as ``family="gdp"``, labelled an assumption.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from dpaudit.mechanisms.simple import (
     SubsampledGaussianMechanism,
 )
 from dpaudit.observations import MembershipObservations
+from dpaudit.outcome import Audit
 from dpaudit.results import AuditResult
 from dpaudit.validation import check_confidence, check_count, check_delta
 
@@ -50,7 +55,25 @@ def default_family(mechanism: SimulatedMechanism) -> Any:
         return "eps_delta"
     if isinstance(mechanism, SubsampledGaussianMechanism):
         return ("subsampled_gaussian", mechanism.q)
+    if isinstance(mechanism, DPSGDSimulator):
+        return "dpsgd"
     return "gdp"
+
+
+def _claim_null(mechanism: SimulatedMechanism, fam: Any, delta: float) -> Any:
+    """The default null of a simulated mechanism as the family of its claimed curve
+    (``dpaudit.curves.claim_family``: no assumption).  DP-SGD's claimed curve is the PLD
+    accountant's, whose family is ``dpaudit.curves.accounting.dpsgd_family`` (the mu-GDP
+    family is not valid for it: the curves cross)."""
+    from dpaudit.curves import claim_family
+
+    if fam == "dpsgd" and isinstance(mechanism, DPSGDSimulator):
+        from dpaudit.curves.accounting import dpsgd_family
+
+        fam = dpsgd_family(mechanism.noise_multiplier, mechanism.sampling_rate,
+                           mechanism.steps, delta,
+                           claimed_epsilon=mechanism.claimed_epsilon(delta))
+    return claim_family(fam, delta)
 
 
 def available_methods() -> tuple[str, ...]:
@@ -91,6 +114,15 @@ class OneRunReport:
     def violation(self) -> bool:
         return self.verdict_result.epsilon > self.claimed_epsilon
 
+    def to_audit(self, **extra: Any) -> Audit:
+        """The typed outcome (:class:`dpaudit.outcome.Audit`): the verdict by the primary rule,
+        or Bonferroni over the methods for a ``simultaneous`` run; ``extra`` keys go to the
+        ``--json`` document."""
+        return Audit.of(self.results, self.claimed_epsilon,
+                        rule="bonferroni" if self.simultaneous else "primary",
+                        observations=self.observations, true_epsilon=self.true_epsilon,
+                        settings={"mechanism": self.mechanism, **self.settings}, extra=extra)
+
 
 def one_run_audit(mechanism: SimulatedMechanism, n: int, seed: int, *, delta: float = 1e-5,
                   confidence: float = 0.95, family: Any = None,
@@ -109,16 +141,19 @@ def one_run_audit(mechanism: SimulatedMechanism, n: int, seed: int, *, delta: fl
     seed = check_count("seed", seed)
     obs = mechanism.simulate(n, as_rng(seed))
     fam = default_family(mechanism) if family is None else family
+    # the default family is the claimed curve's own (valid for that claim: no assumption);
+    # an explicitly given family is resolved as usual (an assumption unless eps_delta)
+    null = _claim_null(mechanism, fam, delta) if family is None else fam
     results = audit_one_run(obs.member, obs.score, delta=delta, confidence=confidence,
                             methods=tuple(methods) if methods else available_methods(),
-                            family=fam, bits_threshold=0.0, simultaneous=simultaneous,
+                            family=null, bits_threshold=0.0, simultaneous=simultaneous,
                             seed=seed)
     return OneRunReport(
         mechanism=mechanism.describe(), observations=obs, results=results,
         claimed_epsilon=mechanism.claimed_epsilon(delta),
         true_epsilon=mechanism.true_epsilon(delta) if true_epsilon else None,
         settings={"n": n, "seed": seed, "delta": delta, "confidence": confidence,
-                  "family": fam if isinstance(fam, str) else repr(fam),
+                  "family": fam if isinstance(fam, str) else getattr(null, "name", repr(fam)),
                   "flaw": mechanism.flaw},
         simultaneous=simultaneous)
 
@@ -126,12 +161,18 @@ def one_run_audit(mechanism: SimulatedMechanism, n: int, seed: int, *, delta: fl
 def multi_run_audit(audit: Any, trials: int, seed: int, *, delta: float = 0.0,
                     confidence: float = 0.95, workers: int | None = None,
                     progress: bool = True) -> tuple[MembershipObservations, AuditResult]:
-    """Black-box multi-run audit: parallel trials, then ``estimators.multi_run``."""
-    from dpaudit.estimators.multi_run import multi_run
-    from dpaudit.games.blackbox import run_trials
+    """Black-box multi-run audit on the engine (:func:`dpaudit.engine.audit.run_audit`):
+    parallel trials, then ``estimators.multi_run``; a failing trial raises ValueError."""
+    from dpaudit.engine.audit import run_audit
 
-    obs = run_trials(audit, trials, seed, workers=workers, progress=progress)
-    return obs, multi_run(obs.member, obs.score, delta=delta, confidence=confidence)
+    run = run_audit(audit, trials=trials, seed=seed,
+                    executor="inline" if workers == 1 else "process", workers=workers,
+                    delta=delta, confidence=confidence, retries=0, progress=progress)
+    if run.failures:
+        f = run.failures[0]
+        raise ValueError(f"trial {f.trial} failed ({len(run.failures)} of {trials} trials "
+                         f"failed): {f.error}")
+    return run.observations, run.result
 
 
 #: settings of the demo: claimed epsilon about 1.8 at delta = 1e-5.

@@ -1,6 +1,7 @@
-"""Privacy audit as bits transmission: the universal framework of seed 000 §3.1 (spec/000 §2).
+"""Privacy audit as bits transmission: the universal framework of Bits Transmission §3.1 (BT notes
+§2).
 
-Definition 5 (spec/000 §2.1): an audit is a tuple (n, p, H, C_M, D):
+Definition 5 (BT notes §2.1): an audit is a tuple (n, p, H, C_M, D):
 
 1. **bits** b in {0,1}^n, b_i ~ Bernoulli(p) i.i.d.          -> :func:`transmit` draws them
                                                                (or takes them) from an explicit rng;
@@ -17,7 +18,7 @@ Definition 5 (spec/000 §2.1): an audit is a tuple (n, p, H, C_M, D):
                                                                  that run (higher = bit 1); the
                                                                  guess is ``score > 0``.
 
-Regulations enforced here (spec/000 §2.1; ValueError otherwise):
+Regulations enforced here (BT notes §2.1; ValueError otherwise):
 
 * (R1) each canary (each bit) is associated with exactly one run of M: ``runs`` must be a
   partition of range(n);
@@ -164,7 +165,7 @@ def transmit(generator: CanaryGenerator, mechanism: Callable[[list[Any], np.rand
              bits: Any = None, p: float = 0.5, runs: str | Sequence[Sequence[int]] = "one",
              base_dataset: Sequence[Any] | Callable[[np.random.Generator], Sequence[Any]]
              | None = None) -> BitsTranscript:
-    """Run the bits-transmission game (seed 000 Def. 5 with Algorithm 1 or 2).
+    """Run the bits-transmission game (Bits Transmission Def. 5 with Algorithm 1 or 2).
 
     Args:
       generator: H (canaries and, for replace-one, their alternatives).

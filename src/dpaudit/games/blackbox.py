@@ -9,7 +9,8 @@ module-level classes, so that worker processes can receive them):
   it may draw a fresh pair per trial;
 * ``score(output) -> float``             -- the membership score (higher = "D1 was used").
 
-Trial t is one run of seed 000 Algorithm 1 (spec/000 §2.2; seed 004's classical audit): a
+Trial t is one run of Bits Transmission Algorithm 1 (BT notes §2.2; Hypothesis Interpretation's
+classical audit): a
 uniform secret bit b_t chooses D_b, M runs once on it, and (b_t, score) is recorded, so each
 canary bit is in exactly one run (regulation R1) and the score sees only the output (R2).
 
@@ -19,7 +20,7 @@ pool, Ray) with a durable trial store, resume and sequential stopping; :func:`ru
 (below) is the in-memory shortcut kept from earlier versions.
 
 Reproducibility.  Trial t draws all its randomness from its own generator,
-:func:`trial_rng` (seed, t) -- Philox with counter block t (:mod:`dpaudit.engine.seeding`); the
+:func:`trial_rng` (seed, t) -- Philox with counter block t (:mod:`dpaudit.randomness`); the
 secret bit is its first draw.  Results are stored by trial index, so the same seed gives the
 same observations whatever the executor, the number of workers, the chunking or restarts.
 (Before dpaudit 0.1 the stream was child t of ``SeedSequence(seed)``: same law, other draws.)
@@ -35,8 +36,8 @@ from typing import Any
 import numpy as np
 
 from dpaudit.engine.game import describe_callable
-from dpaudit.engine.seeding import TrialStreams, trial_rng
 from dpaudit.observations import MembershipObservations
+from dpaudit.randomness import TrialStreams, trial_rng
 from dpaudit.validation import check_choice, check_count
 
 __all__ = ["BlackBoxAudit", "run_trials", "trial_rng"]

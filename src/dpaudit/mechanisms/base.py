@@ -1,7 +1,7 @@
 """The simulated-mechanism abstraction shared by every simulator and flawed variant.
 
-A :class:`SimulatedMechanism` is a complete one-run bits-transmission channel (seed 000
-Definition 5 / Algorithm 2, spec/000 §2.1 and §2.3; seed 001 Def. 6, spec/001 §2.2) for an
+A :class:`SimulatedMechanism` is a complete one-run bits-transmission channel (Bits Transmission
+Definition 5 / Algorithm 2, BT notes §2.1 and §2.3; Tight One-Run Def. 6, TOR notes §2.2) for an
 *idealised* mechanism whose dataset generator H is fixed by construction (one-hot canaries, one
 coordinate or output symbol per canary, so the arrangement is memoryless):
 
@@ -28,27 +28,13 @@ import numpy as np
 
 from dpaudit.curves.base import Curve
 from dpaudit.observations import MembershipObservations
-from dpaudit.validation import check_binary_array, check_count, check_delta
+from dpaudit.randomness import as_rng, draw_bits
+from dpaudit.validation import check_binary_array, check_delta
 
 __all__ = ["SimulatedMechanism", "as_rng", "draw_bits"]
 
 #: finite stand-in for an infinite log-likelihood ratio (scores must be finite).
 INFINITE_SCORE = 1e6
-
-
-def as_rng(rng: np.random.Generator | int | None) -> np.random.Generator:
-    """An explicit NumPy Generator from a Generator or an integer seed (None is rejected)."""
-    if isinstance(rng, np.random.Generator):
-        return rng
-    if rng is None:
-        raise ValueError("rng must be a numpy Generator or an integer seed; got None "
-                         "(randomness is always explicit)")
-    return np.random.default_rng(check_count("seed", rng))
-
-
-def draw_bits(n: int, rng: np.random.Generator, p: float = 0.5) -> np.ndarray:
-    """n i.i.d. Bernoulli(p) secret bits (seed 000 Def. 5 item 1), as a bool array."""
-    return rng.random(check_count("n", n, minimum=1)) < p
 
 
 class SimulatedMechanism(ABC):
@@ -89,7 +75,8 @@ class SimulatedMechanism(ABC):
         return float(self.curve.epsilon(check_delta(delta)))
 
     def simulate(self, n: int, rng: np.random.Generator | int) -> MembershipObservations:
-        """One-run game (seed 000 Algorithm 2): n uniform bits, one run, decode all bits."""
+        """One-run game (Bits Transmission Algorithm 2): n uniform bits, one run, decode all
+        bits."""
         g = as_rng(rng)
         bits = draw_bits(n, g)
         return self.transmit(bits, g)

@@ -1,5 +1,5 @@
-"""White-box DP-SGD simulator with Dirac gradient canaries (seed 000 §5, spec/000 §6.4-6.5;
-seed 001 §6.2 and App. A, spec/001 §3.4).
+"""White-box DP-SGD simulator with Dirac gradient canaries (Bits Transmission §5, BT notes §6.4-6.5;
+Tight One-Run §6.2 and App. A, TOR notes §3.4).
 
 Model.  DP-SGD with Poisson sampling rate q, T steps, clipping norm C and noise multiplier
 sigma releases per step the noisy clipped-gradient sum
@@ -7,18 +7,19 @@ sigma releases per step the noisy clipped-gradient sum
 Canary i is a "Dirac gradient": its gradient is zero except on its own model coordinate c(i)
 (one coordinate per canary, memoryless arrangement), large enough to be clipped to norm C.  It is
 in the training set iff its secret bit b_i = 1.  Dividing coordinate c(i) of g~_t by C, the
-adversary observes (spec/000 §6.4, "synthetic simulator")
+adversary observes (BT notes §6.4, "synthetic simulator")
     y_{t,i} = b_i S_{t,i} + a_{t,i} + sigma Z_{t,i},   S_{t,i} ~ Bernoulli(q), Z ~ N(0, 1),
 where a_{t,i} ~ N(0, background_std^2) optionally models the projection of the real training
 examples' clipped gradients on coordinate c(i) (adversary-unknown randomness, which is what
-makes real audits non-tight; seed 000 §3.5).  Each step is a Poisson-subsampled Gaussian with
+makes real audits non-tight; Bits Transmission §3.5).  Each step is a Poisson-subsampled Gaussian
+with
 noise multiplier sigma for each canary, so the claimed guarantee is ``dpsgd_curve(sigma, q, T)``
 (dp_accounting PLD, add/remove adjacency); without background gradients this is also the exact
 trade-off of the white-box adversary with the optimal score.
 
 Threat models and scores:
 * ``threat="white_box"`` (every noisy step released, the setting of both seeds):
-  ``score="sum"`` -- s_i = sum_t y_{t,i} - qT/2 (spec/000 §6.4's suggested default, decoder
+  ``score="sum"`` -- s_i = sum_t y_{t,i} - qT/2 (BT notes §6.4's suggested default, decoder
   threshold qT/2); ``score="lr"`` -- the optimal log-likelihood ratio (no background)
   s_i = sum_t log(1 - q + q exp((y_{t,i} - 1/2) / s^2)), s^2 = sigma^2 + background_std^2.
 * ``threat="last_iterate"`` -- only the final parameters theta_T = theta_0 - eta sum_t g~_t / B
@@ -27,9 +28,9 @@ Threat models and scores:
   N(0, T s^2) and sum_k Binom(k; T, q) N(k, T s^2) (computed exactly, ``last_iterate_curve``).
 
 Flaws (the flawed variants are built in :mod:`dpaudit.mechanisms.flawed`):
-* ``"backprop_clipping"`` (spec/000 §6.5; [38] in seed 000): the implementation clips the
+* ``"backprop_clipping"`` (BT notes §6.5; [38] in Bits Transmission): the implementation clips the
   batch-averaged per-example gradient, p = sum_i CLP_C(grad_i / |B|) + noise, with the noise still
-  calibrated for sensitivity C/|B|.  With the canary gradient norm |B| C (spec/000 §6.5's
+  calibrated for sensitivity C/|B|.  With the canary gradient norm |B| C (BT notes §6.5's
   simulator choice) the canary contributes C while the noise is sigma C / |B|: in canary units
   y = b S + (sigma / |B|) Z, i.e. the true noise multiplier is sigma / |B|.
 * ``"reused_noise"``: the same noise vector Z (one seed) is added at every step.  Then

@@ -9,7 +9,7 @@ wrong_sensitivity      Gaussian: GaussianDP(mu) for sensitivity 1  GaussianDP(k 
                                                                    replace-one, k = 2);
                                                                    LaplaceDP(k eps)
 backprop_clipping      dpsgd_curve(sigma, q, T)                    dpsgd_curve(sigma/|B|, q, T)
-(spec/000 §6.5)        (clip per example, noise sigma C / |B|)     (clips grad/|B|, so one example
+(BT notes §6.5)        (clip per example, noise sigma C / |B|)     (clips grad/|B|, so one example
                                                                    moves the sum by C)
 reused_noise           dpsgd_curve(sigma, q, T)                    reused_noise_curve: the bit is
                                                                    revealed w.p. 1-q^T-(1-q)^T
@@ -102,7 +102,7 @@ class WrongSensitivityMechanism(SimulatedMechanism):
 def backprop_clipping_dpsgd(noise_multiplier: float = 1.0, sampling_rate: float = 0.01,
                             steps: int = 1000, batch_size: int = 16, **kwargs: Any
                             ) -> DPSGDSimulator:
-    """DP-SGD with the "backpropagation clipping" bug (spec/000 §6.5): clips grad/|B| per
+    """DP-SGD with the "backpropagation clipping" bug (BT notes §6.5): clips grad/|B| per
     example, so the true noise multiplier is sigma/|B| while sigma is claimed."""
     return DPSGDSimulator(noise_multiplier=noise_multiplier, sampling_rate=sampling_rate,
                           steps=steps, flaw="backprop_clipping", batch_size=batch_size, **kwargs)

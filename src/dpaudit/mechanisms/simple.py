@@ -1,5 +1,5 @@
-"""Idealised one-run mechanisms of seed 000 §5 and seed 001 §6 (spec/000 §6.1-6.3,
-spec/001 §3.1-3.6), vectorised over canaries.
+"""Idealised one-run mechanisms of Bits Transmission §5 and Tight One-Run §6 (BT notes §6.1-6.3,
+TOR notes §3.1-3.6), vectorised over canaries.
 
 All use the memoryless one-hot arrangement: canary i owns coordinate i (d = n), the dataset
 generator H puts the one-hot vector e_i in the dataset iff b_i = 1 (add/remove adjacency, the
@@ -17,9 +17,10 @@ SubsampledGaussian(mu, q)  y_i = b_i * S_i + Z_i / mu, S ~ Bern(q)      Subsampl
 
 Decoders return the log-likelihood ratio L(y) = log p(y | b=1) / p(y | b=0) (or a monotone
 transform of it, centred so that ``score > 0`` is the MAP guess): for the Gaussian and Laplace
-mechanisms that is y - 1/2 (seed 000 uses the fixed threshold 0.5), for randomized response the
+mechanisms that is y - 1/2 (Bits Transmission uses the fixed threshold 0.5), for randomized response
+the
 observed bit with the leak symbols scored +-infinity (a large finite number), and for the
-subsampled Gaussian the exact L(y) = log(1 - q + q exp(mu^2 (y - 1/2))), which is what spec/001
+subsampled Gaussian the exact L(y) = log(1 - q + q exp(mu^2 (y - 1/2))), which is what TOR notes
 §3.6 prescribes (|L| is asymmetric there, so y - 1/2 is not the optimal score).
 """
 
@@ -43,7 +44,8 @@ __all__ = ["GaussianMechanism", "LaplaceMechanism", "RandomizedResponse",
 
 @dataclass(frozen=True, repr=False)
 class GaussianMechanism(SimulatedMechanism):
-    """Gaussian summation of one-hot canaries, sigma = 1/mu (seed 000 Eq. 27, spec/000 §6.1).
+    """Gaussian summation of one-hot canaries, sigma = 1/mu (Bits Transmission Eq. 27, BT notes
+    §6.1).
 
     M(X) = sum_rows X + N(0, sigma^2 I_d), d = n.  Unit l2 sensitivity, so M is mu-GDP per
     canary with mu = 1/sigma.  Optimal decoder: b_i = 1[y_i > 1/2], bit error Phi(-mu/2).
@@ -76,7 +78,7 @@ class GaussianMechanism(SimulatedMechanism):
 
 @dataclass(frozen=True, repr=False)
 class LaplaceMechanism(SimulatedMechanism):
-    """Laplace summation of one-hot canaries, scale c = 1/eps (seed 000 §5, spec/000 §6.3).
+    """Laplace summation of one-hot canaries, scale c = 1/eps (Bits Transmission §5, BT notes §6.3).
 
     l1 sensitivity 1, so M is (eps, 0)-DP with the Laplace trade-off T(Lap(0,1), Lap(eps,1)).
     Decoder threshold 1/2; bit error e^{-eps/2} / 2.
@@ -105,13 +107,13 @@ class LaplaceMechanism(SimulatedMechanism):
 
 @dataclass(frozen=True, repr=False)
 class RandomizedResponse(SimulatedMechanism):
-    """Randomized response with a delta "leak" symbol (seed 000 §5, spec/000 §6.2;
-    seed 001 §6.2 Fig. 7, spec/001 §3.5); exactly (eps, delta)-DP, trade-off f_{eps,delta}.
+    """Randomized response with a delta "leak" symbol (Bits Transmission §5, BT notes §6.2;
+    Tight One-Run §6.2 Fig. 7, TOR notes §3.5); exactly (eps, delta)-DP, trade-off f_{eps,delta}.
 
     Per bit, output in {0, 1, 2, 3}:
       b = 0: 2 w.p. delta; 0 w.p. (1-delta) e^eps/(1+e^eps); 1 w.p. (1-delta)/(1+e^eps);
       b = 1: 3 w.p. delta; 1 w.p. (1-delta) e^eps/(1+e^eps); 0 w.p. (1-delta)/(1+e^eps).
-    Symbols 2 and 3 (spec/001's 0-dagger, 1-dagger) reveal the bit.  MAP decoder: the observed
+    Symbols 2 and 3 (TOR notes's 0-dagger, 1-dagger) reveal the bit.  MAP decoder: the observed
     bit (2 -> 0, 3 -> 1); its error is (1 - delta)/(1 + e^eps) = e*(f_{eps,delta}).
     Scores: +-eps (the log-likelihood ratio) and +-INFINITE_SCORE for the leak symbols.
     """
@@ -146,7 +148,7 @@ class RandomizedResponse(SimulatedMechanism):
 
 @dataclass(frozen=True, repr=False)
 class SubsampledGaussianMechanism(SimulatedMechanism):
-    """Sub-sampled Gaussian (seed 001 Eq. 29, §6.3; spec/001 §3.6).
+    """Sub-sampled Gaussian (Tight One-Run Eq. 29, §6.3; TOR notes §3.6).
 
     y_i = b_i S_i + Z_i / mu with S_i ~ Bernoulli(q) (each included canary kept w.p. q).  The
     ordered pair (bit 0, bit 1) = (N(0, 1/mu^2), (1-q) N(0, 1/mu^2) + q N(1, 1/mu^2)) is, after

@@ -183,7 +183,8 @@ def svt_score(construction: str, out: SVTOutput, threshold: float) -> np.ndarray
 def svt_audit(variant: str, trials: int, rng: np.random.Generator | int, *,
               epsilon: float = 1.0, cutoff: int | None = None, queries: int | None = None,
               construction: str | None = None) -> MembershipObservations:
-    """Multi-run audit game (seed 000 Algorithm 1): ``trials`` independent runs, each with a
+    """Multi-run audit game (Bits Transmission Algorithm 1): ``trials`` independent runs, each with
+    a
     uniform secret bit choosing between the construction's two neighbouring datasets.
 
     Defaults: alternating construction with cutoff c = 10 and m = 400 queries (alg1, alg4,

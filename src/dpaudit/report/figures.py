@@ -228,7 +228,7 @@ def guesses_figure(m: ReportModel) -> dict[str, Any]:
 
 
 def risk_figure(m: ReportModel) -> dict[str, Any]:
-    """Seed 003 single-target bound vs prior at the claimed / measured / true epsilon."""
+    """Beyond Worst Case single-target bound vs prior at the claimed / measured / true epsilon."""
     rk = m.risk
     colors = {"claimed": COLORS["claimed"], "measured lower bound": COLORS["bound"],
               "true": COLORS["true"]}

@@ -237,7 +237,7 @@ def _card(m: ReportModel, idx: int, figs: dict[str, Any]) -> str:
                   f"&delta; = {rk.delta:g}) guarantee of this mechanism can promise less than "
                   f"{_pct(meas.reconstruction)} reconstruction or {_pct(meas.membership)} "
                   f"membership success.")
-    risk = (f"<h3>What it means for an attacker (seed 003)</h3><p>{risk_text}</p>"
+    risk = (f"<h3>What it means for an attacker (Beyond Worst Case)</h3><p>{risk_text}</p>"
             f"<table><thead><tr><th>epsilon</th><th class=\"num\">value</th>"
             f"<th class=\"num\">reconstruction (prior {_pct(rk.prior)})</th>"
             f"<th class=\"num\">membership (prior 50%)</th></tr></thead><tbody>{risk_rows}"

@@ -6,6 +6,10 @@ observations (member, score) for the score plots, and provenance.  Only summarie
 (a few hundred ROC vertices, a few threshold boxes), so the size does not grow with the number
 of canaries.
 
+A row's ``assumption`` (e.g. "the mechanism is μ-GDP": a null family other than eps_delta on a
+user's scores) is named in the verdict ("assuming ...") and in a note; an estimate
+(``details.estimate``, e.g. ``multi_run_gdp``) is noted as one and is never the verdict's basis.
+
 The verdict rests on ONE result -- ``verdict_method`` when the payload names it, else the first
 (primary) result, as :func:`dpaudit.cli.common.print_results` does: each row holds at the stated
 confidence on its own, the maximum over rows does not (unless the run was ``--simultaneous``,
@@ -213,14 +217,40 @@ def _scalar_facts(payload: Mapping[str, Any]) -> dict[str, Any]:
             if k not in skip and (v is None or isinstance(v, (str, int, float, bool)))}
 
 
-def _default_verdict(bound: float, claimed: float | None, method: str, delta: float,
-                     confidence: float) -> str:
-    if claimed is not None:
-        from dpaudit.cli.common import verdict
+def _default_verdict(basis: Mapping[str, Any], bound: float, claimed: float | None,
+                     method: str, delta: float, confidence: float) -> str:
+    if claimed is not None:  # the one wording (dpaudit.estimators.verdict via dpaudit.outcome)
+        from dpaudit.outcome import Audit, audit_of
 
-        return str(verdict(bound, claimed))
+        row = audit_of({"results": [dict(basis)]}).results[0]
+        return str(Audit.of(row, claimed).message())
     return (f"no claimed epsilon given: the audit proves epsilon >= {bound:.4f} at delta = "
             f"{delta:g} ({method}, {100 * confidence:g}% confidence)")
+
+
+def _assumption(r: Mapping[str, Any]) -> str | None:
+    a = r.get("assumption")
+    return a if isinstance(a, str) and a else None
+
+
+def _is_estimate(r: Mapping[str, Any]) -> bool:
+    d = r.get("details")
+    return isinstance(d, Mapping) and d.get("estimate") is True
+
+
+def _assumption_notes(rs: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The card names every row that rests on an assumption or is an estimate (as the CLI
+    does, :func:`dpaudit.cli.common.assumption_notes`)."""
+    out = []
+    for r in rs:
+        a = _assumption(r)
+        if _is_estimate(r):
+            out.append(f"{r['method']} is an estimate assuming {a or 'a model'}, not a lower "
+                       f"bound; it is never the basis of the verdict.")
+        elif a is not None:
+            out.append(f"{r['method']} assumes {a}: its bound is not valid for every mechanism "
+                       f"meeting an (epsilon, delta) claim (the default family eps_delta is).")
+    return tuple(out)
 
 
 def build_report(payload: Mapping[str, Any], *, observations: MembershipObservations |
@@ -234,7 +264,7 @@ def build_report(payload: Mapping[str, Any], *, observations: MembershipObservat
     ``observations`` (member, score) enable the ROC, AUROC / TPR-at-low-FPR intervals and the
     observed privacy-region points; without them those panels say so.  ``risk_prior`` is the
     prior success of reconstructing one target's secret (e.g. 0.01 = one of 100 equally likely
-    values) used by the seed 003 risk translation.
+    values) used by the Beyond Worst Case risk translation.
     """
     rs = _results(payload)
     vm = payload.get("verdict_method")
@@ -246,14 +276,17 @@ def build_report(payload: Mapping[str, Any], *, observations: MembershipObservat
                              f"methods ({', '.join(names)})")
         basis_i = names.index(vm)
     basis = rs[basis_i]
+    if _is_estimate(basis):
+        raise ValueError(f"report payload: {basis['method']} is an estimate under an "
+                         f"assumption, not a lower bound; it cannot be the verdict's basis")
     bound = _get(basis, "epsilon")
     delta = check_delta(_get(basis, "delta"))
     confidence = check_confidence(_get(basis, "confidence"))
     claimed = _get_opt(payload, "claimed_epsilon")
     true_eps = _get_opt(payload, "true_epsilon")
     v = payload.get("verdict")
-    verdict = str(v) if v else _default_verdict(bound, claimed, str(basis["method"]), delta,
-                                                confidence)
+    verdict = str(v) if v else _default_verdict(basis, bound, claimed, str(basis["method"]),
+                                                delta, confidence)
     violation = payload.get("violation")
     if violation is None and claimed is not None:
         violation = bool(bound > claimed)
@@ -279,7 +312,7 @@ def build_report(payload: Mapping[str, Any], *, observations: MembershipObservat
     params = basis.get("params") or {}
     mu = params.get("mu") if isinstance(params, Mapping) else None
     fam = str((basis.get("settings") or {}).get("family", ""))
-    gdp_fit = fam == "gdp" or basis["method"] == "multi_run_gdp"
+    gdp_fit = fam == "gdp"
     certified_mu = _num(mu, "mu") if mu is not None and gdp_fit else None
     prov = provenance or make_provenance(command=command, inputs=inputs, settings=settings,
                                          run_seconds=run_seconds)
@@ -298,5 +331,6 @@ def build_report(payload: Mapping[str, Any], *, observations: MembershipObservat
                        risk=risk_translation(claimed, bound, delta, prior=risk_prior,
                                              true_epsilon=true_eps),
                        provenance=prov, facts=facts,
-                       notes=tuple(str(n) for n in (*guarantee, *notes)),
+                       notes=tuple(str(n) for n in (*guarantee, *_assumption_notes(rs),
+                                                    *notes)),
                        certified_mu=certified_mu)

@@ -103,7 +103,7 @@ def _card(sf: Any, m: ReportModel) -> None:
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("prior success", fontsize=9)
     ax.set_ylabel("success bound", fontsize=9)
-    ax.set_title("Attack success bound (seed 003)", fontsize=10)
+    ax.set_title("Attack success bound (Beyond Worst Case)", fontsize=10)
     ax.legend(fontsize=7)
 
     if m.scores is not None:
@@ -141,7 +141,7 @@ def _card(sf: Any, m: ReportModel) -> None:
             t.set_parse_math(False)
     else:
         ax.axis("off")
-        lines = [f"Attacker risk (seed 003, one target, delta = {rk.delta:g}):", ""]
+        lines = [f"Attacker risk (Beyond Worst Case, one target, delta = {rk.delta:g}):", ""]
         lines += [f"{r.label} eps {_f(r.epsilon)}:  reconstruction <= {100 * r.reconstruction:.2f}%"
                   f" (prior {100 * rk.prior:g}%),  membership <= {100 * r.membership:.2f}%"
                   for r in rk.rows]

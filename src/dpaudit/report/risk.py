@@ -1,7 +1,8 @@
-"""Risk translation for the audit card (seed 003): what an epsilon means for an attacker.
+"""Risk translation for the audit card (Beyond Worst Case): what an epsilon means for an attacker.
 
 For one target and one guess, an (eps, delta)-DP mechanism bounds the success probability of
-ANY attack whose a-priori success is p by (seed 003 Thm 3.5 at n = v = 1, spec/003 §1.8(a))
+ANY attack whose a-priori success is p by (Beyond Worst Case Thm 3.5 at n = v = 1, BWC notes
+§1.8(a))
 
     B(p; eps, delta) = beta(p, eps) + (1 - beta(p, eps)) delta,
     beta(p, eps) = e^eps p / (e^eps p + 1 - p)                        (Thm 3.2),

@@ -6,14 +6,18 @@
   linear grid (for the linear ROC).  At each grid FPR ``f`` the vertex kept is the one with the
   largest TPR among thresholds with FPR <= f, so the down-sampled curve is a lower envelope of
   the empirical one (it never shows a better attack than the data).
-* :func:`auroc_interval` -- AUROC (Mann-Whitney, mid-ranks for ties) with DeLong's normal
+
+All of them read the counts per distinct score of the ROC core (:mod:`dpaudit.stats.roc`).
+* :func:`card_auroc` -- AUROC (Mann-Whitney, mid-ranks for ties) with DeLong's normal
   interval (DeLong, DeLong & Clarke-Pearson 1988; structural components from ranks,
   Sun & Xu 2014), O(n log n).
-* :func:`tpr_at_fpr` -- TPR at low FPR with Clopper-Pearson intervals on the TP count at the
+* :func:`card_tpr_at_fpr` -- TPR at low FPR with Clopper-Pearson intervals on the TP count at the
   selected threshold.  The threshold is chosen on the same data, so the interval is for the TPR
   *of that threshold* (descriptive), not a bound on the best attack.
 * :func:`region_points` -- observed (FPR, FNR) pairs of a few score thresholds with pointwise
-  Clopper-Pearson boxes, the empirical privacy region of seed 004 (Eqs. 11-12) in the f-DP view.
+  Clopper-Pearson boxes, the empirical privacy region of Hypothesis Interpretation
+  (Eqs. 11-12) in the
+  f-DP view.
 """
 
 from __future__ import annotations
@@ -23,12 +27,17 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.observations import MembershipObservations
-from dpaudit.stats.attack_metrics import delong_from_counts
 from dpaudit.stats.binomial import clopper_pearson
+from dpaudit.stats.roc import (
+    ScoreCounts,
+    delong_from_counts,
+    roc_counts,
+    score_counts,
+    tpr_at_fpr_from_counts,
+)
 from dpaudit.validation import check_confidence, check_count
 
-__all__ = ["RocCurve", "roc_points", "auroc_interval", "tpr_at_fpr", "RegionPoints",
+__all__ = ["RocCurve", "roc_points", "card_auroc", "card_tpr_at_fpr", "RegionPoints",
            "region_points", "summarize_scores", "score_groups", "ScoreGroups", "LOW_FPRS"]
 
 #: the FPRs at which the report states TPR (Carlini et al. 2022 report TPR at 0.1% and 1%).
@@ -46,41 +55,13 @@ class RocCurve:
     n_thresholds: int
 
 
-@dataclass(frozen=True)
-class ScoreGroups:
-    """Distinct scores (ascending) with the number of members ``c1`` and non-members ``c0``
-    at each: one sort of the scores; every summary below is cumulative sums over groups."""
-
-    value: np.ndarray
-    c1: np.ndarray
-    c0: np.ndarray
-    n1: int
-    n0: int
-
-
-def score_groups(member: Any, score: Any) -> ScoreGroups:
-    """Group the scores by distinct value (validates the input; both classes required)."""
-    obs = MembershipObservations.from_arrays(member, score)
-    obs.require_both_classes()
-    s = np.sort(obs.score)
-    first = np.r_[True, s[1:] != s[:-1]]
-    u = s[first]
-    starts = np.flatnonzero(first)
-    total = np.diff(np.r_[starts, s.size])
-    pos = np.sort(obs.score[obs.member])
-    c1 = np.searchsorted(pos, u, side="right") - np.searchsorted(pos, u, side="left")
-    return ScoreGroups(u, c1.astype(np.int64), (total - c1).astype(np.int64),
-                       obs.n_members, obs.n_nonmembers)
-
-
-def _full_roc(g: ScoreGroups) -> tuple[np.ndarray, np.ndarray]:
-    """(FP, TP) counts of the tests "score >= t" for every distinct t, from the highest t down,
-    preceded by (0, 0) (t = +inf)."""
-    return np.r_[0, np.cumsum(g.c0[::-1])], np.r_[0, np.cumsum(g.c1[::-1])]
+#: the distinct-score counts of the ROC core (one grouping feeds every summary below).
+ScoreGroups = ScoreCounts
+score_groups = score_counts
 
 
 def _roc(g: ScoreGroups, log_points: int, linear_points: int) -> RocCurve:
-    fp, tp = _full_roc(g)
+    fp, tp = roc_counts(g)
     fpr, tpr = fp / g.n0, tp / g.n1
     grid = np.unique(np.r_[np.geomspace(1.0 / g.n0, 1.0, log_points),
                            np.linspace(0.0, 1.0, linear_points)])
@@ -106,36 +87,30 @@ def _auroc(g: ScoreGroups, confidence: float) -> tuple[float, float, float]:
     return delong_from_counts(g.c1, g.c0, confidence)
 
 
-def auroc_interval(member: Any, score: Any, confidence: float = 0.95
-                   ) -> tuple[float, float, float]:
-    """(AUROC, lower, upper): Mann-Whitney AUROC with DeLong's two-sided normal interval.
+def _tpr_at(g: ScoreGroups, fprs: Any, confidence: float) -> list[dict[str, float]]:
+    f = np.asarray(fprs, dtype=float)
+    tpr, fpr, k = tpr_at_fpr_from_counts(g, f, rtol=1e-12)
+    lo, hi = clopper_pearson(k, g.n1, confidence, "two-sided")
+    return [{"fpr_target": float(a), "fpr": float(r), "tpr": float(t),
+             "tpr_lo": float(x), "tpr_hi": float(y)}
+            for a, r, t, x, y in zip(f, fpr, tpr, np.atleast_1d(lo), np.atleast_1d(hi),
+                                     strict=True)]
 
-    With mid-ranks R over all n scores, R+ among members and R- among non-members, the
-    structural components are V10_i = (R_i - R+_i) / n0 (members) and
-    V01_j = 1 - (R_j - R-_j) / n1 (non-members); AUROC = mean V10 and
-    Var = s2(V10) / n1 + s2(V01) / n0 (DeLong et al. 1988, Eq. 4).  Both are constant on a tie
-    group, so they are computed per distinct score from cumulative counts (one sort).
-    """
+
+def card_auroc(member: Any, score: Any, confidence: float = 0.95
+               ) -> tuple[float, float, float]:
+    """(AUROC, lower, upper): the card's AUROC with DeLong's two-sided interval
+    (:func:`dpaudit.stats.roc.delong_from_counts`; :func:`dpaudit.stats.attack_metrics.
+    auroc_interval` gives the same with a choice of method)."""
     confidence = check_confidence(confidence)
     return _auroc(score_groups(member, score), confidence)
 
 
-def _tpr_at(g: ScoreGroups, fprs: Any, confidence: float) -> list[dict[str, float]]:
-    fp, tp = _full_roc(g)
-    f = np.asarray(fprs, dtype=float)
-    idx = np.searchsorted(fp / g.n0, f * (1 + 1e-12), side="right") - 1
-    k = tp[idx]
-    lo, hi = clopper_pearson(k, g.n1, confidence, "two-sided")
-    return [{"fpr_target": float(a), "fpr": float(fp[i] / g.n0), "tpr": float(kk / g.n1),
-             "tpr_lo": float(x), "tpr_hi": float(y)}
-            for a, i, kk, x, y in zip(f, idx, k, np.atleast_1d(lo), np.atleast_1d(hi),
-                                      strict=True)]
-
-
-def tpr_at_fpr(member: Any, score: Any, fprs: tuple[float, ...] = LOW_FPRS,
-               confidence: float = 0.95) -> list[dict[str, float]]:
+def card_tpr_at_fpr(member: Any, score: Any, fprs: tuple[float, ...] = LOW_FPRS,
+                    confidence: float = 0.95) -> list[dict[str, float]]:
     """For each f: the largest empirical TPR of a threshold with FPR <= f, that threshold's
-    FPR, and a two-sided Clopper-Pearson interval on its TPR (TP out of n1 members)."""
+    FPR, and a two-sided Clopper-Pearson interval on its TPR (TP out of n1 members): the
+    card's rows (descriptive: the threshold is chosen on the same data)."""
     confidence = check_confidence(confidence)
     return _tpr_at(score_groups(member, score), fprs, confidence)
 

@@ -17,17 +17,27 @@ FORMATS = ("html", "png")
 
 
 def as_models(report: Any, **build_kwargs: Any) -> list[ReportModel]:
-    """A ReportModel, a sequence of them, or a ``--json`` payload (built with
-    ``build_kwargs``, see :func:`dpaudit.report.build_report`) as a list of models."""
+    """A ReportModel, a sequence of them, an :class:`dpaudit.outcome.Audit` (its ``to_dict()``
+    and observations) or a ``--json`` payload (built with ``build_kwargs``, see
+    :func:`dpaudit.report.build_report`) as a list of models."""
+    from dpaudit.outcome import Audit
+
     if isinstance(report, ReportModel):
         return [report]
+    if isinstance(report, Audit):
+        kw = dict(build_kwargs)
+        if report.observations is not None:
+            kw.setdefault("observations", report.observations)
+        if report.settings:
+            kw.setdefault("settings", dict(report.settings))
+        return [build_report(report.to_dict(), **kw)]
     if isinstance(report, Mapping):
         return [build_report(report, **build_kwargs)]
     if isinstance(report, Sequence) and report and all(isinstance(m, ReportModel)
                                                          for m in report):
         return list(report)
-    raise ValueError("report must be a ReportModel, a non-empty list of ReportModel, or a "
-                     "--json payload (dict with 'results')")
+    raise ValueError("report must be a ReportModel, a non-empty list of ReportModel, an Audit "
+                     "or a --json payload (dict with 'results')")
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
@@ -51,9 +61,9 @@ def write_report(path: str | Path, report: Any, *, fmt: str | None = None,
 
     Args:
       path: output file.
-      report: a :class:`ReportModel`, a list of them (one card each, e.g. the demo), or a
-        ``--json`` payload dict, built with ``build_kwargs`` (observations=, inputs=,
-        settings=, run_seconds=, risk_prior=, ...).
+      report: a :class:`ReportModel`, a list of them (one card each, e.g. the demo), an
+        :class:`dpaudit.outcome.Audit`, or a ``--json`` payload dict, built with
+        ``build_kwargs`` (observations=, inputs=, settings=, run_seconds=, risk_prior=, ...).
       fmt: "html" (self-contained, interactive) or "png" (static); default from the suffix
         of ``path`` (".png" -> png, otherwise html).
       dpi: resolution of the PNG.

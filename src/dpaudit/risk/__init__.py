@@ -1,4 +1,4 @@
-"""Risk bounds: a DP guarantee plus a prior -> bounds on attack success (seed 003).
+"""Risk bounds: a DP guarantee plus a prior -> bounds on attack success (Beyond Worst Case).
 
     from dpaudit import risk
     risk.beta(0.1, 1.0)                                   # 0.2320 (Thm 3.2 flipping prob.)

@@ -1,31 +1,32 @@
-"""Attack-success bounds for many targets (seed 003 §3, Thm 3.2, Thm 3.3, Cor 3.4, Thm 3.5).
+"""Attack-success bounds for many targets (Beyond Worst Case §3, Thm 3.2, Thm 3.3, Cor 3.4, Thm
+3.5).
 
 All bounds are *tail bounds* B(v) >= Pr[L(X, A(a)) >= v] on the number L of successfully attacked
 targets out of n, returned as a :class:`TailBound` holding B(v) for v = 0..n+1.  With
 T(v) = Pr[sum_i S_i >= v], S_i ~ Bernoulli(beta(p_i, eps)) independent (a Poisson-binomial, see
 :mod:`dpaudit.stats.poisson_binomial`):
 
-* Thm 3.2 (pure eps-DP, conditional on the output; spec/003 §1.4):  B(v) = T(v), with p_i the
+* Thm 3.2 (pure eps-DP, conditional on the output; BWC notes §1.4):  B(v) = T(v), with p_i the
   prior success of the actual attempt z = A(a).
-* Thm 3.3 (building block; spec/003 §1.5):  Pr[F + sum S_i >= v] = sum_j q_j T(v - j) for a
+* Thm 3.3 (building block; BWC notes §1.5):  Pr[F + sum S_i >= v] = sum_j q_j T(v - j) for a
   randomized F in {0..n} with E[F] = n delta (:func:`thm33_tail`).
-* Cor 3.4 (probability over data and mechanism; spec/003 §1.6):
+* Cor 3.4 (probability over data and mechanism; BWC notes §1.6):
   B(v) = min(1, E_{X, a}[T_{p(A(a))}(v)] + m n delta), estimated by Monte Carlo over fresh runs
   (:func:`cor34_tail` from sampled priors, :func:`cor34_monte_carlo` from a simulator), with the
   Monte Carlo standard error reported (the paper gives none).
-* Thm 3.5 (attack-independent, one run; spec/003 §1.7):
+* Thm 3.5 (attack-independent, one run; BWC notes §1.7):
   B(v) = min(1, T*(v) + alpha(v) m n delta),  alpha(v) = max_{1<=j<=n} (T*(v-j) - T*(v)) / j,
   T*(u) = 1 for u <= 0, with p*_i the a-priori best-guess success of target i.
 
 m is ``delta_multiplier``: 1 is the paper's n delta (default); 2 reproduces the 2 m delta of
-Steinke et al.'s reference code (spec/003 §1.7 factor-of-2 note, §8.4).
+Steinke et al.'s reference code (BWC notes §1.7 factor-of-2 note, §8.4).
 
-Decision (spec/003 §8.3): App. B prints alpha with a misplaced parenthesis,
+Decision (BWC notes §8.3): App. B prints alpha with a misplaced parenthesis,
 "(1/j) Pr[S* >= v - j] - gamma"; the theorem statement's (T(v - j) - T(v)) / j is used.  It is the
 exact optimum of the LP of App. B whenever m n delta <= 1 (the worst F puts mass m n delta / j on
 one j), which ``tests/test_risk_bounds.py`` checks with ``scipy.optimize.linprog``.
 
-The high-probability count bound (spec/003 §1.8(e)):  v_UB(c) = min{v in 0..n : B(v+1) <= 1 - c}.
+The high-probability count bound (BWC notes §1.8(e)):  v_UB(c) = min{v in 0..n : B(v+1) <= 1 - c}.
 With probability >= c at most v_UB(c) targets are attacked successfully.
 """
 
@@ -134,11 +135,11 @@ class TailBound:
 
     def p_value(self, observed: Any) -> np.ndarray | float:
         """Auditing mode: B(v_obs), the probability of at least ``observed`` successes under the
-        claimed guarantee.  A small value refutes the claim (spec/003 §7.5)."""
+        claimed guarantee.  A small value refutes the claim (BWC notes §7.5)."""
         return self.sf(observed)
 
     def v_ub(self, confidence: Any) -> np.ndarray | int:
-        """v_UB(c) = min{v in 0..n : B(v+1) <= 1 - c} (spec/003 §1.8(e)), vectorised over c."""
+        """v_UB(c) = min{v in 0..n : B(v+1) <= 1 - c} (BWC notes §1.8(e)), vectorised over c."""
         return v_ub(self.tail, confidence)
 
     def to_dict(self) -> dict[str, Any]:
@@ -154,7 +155,7 @@ class TailBound:
 def v_ub(tail: Any, confidence: Any) -> np.ndarray | int:
     """v_UB(c) = min{v in 0..n : B(v+1) <= 1 - c} for a tail array B(0..n+1).
 
-    At confidence c, the number of successful attacks is at most v_UB(c) (spec/003 §1.8(e);
+    At confidence c, the number of successful attacks is at most v_UB(c) (BWC notes §1.8(e);
     the paper's 5%/50%/95% error bars are c = 0.05/0.5/0.95).  Vectorised over c.
     """
     b = np.asarray(tail, dtype=float)
@@ -174,7 +175,7 @@ def pure_tail(priors: Any, epsilon: Any, *, method: str = "auto") -> TailBound:
     """Thm 3.2 (pure eps-DP): B(v) = Pr[sum_i Bern(beta(p_i, eps)) >= v], v = 0..n+1.
 
     Conditional on any output a, the number of targets for which the attempt z = A(a) succeeds
-    is dominated by this Poisson-binomial (seed 003 Thm 3.2, spec/003 §1.4).
+    is dominated by this Poisson-binomial (Beyond Worst Case Thm 3.2, BWC notes §1.4).
 
     Args:
       priors: p_i(z) = Pr_{X ~ D_i}[l_i(X, z) = 1] for each target, in [0, 1] (0 = abstain).
@@ -356,7 +357,8 @@ def thm35_tail(priors: Any, epsilon: Any, delta: Any, *, delta_multiplier: float
 
         B(v) = min(1, T*(v) + alpha(v) * m * n * delta),
         T*(v) = Pr[sum_i Bern(beta(p*_i, eps)) >= v],
-        alpha(v) = max_{1<=j<=n} (T*(v-j) - T*(v)) / j        (seed 003 Thm 3.5, spec/003 §1.7)
+        alpha(v) = max_{1<=j<=n} (T*(v-j) - T*(v)) / j        (Beyond Worst Case Thm 3.5, BWC notes
+        §1.7)
 
     Args:
       priors: p*_i = max_z Pr_{X ~ D_i}[l_i(X, z) = 1], the a-priori best-guess success of each
@@ -451,7 +453,7 @@ def thm35_v_ub(priors: Any, epsilon: Any, delta: Any, confidence: Any, *,
 def thm33_tail(priors: Any, epsilon: Any, f_pmf: Any, *, method: str = "auto") -> np.ndarray:
     """Thm 3.3 building block: Pr[F + sum_i S_i >= v] for v = 0..n+1, F independent of the S_i.
 
-    F is the randomized function of the output in Thm 3.3 (spec/003 §1.5), given by its pmf
+    F is the randomized function of the output in Thm 3.3 (BWC notes §1.5), given by its pmf
     q_0..q_n over {0..n}; the theorem requires E[F] <= n delta, which the caller chooses
     (Cor 3.4 and Thm 3.5 are the paper's computable instantiations).  Returns
     sum_j q_j T(v - j) with T(u) = 1 for u <= 0.
@@ -479,7 +481,8 @@ def cor34_tail(prior_samples: Any, epsilon: Any, delta: Any, *,
     """Cor 3.4 (approximate DP, probability over data and mechanism) from R Monte Carlo runs.
 
         B(v) = min(1, (1/R) sum_r T_r(v) + m n delta),
-        T_r(v) = Pr[sum_i Bern(beta(p_i^(r), eps)) >= v],         (seed 003 Cor 3.4, spec/003 §1.6)
+        T_r(v) = Pr[sum_i Bern(beta(p_i^(r), eps)) >= v],         (Beyond Worst Case Cor 3.4, BWC
+        notes §1.6)
 
     where p_i^(r) = Pr_{X' ~ D_i}[l_i(X', A(a_r)) = 1] is the prior success of the attempt made
     in run r (fresh data X ~ D, a_r ~ M(X)).  ``stderr`` holds the Monte Carlo standard error
@@ -520,7 +523,7 @@ def cor34_monte_carlo(simulate: Callable[[np.random.Generator], Any], epsilon: A
                       *, runs: int = 1000, seed: int | None = None,
                       rng: np.random.Generator | None = None, delta_multiplier: float = 1.0,
                       method: str = "auto") -> TailBound:
-    """Cor 3.4 by Monte Carlo over fresh data and mechanism runs (spec/003 §1.6 algorithm).
+    """Cor 3.4 by Monte Carlo over fresh data and mechanism runs (BWC notes §1.6 algorithm).
 
     Args:
       simulate: ``simulate(rng) -> p`` runs one attack game (sample X ~ D, a ~ M(X),
@@ -541,12 +544,12 @@ def cor34_monte_carlo(simulate: Callable[[np.random.Generator], Any], epsilon: A
 
 
 # --------------------------------------------------------------------------------------------
-# Single target (n = 1, k = 1, v = 1) closed forms and derived quantities (spec/003 §1.8)
+# Single target (n = 1, k = 1, v = 1) closed forms and derived quantities (BWC notes §1.8)
 # --------------------------------------------------------------------------------------------
 
 def single_target_bound(prior: Any, epsilon: Any, delta: Any = 0.0, *,
                         theorem: str = "thm3.5") -> np.ndarray | float:
-    """Posterior success bound for one target and one guess (spec/003 §1.8(a)), vectorised:
+    """Posterior success bound for one target and one guess (BWC notes §1.8(a)), vectorised:
 
     * "thm3.2": beta(p, eps)                      (pure DP; delta ignored)
     * "cor3.4": min(1, beta(p, eps) + delta)
@@ -571,7 +574,8 @@ def single_target_from_beta(b: np.ndarray, delta: float, theorem: str) -> np.nda
 
 
 def advantage(posterior: Any, prior: Any) -> np.ndarray | float:
-    """Generalised advantage (posterior - prior) / (1 - prior) (seed 003 §5.3, Cherubin 2017)."""
+    """Generalised advantage (posterior - prior) / (1 - prior) (Beyond Worst Case §5.3, Cherubin
+    2017)."""
     post = np.asarray(posterior, dtype=float)
     p = check_prior_array(prior, "prior", open_interval=True, min_size=0) if np.ndim(prior) \
         else check_prior_scalar(prior)
@@ -598,13 +602,14 @@ def _logit(x: np.ndarray) -> np.ndarray:
 
 def epsilon_protect(prior: Any, tau: float = 0.05, delta: Any = 0.0, *,
                     theorem: str = "cor3.4") -> np.ndarray | float:
-    """Smallest epsilon with advantage bound <= tau (seed 003 §5.3; closed form spec/003 §1.8(d)).
+    """Smallest epsilon with advantage bound <= tau (Beyond Worst Case §5.3; closed form BWC notes
+    §1.8(d)).
 
         post* = p + tau (1 - p);   b = post* - delta (Cor 3.4) | (post* - delta)/(1 - delta)
         (Thm 3.5) | post* (pure);   eps_protect = logit(b) - logit(p)
 
     Exact because beta is logistic in epsilon.  When b < p no epsilon achieves Adv <= tau (the
-    delta term alone exceeds tau); NaN is returned there (spec/003 §1.8(d) prints "0", which would
+    delta term alone exceeds tau); NaN is returned there (BWC notes §1.8(d) prints "0", which would
     wrongly suggest that eps = 0 protects; this follows the formula's meaning instead).
     """
     check_choice("theorem", theorem, THEOREMS)
@@ -653,7 +658,7 @@ def epsilon_for_posterior(prior: Any, posterior: Any) -> np.ndarray | float:
 
 def leaked_bits(epsilon: Any, alpha: Any) -> np.ndarray | float:
     """Bits an eps-DP mechanism leaks about one person, except with probability alpha:
-    log2(e^eps (1/alpha - 1) + 1) (seed 003 §3.2 "Estimating bit leakage"), vectorised."""
+    log2(e^eps (1/alpha - 1) + 1) (Beyond Worst Case §3.2 "Estimating bit leakage"), vectorised."""
     e = check_epsilon(epsilon)
     a = check_real_array("alpha", alpha)
     if np.isnan(a).any() or (a <= 0).any() or (a >= 1).any():
@@ -664,7 +669,8 @@ def leaked_bits(epsilon: Any, alpha: Any) -> np.ndarray | float:
 
 def leak_probability(bits: Any, epsilon: Any) -> np.ndarray | float:
     """Probability that an eps-DP mechanism reveals d uniform bits: e^eps / (e^eps - 1 + 2^d)
-    = beta(2^-d, eps) (seed 003 §3.2), vectorised; computed from logit(2^-d) so that d = 100
+    = beta(2^-d, eps) (Beyond Worst Case §3.2), vectorised; computed from logit(2^-d) so that d =
+    100
     bits stays accurate."""
     d = np.asarray(bits, dtype=float)
     if np.isnan(d).any() or (d < 0).any():

@@ -1,7 +1,8 @@
 """Risk bounds from an f-DP curve (GaussianDP, LaplaceDP, dpsgd_curve, ...).
 
-Seed 003's own bounds (Thm 3.2, Cor 3.4, Thm 3.5) are stated for (eps, delta)-DP only; the paper
-uses f-DP solely for the MMC comparator and for calibrating Gaussian noise (spec/003 §0, §2.2,
+Beyond Worst Case's own bounds (Thm 3.2, Cor 3.4, Thm 3.5) are stated for (eps, delta)-DP only; the
+paper
+uses f-DP solely for the MMC comparator and for calibrating Gaussian noise (BWC notes §0, §2.2,
 §2.3).  It gives no f-DP-native version of its bounds, so none is invented here.  What *is* valid
 and implemented:
 
@@ -12,7 +13,7 @@ and implemented:
 * pure DP (Thm 3.2) applies when ``curve.epsilon(0)`` is finite (e.g. LaplaceDP).
 
 :func:`gdp_mu` inverts the GDP privacy profile (mu for a given (eps, delta)), needed for the
-MMC G_mu comparator of Fig. 3 and for the noisy-marginals calibration (spec/003 §2.3, §6.8).
+MMC G_mu comparator of Fig. 3 and for the noisy-marginals calibration (BWC notes §2.3, §6.8).
 The MMC bound itself, which uses the trade-off function directly, is in
 :mod:`dpaudit.risk.comparators` (:func:`~dpaudit.risk.comparators.mmc_bound`).
 """
@@ -24,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.curves import Curve, gdp_delta
+from dpaudit.curves import Curve
+from dpaudit.curves.calibration import gdp_mu
 from dpaudit.risk.bounds import (
     TailBound,
     pure_tail,
@@ -32,8 +34,7 @@ from dpaudit.risk.bounds import (
     thm35_bound,
     thm35_tail,
 )
-from dpaudit.risk.flipping import check_epsilon, check_prior_array
-from dpaudit.search import solve_monotone
+from dpaudit.risk.flipping import check_prior_array
 from dpaudit.validation import check_delta
 
 __all__ = [
@@ -55,19 +56,6 @@ def _check_curve(curve: Any) -> Curve:
         raise ValueError(f"curve must be a dpaudit Curve (GaussianDP, LaplaceDP, ...), "
                          f"got {type(curve).__name__}")
     return curve
-
-
-def gdp_mu(epsilon: float, delta: float) -> float:
-    """The mu such that mu-GDP has delta(eps) = delta exactly (Dong-Roth-Su Cor. 2.13 inverted
-    with the shared monotone solver; spec/003 §2.3).  E.g. (1, 1e-5) -> 0.26805."""
-    e = check_epsilon(epsilon)
-    if not isinstance(e, float) or not math.isfinite(e):
-        raise ValueError(f"epsilon must be a finite number >= 0, got {epsilon!r}")
-    d = check_delta(delta)
-    if d == 0:
-        raise ValueError("delta must be > 0 for a Gaussian guarantee (mu-GDP is never pure DP)")
-    return solve_monotone(lambda mu: float(gdp_delta(mu, e)), d, 1e-8, 8.0 + 2.0 * e,
-                          xtol=1e-13, max_hi=1e4)
 
 
 def curve_epsilon(curve: Curve, delta: float) -> float:

@@ -1,17 +1,19 @@
-"""The flipping probability beta(p, eps) and the single-target posterior bounds (seed 003 §3.2).
+"""The flipping probability beta(p, eps) and the single-target posterior bounds (Beyond Worst Case
+§3.2).
 
-Theorem 3.2 of seed 003 (Swanberg et al., "Beyond the Worst Case", arXiv 2507.08158v1): for an
+Theorem 3.2 of Beyond Worst Case (Swanberg et al., "Beyond the Worst Case", arXiv 2507.08158v1): for
+an
 eps-DP mechanism and a product prior, the success indicator of target i, conditional on any
 output and on the other targets, is dominated by Bernoulli(beta_i) with
 
     beta(p, eps) = e^eps / (e^eps - 1 + 1/p) = e^eps p / (1 + (e^eps - 1) p)
-                 = sigmoid(eps + logit p)                       (spec/003 §1.3)
+                 = sigmoid(eps + logit p)                       (BWC notes §1.3)
 
 where p = Pr_{X ~ D_i}[l_i(X, z) = 1] is the prior success of the attempt z on a fresh sample of
 person i.  It is the Bayes posterior when the prior log-odds are raised by exactly eps, and the
 lower companion (App. B) is sigmoid(logit p - eps).
 
-Decision (spec/003 §8.1): Thm 3.2 is stated for "(eps, delta)-DP" but its proof (App. B) is for
+Decision (BWC notes §8.1): Thm 3.2 is stated for "(eps, delta)-DP" but its proof (App. B) is for
 (eps, 0)-DP and beta uses only eps, so it is implemented as a pure-DP result; the delta-aware
 versions are Cor. 3.4 and Thm. 3.5 in :mod:`dpaudit.risk.bounds`.
 """
@@ -42,7 +44,7 @@ def check_prior_array(values: Any, name: str = "priors", *, open_interval: bool 
                       min_size: int = 1) -> np.ndarray:
     """Per-target prior success probabilities as a 1-D float array.
 
-    Accepted range [0, 1] (p_i = 0 encodes an abstention or an impossible guess, seed 003
+    Accepted range [0, 1] (p_i = 0 encodes an abstention or an impossible guess, Beyond Worst Case
     §3.3; p_i = 1 a certain success), or (0, 1) with ``open_interval=True``.
     """
     arr = check_real_array(name, values)
@@ -80,11 +82,11 @@ def _logit(p: np.ndarray) -> np.ndarray:
 
 
 def beta(p: Any, epsilon: Any) -> np.ndarray | float:
-    """Flipping probability beta(p, eps) = sigmoid(eps + logit p) (seed 003 Thm 3.2).
+    """Flipping probability beta(p, eps) = sigmoid(eps + logit p) (Beyond Worst Case Thm 3.2).
 
     Vectorised (NumPy broadcasting over p and epsilon).  Computed as
     ``expit(eps + log p - log1p(-p))``, stable for p down to 1e-300 and large eps; p = 0 -> 0,
-    p = 1 -> 1, eps = inf -> 1 for p > 0 (spec/003 §1.3).
+    p = 1 -> 1, eps = inf -> 1 for p > 0 (BWC notes §1.3).
 
     Args:
       p: prior success probability/probabilities in [0, 1].
@@ -123,7 +125,8 @@ def beta_of_checked(p: np.ndarray, epsilon: float) -> np.ndarray:
 
 def posterior_lower(p: Any, epsilon: Any) -> np.ndarray | float:
     """Lower companion of beta: e^-eps / (e^-eps - 1 + 1/p) = sigmoid(logit p - eps)
-    (seed 003 App. B, proof of Thm 3.2).  p = 0 -> 0, p = 1 -> 1, eps = inf -> 0 for p < 1."""
+    (Beyond Worst Case App. B, proof of Thm 3.2).  p = 0 -> 0, p = 1 -> 1, eps = inf -> 0 for p <
+    1."""
     pp = _check_p(p)
     e = check_epsilon(epsilon)
     pp_a, e_a = np.broadcast_arrays(np.asarray(pp, dtype=float), np.asarray(e, dtype=float))

@@ -1,23 +1,24 @@
-"""Adversary priors and best-guess prior success (seed 003 §3.3, §5.1; spec/003 §3.1, §1.7).
+"""Adversary priors and best-guess prior success (Beyond Worst Case §3.3, §5.1; BWC notes §3.1,
+§1.7).
 
 A prior here is a distribution over a (possibly huge) discrete domain, described by its
 probabilities sorted by rank (rank 1 = most likely).  Every prior offers
 
 * ``prob_at_rank(rank)``       vectorised;
 * ``top_k_mass(k)``            best-guess success of exact match with k guesses (the k heaviest
-                               items), i.e. p* of Thm 3.5 for exact match (spec/003 §1.7);
+                               items), i.e. p* of Thm 3.5 for exact match (BWC notes §1.7);
 * ``max()``, ``min()``, ``percentile(q)``, ``median()``  the prior of the most / least likely
                                canary and of the canary at quantile q of the prior values
-                               (rank ceil((1 - q) N); the median is rank N/2, spec/003 §3.2);
+                               (rank ceil((1 - q) N); the median is rank N/2, BWC notes §3.2);
 * ``scaled_down(k)``           the k heaviest items renormalised (the paper's 10-digit version
-                               for Fig. 3; for Zipf this is Zipf(s, k), spec/003 §3.3).
+                               for Fig. 3; for Zipf this is Zipf(s, k), BWC notes §3.3).
 
 Priors: :class:`UniformPrior` (digits, strings), :class:`ZipfPrior` (passwords; exact
 normaliser H_{N,s} = zeta(s) - zeta(s, N + 1) via the Hurwitz zeta), :class:`ExplicitPrior`
 (any probability vector, e.g. from LM scores) and :func:`pii_like_prior` (a heavy-tailed
 prior over a candidate set with the paper-implied maximum).
 
-Decisions (spec/003 §8.7, §8.8): the password Zipf support is unspecified; the literal reading
+Decisions (BWC notes §8.7, §8.8): the password Zipf support is unspecified; the literal reading
 s = 1.1, N = 10^9 gives p_max = 0.10723 and does NOT reproduce the paper's Adv(eps=1) = 0.24 and
 eps_protect = 0.25, which need p_max ~ 0.184.  :func:`password_prior` offers both
 ("literal": Zipf(1.1, 10^9); "implied": Zipf(1.1, 700), p_max = 0.18550, Adv 0.2417,
@@ -102,11 +103,11 @@ class DiscretePrior:
         return float(self.prob_at_rank(rank))
 
     def median(self) -> float:
-        """Prior of the median-rank item, rank N/2 (spec/003 §3.2)."""
+        """Prior of the median-rank item, rank N/2 (BWC notes §3.2)."""
         return self.percentile(0.5)
 
     def scaled_down(self, k: int) -> ExplicitPrior:
-        """The k heaviest items, renormalised (e.g. to a 10-digit domain; spec/003 §3.3)."""
+        """The k heaviest items, renormalised (e.g. to a 10-digit domain; BWC notes §3.3)."""
         k = check_count("k", k, minimum=1)
         if k > self.size:
             raise ValueError(f"k must be <= the support size {self.size:g}, got {k}")
@@ -159,7 +160,7 @@ class UniformPrior(DiscretePrior):
 def generalized_harmonic(n: Any, s: float) -> np.ndarray | float:
     """H_{N,s} = sum_{k=1}^{N} k^-s, vectorised over N.
 
-    s > 1: zeta(s) - zeta(s, N + 1) (Hurwitz zeta, exact; spec/003 §1.10.6).  s <= 1: direct
+    s > 1: zeta(s) - zeta(s, N + 1) (Hurwitz zeta, exact; BWC notes §1.10.6).  s <= 1: direct
     summation up to 1000 terms, Euler-Maclaurin (three correction terms, relative error < 1e-12)
     beyond.
     """
@@ -191,7 +192,8 @@ def generalized_harmonic(n: Any, s: float) -> np.ndarray | float:
 
 @dataclass(frozen=True)
 class ZipfPrior(DiscretePrior):
-    """Zipf's law over ``size`` items: p(rank k) = k^-s / H_{N,s} (seed 003 §5.1, passwords)."""
+    """Zipf's law over ``size`` items: p(rank k) = k^-s / H_{N,s} (Beyond Worst Case §5.1,
+    passwords)."""
 
     s: float
     size: float
@@ -249,9 +251,10 @@ class ExplicitPrior(DiscretePrior):
     def from_perplexities(cls, perplexities: Any, *, n_tokens: Any = None,
                           normalization: str = "likelihood",
                           name: str = "pii") -> ExplicitPrior:
-        """Prior over candidates from LM perplexities of the filled-in sequence (seed 003 §5.1).
+        """Prior over candidates from LM perplexities of the filled-in sequence (Beyond Worst Case
+        §5.1).
 
-        normalization (spec/003 §3.1, [AMBIG]): "likelihood" -> prior ∝ exp(-N_tok ln PPL), the
+        normalization (BWC notes §3.1, [AMBIG]): "likelihood" -> prior ∝ exp(-N_tok ln PPL), the
         sequence likelihood (recommended; needs ``n_tokens``, scalar or per candidate);
         "inverse_perplexity" -> prior ∝ 1 / PPL.
         """
@@ -286,11 +289,11 @@ PASSWORD_VARIANTS = {"literal": (1.1, 1e9), "implied": (1.1, 700.0)}
 
 def password_prior(variant: str = "literal", *, exponent: float | None = None,
                    support: float | None = None) -> ZipfPrior:
-    """Numerical-password prior: Zipf with s = 1.1 over 9-digit passwords (seed 003 §5.1).
+    """Numerical-password prior: Zipf with s = 1.1 over 9-digit passwords (Beyond Worst Case §5.1).
 
     "literal" (default, the paper's words): Zipf(1.1, 10^9) -- p_max 0.10723, min 1.35e-11,
     median 2.89e-11; it does NOT reproduce the paper's Adv 0.24 / eps_protect 0.25.
-    "implied": Zipf(1.1, 700), p_max 0.18550, the support that reproduces them (spec/003 §6.4,
+    "implied": Zipf(1.1, 700), p_max 0.18550, the support that reproduces them (BWC notes §6.4,
     §8.7) -- an alternative to ask for explicitly, never used silently.  ``exponent`` and
     ``support`` override s and N of the chosen variant.
     """
@@ -311,9 +314,10 @@ def password_prior(variant: str = "literal", *, exponent: float | None = None,
 def pii_like_prior(num_candidates: int = 5000, p_max: float = 0.0055) -> ExplicitPrior:
     """A PII-like (names) prior: a Zipf-profile distribution over ``num_candidates`` candidate
     names whose most likely candidate has prior ``p_max`` (default: the paper-implied 0.0055,
-    spec/003 §6.4).  The exponent s solves 1 / H_{N,s} = p_max (shared monotone solver).
+    BWC notes §6.4).  The exponent s solves 1 / H_{N,s} = p_max (shared monotone solver).
 
-    Stand-in for the GPT-2-perplexity prior of seed 003 §5.1 (no pretrained model is used); feed
+    Stand-in for the GPT-2-perplexity prior of Beyond Worst Case §5.1 (no pretrained model is used);
+    feed
     real perplexities to :meth:`ExplicitPrior.from_perplexities` instead when available.  The
     default 5000 candidates (s = 0.4608) also reproduce the paper's qualitative findings at
     eps = 5: the most likely name has Adv 0.448 (paper 0.45) while the median and 10th-percentile
@@ -356,7 +360,7 @@ def _squeeze(out: np.ndarray, pmf: Any) -> np.ndarray | float:
 
 def exact_match_success(pmf: Any, guesses: int = 1) -> np.ndarray | float:
     """p*_i for exact match with k guesses: the mass of the k heaviest values of D_i
-    (spec/003 §1.7).  ``pmf``: one distribution (1-D) or one row per person (2-D)."""
+    (BWC notes §1.7).  ``pmf``: one distribution (1-D) or one row per person (2-D)."""
     p = _pmf_rows(pmf)
     k = check_count("guesses", guesses, minimum=1)
     k = min(k, p.shape[1])
@@ -366,7 +370,8 @@ def exact_match_success(pmf: Any, guesses: int = 1) -> np.ndarray | float:
 
 def within_distance_success(pmf: Any, distance: int) -> np.ndarray | float:
     """p*_i for L1-approximate match on an ordinal attribute, l_i = 1{|x_i - z_i| <= E}:
-    max_c sum_{|x - c| <= E} D_i(x), a sliding window of width 2E + 1 (spec/003 §1.7; seed 003
+    max_c sum_{|x - c| <= E} D_i(x), a sliding window of width 2E + 1 (BWC notes §1.7; Beyond Worst
+    Case
     §6 Fig. 7).  Values are indexed 0..V-1 in order; windows are truncated at the edges."""
     p = _pmf_rows(pmf)
     win = window_mass(p, check_count("distance", distance, minimum=0))

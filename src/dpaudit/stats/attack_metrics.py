@@ -6,7 +6,8 @@ These are estimates from finite samples; this module gives them intervals.
 
 AUROC (members X_1..X_m, non-members Y_1..Y_n, A = P[X > Y] + P[X = Y]/2):
 
-* point estimate: the Mann-Whitney statistic U / (m n) with mid-ranks for ties;
+* point estimate: the Mann-Whitney statistic U / (m n) with ties counted 1/2, from the ROC core
+  (:mod:`dpaudit.stats.roc`, counts per distinct score);
 * ``"delong"`` -- DeLong, DeLong & Clarke-Pearson (1988), Biometrics 44(3): the structural
   components V10_i = (1/n) sum_j psi(X_i, Y_j), V01_j = (1/m) sum_i psi(X_i, Y_j) give
   Var(A) = s10^2 / m + s01^2 / n; computed from mid-ranks in O((m + n) log(m + n)) (Sun & Xu
@@ -46,6 +47,7 @@ from scipy import stats
 
 from dpaudit.observations import MembershipObservations
 from dpaudit.stats.binomial import clopper_pearson
+from dpaudit.stats.roc import auroc_from_counts, counts_from_sorted, delong_from_counts
 from dpaudit.validation import (
     check_choice,
     check_confidence,
@@ -88,7 +90,9 @@ def _obs(member: Any, score: Any) -> MembershipObservations:
 
 
 def _auc_xy(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Mann-Whitney AUROC of members x vs non-members y along ``axis`` (mid-ranks)."""
+    """Mann-Whitney AUROC of members x vs non-members y along ``axis`` (mid-ranks): the
+    bootstrap's vectorised statistic (one AUROC per resample); point estimates come from the
+    ROC core (:func:`dpaudit.stats.roc.auroc_from_counts`)."""
     x, y = np.moveaxis(x, axis, -1), np.moveaxis(y, axis, -1)
     m, n = x.shape[-1], y.shape[-1]
     ranks = stats.rankdata(np.concatenate([x, y], axis=-1), axis=-1)
@@ -98,32 +102,8 @@ def _auc_xy(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
 def auroc(member: Any, score: Any) -> float:
     """AUROC = P[member score > non-member score] + P[tie] / 2 (Mann-Whitney U / (m n))."""
     obs = _obs(member, score)
-    return float(_auc_xy(obs.score[obs.member], obs.score[~obs.member]))
-
-
-def delong_from_counts(c1: np.ndarray, c0: np.ndarray, confidence: float
-                       ) -> tuple[float, float, float]:
-    """(AUROC, lower, upper) from per-distinct-score counts, ascending score order.
-
-    ``c1[k]``/``c0[k]``: members/non-members with the k-th smallest distinct score.  The
-    structural components of DeLong et al. (1988, Eq. 4) are constant on a tie group:
-    a member's V10 = (#non-members below + #tied / 2) / n0, a non-member's
-    V01 = (#members above + #tied / 2) / n1; AUROC = mean V10 and
-    Var = s2(V10) / n1 + s2(V01) / n0, so one sort and cumulative counts suffice (no ranks).
-    The interval is the two-sided normal one, clipped to [0, 1].  The one DeLong
-    implementation: the audit card's summaries call it too.
-    """
-    c1 = np.asarray(c1, dtype=float)
-    c0 = np.asarray(c0, dtype=float)
-    n1, n0 = float(c1.sum()), float(c0.sum())
-    v10 = (np.cumsum(c0) - 0.5 * c0) / n0
-    v01 = (n1 - np.cumsum(c1) + 0.5 * c1) / n1
-    auc = float(np.dot(c1, v10) / n1)
-    s10 = float(np.dot(c1, (v10 - auc) ** 2) / (n1 - 1)) if n1 > 1 else 0.0
-    s01 = float(np.dot(c0, (v01 - auc) ** 2) / (n0 - 1)) if n0 > 1 else 0.0
-    half = float(stats.norm.isf((1 - confidence) / 2) * math.sqrt(max(s10 / n1 + s01 / n0,
-                                                                      0.0)))
-    return auc, max(0.0, auc - half), min(1.0, auc + half)
+    order = np.argsort(obs.score)
+    return auroc_from_counts(counts_from_sorted(obs.score[order], obs.member[order]))
 
 
 def _hanley_mcneil_se(a: float, m: int, n: int) -> float:
@@ -152,15 +132,14 @@ def auroc_interval(member: Any, score: Any, confidence: float = 0.95, method: st
     gamma = check_confidence(confidence)
     check_choice("method", method, AUROC_METHODS)
     x, y = obs.score[obs.member], obs.score[~obs.member]
-    a = float(_auc_xy(x, y))
+    order = np.argsort(obs.score)
+    counts = counts_from_sorted(obs.score[order], obs.member[order])
+    a = auroc_from_counts(counts)
     if method == "bca":
         lo, hi = _bootstrap(_auc_xy, x, y, gamma,
                             check_count("n_resamples", n_resamples, minimum=100), seed, True)
     elif method == "delong":
-        values, inv = np.unique(obs.score, return_inverse=True)
-        c1 = np.bincount(inv[obs.member], minlength=values.size)
-        c0 = np.bincount(inv[~obs.member], minlength=values.size)
-        _, lo, hi = delong_from_counts(c1, c0, gamma)
+        _, lo, hi = delong_from_counts(counts.c1, counts.c0, gamma)
     else:
         se = _hanley_mcneil_se(a, x.size, y.size)
         z = float(stats.norm.isf((1 - gamma) / 2))

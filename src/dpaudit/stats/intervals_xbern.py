@@ -1,4 +1,4 @@
-"""Confidence intervals for the mean mu_1 of an XBern sample (seed 002, §3.3 and App. C).
+"""Confidence intervals for the mean mu_1 of an XBern sample (Pillutla et al., §3.3 and App. C).
 
 Each interval bounds mu_1 = E[m_1] from n i.i.d. XBern_K trials given through the empirical
 moments mu_hat_1..mu_hat_order (see :mod:`dpaudit.stats.xbern`).  All solutions are closed-form
@@ -7,12 +7,12 @@ repetitions or datasets at once).
 
 Paper convention (used by :func:`xbern_bounds`): ``beta`` is the failure probability of *each*
 one-sided bound; inside an order-l algorithm it is split over the l-th order pieces exactly as
-in seed 002 Algorithms 2-7 (beta for order 1, beta/2 for order 2, beta/4 for order 4).
+in Pillutla et al. Algorithms 2-7 (beta for order 1, beta/2 for order 2, beta/4 for order 4).
 Library convention (used by :func:`xbern_interval`, like :mod:`dpaudit.stats.binomial`):
 ``confidence`` and ``side``; a one-sided bound runs the algorithm with beta = 1 - confidence, a
 two-sided interval with beta = (1 - confidence)/2 per side.  The joint two-sided coverage is
-then 1 - C beta >= confidence with C = 2, 3/2, 5/4 for orders 1, 2, 4 (seed 002,
-Propositions 7-9 and 11, whose printed "<=" are typos for ">=", spec/002 §7.1).
+then 1 - C beta >= confidence with C = 2, 3/2, 5/4 for orders 1, 2, 4 (Pillutla et al.,
+Propositions 7-9 and 11, whose printed "<=" are typos for ">=", LiDP notes §7.1).
 
 Bernstein (non-asymptotic; App. C.1, Algorithms 2-4).  With L the log term, a = 2L/n and
 b_L = 2L/(3n), and V(x) a variance bound quadratic in the unknown mean x:
@@ -24,7 +24,7 @@ With c = mu_hat - b_L (u = mu_hat + b_L) and q(x) = (x - c)^2 - a V(x), every x 
 (x <= u) satisfies the inequality, and below c (above u) the feasible set is {q <= 0} =
 [r_1, r_2]; hence LOWER = clip(min(c, r_1), 0, 1) and UPPER = clip(max(u, r_2), 0, 1) (c, u
 themselves when q has no real root).  This is the paper's "unique solution in [0, mu_hat] if it
-exists, else 0" and needs no bisection fallback (spec/002 §2.5 suggests one; the closed form
+exists, else 0" and needs no bisection fallback (LiDP notes §2.5 suggests one; the closed form
 covers the pathological cases and is tested against bisection).
 
 * order 1: L = log(1/beta), V = x(1 - x).
@@ -44,13 +44,13 @@ Wilson (asymptotic, CLT; App. C.2, Algorithms 5-7), n (x - mu_hat)^2 = Z^2 V(x):
   c = (K-2)(K-3)/(K(K-1)) (mu4_bar - mu3_bar^2) + 4(K-2)/(K(K-1)) mu3_bar, exactly as printed
   in Algorithm 7 (default; it matches the authors' code).  ``exact_eq18=True`` uses Eq. 18
   instead: (n+Z^2)x^2 - (2n mu_hat_2 + 2Z^2/(K(K-1)))x + n mu_hat_2^2
-  - Z^2 [4(K-2) mu3_bar + (K-2)(K-3) mu4_bar]/(K(K-1)) = 0 (spec/002 §7.3).  A negative
-  discriminant of the mu2_bar quadratic gives mu2_bar = 1 (conservative; spec/002 §2.6).
+  - Z^2 [4(K-2) mu3_bar + (K-2)(K-3) mu4_bar]/(K(K-1)) = 0 (LiDP notes §7.3).  A negative
+  discriminant of the mu2_bar quadratic gives mu2_bar = 1 (conservative; LiDP notes §2.6).
 
 Roots are clipped to [0, 1].  ``worst_case_clip=True`` (reference code, non-vectorised
-version; spec/002 §7.16) intersects each Wilson bound with mu_hat -+ Z sqrt(0.25/n).
+version; LiDP notes §7.16) intersects each Wilson bound with mu_hat -+ Z sqrt(0.25/n).
 
-Bernoulli baselines (K = 1 or the first canary only; spec/002 §2.7): Clopper-Pearson, Jeffreys
+Bernoulli baselines (K = 1 or the first canary only; LiDP notes §2.7): Clopper-Pearson, Jeffreys
 and Wilson come from :mod:`dpaudit.stats.binomial`; Bernstein is Algorithm 2 with K = 1.
 """
 
@@ -195,7 +195,7 @@ def _wilson(mu: np.ndarray, n: float, k: int, beta: float, order: int, exact_eq1
         mu2_bar = np.clip(mu2_bar, 0.0, 1.0)
         lo, hi, real1 = _roots(n + z2, -(2 * n * m1 + z2 / k),
                                n * m1 * m1 - (k - 1) / k * z2 * mu2_bar)
-        # the discriminant is provably >= 0 (spec/002 §2.6); guard against round-off anyway
+        # the discriminant is provably >= 0 (LiDP notes §2.6); guard against round-off anyway
         lo = np.where(real1, lo, 0.0)
         hi = np.where(real1, hi, 1.0)
     if worst_case_clip:
@@ -220,7 +220,7 @@ def xbern_bounds(mu_hat: Any, n: Any, k: Any, beta: float, *, method: str = "wil
                  order: int = 2, exact_eq18: bool = False, tight_k_factor: bool = False,
                  worst_case_clip: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """One-sided lower and upper bounds on mu_1, each failing with probability <= beta
-    (paper convention; seed 002 Algorithms 2-7).
+    (paper convention; Pillutla et al. Algorithms 2-7).
 
     Args:
       mu_hat: empirical moments mu_hat_1..mu_hat_order on the last axis (extra entries are
@@ -304,17 +304,17 @@ def xbern_interval_from_counts(counts: Any, k: Any, confidence: float = 0.95,
 
 def xbern_interval(x: Any, confidence: float = 0.95, side: str = "two-sided",
                    method: str = "wilson", order: int = 2, **options: bool) -> tuple[Any, Any]:
-    """Interval for mu_1 from an (n, K) 0/1 matrix of XBern trials (seed 002, App. C)."""
+    """Interval for mu_1 from an (n, K) 0/1 matrix of XBern trials (Pillutla et al., App. C)."""
     s, kk = xbern_counts(x)
     return xbern_interval_from_counts(s, kk, confidence, side, method, order, **options)
 
 
 def bernoulli_interval(k: Any, n: Any, confidence: float = 0.95, side: str = "two-sided",
                        method: str = "clopper_pearson") -> tuple[Any, Any]:
-    """Bernoulli baselines for k successes in n trials (spec/002 §2.7; vectorised).
+    """Bernoulli baselines for k successes in n trials (LiDP notes §2.7; vectorised).
 
     "clopper_pearson", "jeffreys" and "wilson" delegate to :mod:`dpaudit.stats.binomial`;
-    "bernstein" is seed 002 Algorithm 2 with K = 1 (L = log(1/beta), V = x(1-x)).
+    "bernstein" is Pillutla et al. Algorithm 2 with K = 1 (L = log(1/beta), V = x(1-x)).
     """
     check_choice("method", method, BERNOULLI_METHODS)
     if method != "bernstein":

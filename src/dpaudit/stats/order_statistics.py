@@ -1,20 +1,20 @@
 """Order statistics of the optimal one-run audit: score profiles and the exact error tail.
 
-Seed 001 (Xiang, Wang, Xiao, Tian, Wang, *Tight Privacy Audit in One Run*), Theorem 1 and
+Tight One-Run (Xiang, Wang, Xiao, Tian, Wang, *Tight Privacy Audit in One Run*), Theorem 1 and
 Section 5.3: if a mechanism is f-DP, the number T of wrong guesses among the r
 highest-scoring of n guesses is stochastically no smaller than under the dominating game
 A* of n independent f-DP channels read by the optimal (MAP) decoder, whose score is the
 absolute privacy loss |L| and whose conditional error given the score is
 gamma = 1 / (1 + e^{|L|})  (Eq. 16).  The p-value of "M is f-DP" is therefore
-P_{A*}[T <= u], a function of (n, r, u, f) only (spec/001 §2.6).
+P_{A*}[T <= u], a function of (n, r, u, f) only (TOR notes §2.6).
 
 Coordinates used here ("top mass" v in [0, 1], the complement of the paper's quantile w):
 rank the outcomes of the mixture (P + Q) / 2 from the most to the least confident, i.e. by
 increasing gamma.  H(v) = error mass of the top v of mixture mass (H(1) = e*), a convex
 piecewise-linear function whose slope gamma~(v) is the conditional error at top mass v;
-gamma_bar(v) = H(v) / v is the mean error of the top v (spec/001 §2.6, with w = 1 - v).
+gamma_bar(v) = H(v) / v is the mean error of the top v (TOR notes §2.6, with w = 1 - v).
 
-Exact tail (spec/001 §2.9, the authors' released form).  The top-mass coordinate of the
+Exact tail (TOR notes §2.9, the authors' released form).  The top-mass coordinate of the
 highest *discarded* guess is V = 1 - W ~ Beta(r + 1, n - r); given V = v the r released
 guesses are i.i.d. uniform in the top v, so their errors are i.i.d. Bernoulli(gamma_bar(v)):
 
@@ -24,7 +24,7 @@ guesses are i.i.d. uniform in the top v, so their errors are i.i.d. Bernoulli(ga
 No independence assumption is made.  (Theorem 3 of the paper treats the released error bits
 as independent Bernoulli(p_i); that Poisson-binomial is slightly anti-conservative and is
 offered here only through the paper's own Chernoff (Prop. 1) and Hoeffding bounds, which
-are conservative -- spec/001 §0.3 and §4.7.)
+are conservative -- TOR notes §0.3 and §4.7.)
 
 The score profile is built from the trade-off function alone (``curve.tradeoff`` and
 ``curve.power``), so it works for every :class:`~dpaudit.curves.Curve`, symmetric or not:
@@ -42,7 +42,7 @@ Each grid cell is one "outcome" (P-mass d_alpha, Q-mass d_power).  Two readings:
 Atoms of |L| (Laplace, (eps, delta)-DP, randomized response) are linear pieces of f and are
 represented exactly; the known kinks of the built-in curves are added to the grid, and ties
 inside an atom are broken by an error-independent random priority, which makes H linear
-there (spec/001 §2.6, Eq. 20 reading).
+there (TOR notes §2.6, Eq. 20 reading).
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ class ScoreProfile:
     ``gamma[k]`` is the conditional error of piece k and ``mass[k]`` its mixture mass; pieces
     are sorted by increasing gamma (most confident first).  ``edges`` (length K + 1) are the
     cumulative top masses and ``h_edges`` the cumulative error masses, so that
-    H(v) = h_edges[j] + gamma[j] (v - edges[j]) on piece j (spec/001 §2.10; exact inside atoms).
+    H(v) = h_edges[j] + gamma[j] (v - edges[j]) on piece j (TOR notes §2.10; exact inside atoms).
     """
 
     gamma: np.ndarray
@@ -113,7 +113,7 @@ class ScoreProfile:
 
     @property
     def bit_error(self) -> float:
-        """e* = integral of gamma~ = H(1) (spec/001 §1.5)."""
+        """e* = integral of gamma~ = H(1) (TOR notes §1.5)."""
         return float(self.h_edges[-1])
 
     def _locate(self, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -130,7 +130,7 @@ class ScoreProfile:
         """gamma_bar(v) = H(v) / v, the error rate of a guess drawn uniformly from the top v.
 
         Computed at query time from H (never stored per node: it is 0/0 at v = 0;
-        spec/001 §2.10); the limit v -> 0 is the smallest gamma.
+        TOR notes §2.10); the limit v -> 0 is the smallest gamma.
         """
         v_in = np.asarray(v, dtype=float)
         v, j = self._locate(v_in)
@@ -245,7 +245,7 @@ def _finish_profile(gamma: np.ndarray, mass: np.ndarray, err: np.ndarray) -> Sco
 
 
 def profile_from_pair(log_lr: Any, mass: Any) -> ScoreProfile:
-    """Profile of a discretised pair (spec/001 §2.10): outcomes j with log dQ/dP = log_lr[j]
+    """Profile of a discretised pair (TOR notes §2.10): outcomes j with log dQ/dP = log_lr[j]
     (+-inf allowed) and mixture probability mass[j] (normalised here).
 
     gamma_j = 1 / (1 + e^{|log_lr_j|}), evaluated as exp(-s - log1p(e^-s)) (Eq. 16).
@@ -538,7 +538,7 @@ def as_profile(source: Curve | ScoreProfile | GaussianProfile, envelope: str,
 def log_tail_probability(source: Curve | ScoreProfile | GaussianProfile, n: int, r: int,
                          u: int, *, quad_points: int = 1025, envelope: str = "lower",
                          profile_points: int = 20000) -> float:
-    """log P_{A*}[T <= u] by the exact cut mixture (seed 001 §5.3; spec/001 §2.9).
+    """log P_{A*}[T <= u] by the exact cut mixture (Tight One-Run §5.3; TOR notes §2.9).
 
     ``source`` is a Curve (its profile is built with :func:`score_profile`; mu-GDP with the
     default lower envelope uses the closed form :class:`GaussianProfile`) or a profile.  For
@@ -562,7 +562,7 @@ def log_tail_probability(source: Curve | ScoreProfile | GaussianProfile, n: int,
 def _log_cut_mixture(mean_error: Any, n: int, r: np.ndarray, u: np.ndarray,
                      quad_points: int) -> np.ndarray:
     """log E_{V ~ Beta(r_i + 1, n - r_i)}[BinCDF(u_i; r_i, gamma_bar_i(V))] for rows i with
-    0 <= u_i < r_i < n (spec/001 §2.9): each row on its own cached Beta nodes (the same
+    0 <= u_i < r_i < n (TOR notes §2.9): each row on its own cached Beta nodes (the same
     x grid), ``mean_error(V)`` called once on the (rows, nodes) matrix of live nodes' top
     masses (row i of the matrix belongs to row i of the problem), a log-space trapezoid
     rule per row, self-normalised by the rule on the Beta density.  -inf on underflow."""
@@ -628,7 +628,7 @@ def log_tail_probabilities_gdp(mu: Any, n: int, r: Any, u: Any, *,
 def tail_probability(source: Curve | ScoreProfile, n: int, r: int, u: int, *,
                      quad_points: int = 1025, envelope: str = "lower",
                      profile_points: int = 20000) -> float:
-    """P_{A*}[T <= u] (exact cut mixture, spec/001 §2.9), in [0, 1]; 0 on underflow."""
+    """P_{A*}[T <= u] (exact cut mixture, TOR notes §2.9), in [0, 1]; 0 on underflow."""
     return float(min(1.0, math.exp(log_tail_probability(
         source, n, r, u, quad_points=quad_points, envelope=envelope,
         profile_points=profile_points))))
@@ -637,7 +637,7 @@ def tail_probability(source: Curve | ScoreProfile, n: int, r: int, u: int, *,
 def expected_errors(source: Curve | ScoreProfile, n: int, r: int, *,
                     quad_points: int = 1025, envelope: str = "lower",
                     profile_points: int = 20000) -> float:
-    """E[T] = r E_V[gamma_bar(V)], V ~ Beta(r + 1, n - r); n e* when r = n (spec/001 §7.9)."""
+    """E[T] = r E_V[gamma_bar(V)], V ~ Beta(r + 1, n - r); n e* when r = n (TOR notes §7.9)."""
     n, r, _ = _check_nru(n, r, 0)
     if r == 0:
         return 0.0
@@ -672,7 +672,7 @@ def order_statistic_error_probs(source: Curve | ScoreProfile, n: int, r: int, *,
     expectation is a self-normalised trapezoid rule on ``points`` nodes over mean +- 14 sd
     (clipped to [0, 1]; nodes clustered at v = 0 for a < 30), vectorised over i in chunks.
     Cost O(r * points).
-    Check: sum_i p_i = E[T] (spec/001 §2.8).
+    Check: sum_i p_i = E[T] (TOR notes §2.8).
     """
     n, r, _ = _check_nru(n, r, 0)
     if r == 0:
@@ -730,7 +730,8 @@ def chernoff_tail(p: Any, u: int) -> float:
 
 
 def hoeffding_tail(p: Any, u: int) -> float:
-    """Hoeffding (seed 001 §5.3): P[sum e_i <= u] <= exp(-2 (sum p_i - u)^2 / r), u < sum p_i."""
+    """Hoeffding (Tight One-Run §5.3): P[sum e_i <= u] <= exp(-2 (sum p_i - u)^2 / r), u < sum
+    p_i."""
     p = np.clip(np.asarray(p, dtype=float).reshape(-1), 0.0, 1.0)
     u = check_count("u", u)
     mu = float(p.sum())
@@ -740,14 +741,14 @@ def hoeffding_tail(p: Any, u: int) -> float:
 
 
 # --------------------------------------------------------------------------------------------
-# Monte Carlo validator (spec/001 §2.13)
+# Monte Carlo validator (TOR notes §2.13)
 # --------------------------------------------------------------------------------------------
 
 
 def simulate_errors(source: Curve | ScoreProfile, n: int, r: int, reps: int,
                     rng: np.random.Generator | int, *, envelope: str = "chord",
                     profile_points: int = 20000, batch: int = 2000) -> np.ndarray:
-    """Monte Carlo draws of T under the dominating game A* (spec/001 §2.13).
+    """Monte Carlo draws of T under the dominating game A* (TOR notes §2.13).
 
     Per repetition: n i.i.d. uniform top-mass quantiles, keep the r smallest (the r most
     confident guesses, np.partition), map each to gamma~ and flip Bernoulli(gamma~) coins.

@@ -1,12 +1,12 @@
 """The Poisson-binomial distribution: S = sum_i Bernoulli(p_i), independent, heterogeneous p_i.
 
-Used by the risk bounds of seed 003 (Thm 3.2 / Cor 3.4 / Thm 3.5 dominate the number of
-successfully attacked targets by a Poisson-binomial with flipping probabilities beta_i; spec/003
+Used by the risk bounds of Beyond Worst Case (Thm 3.2 / Cor 3.4 / Thm 3.5 dominate the number of
+successfully attacked targets by a Poisson-binomial with flipping probabilities beta_i; BWC notes
 §1.4 and §1.10.1), for thousands to millions of targets.
 
 Three computations of the pmf, cross-checked in ``tests/test_poisson_binomial.py``:
 
-* ``"dp"``  -- the exact O(n^2) dynamic programme of spec/003 §1.10.1
+* ``"dp"``  -- the exact O(n^2) dynamic programme of BWC notes §1.10.1
   (pmf_{k}(s) = pmf_{k-1}(s) (1 - p_k) + pmf_{k-1}(s - 1) p_k), vectorised over s.  All terms are
   non-negative, so it has no cancellation and is accurate to a few ulps *relative* to each entry.
 * ``"log"`` -- the same recursion in log space (``logaddexp``), for extreme tails (entries below
@@ -221,7 +221,7 @@ def _pmf_fft_windowed(p: np.ndarray) -> np.ndarray:
     windows are multiplied together the same way.  A window's width grows like the partial
     sum's standard deviation, not like its number of targets, so 1e7 targets cost about two
     seconds and tens of MB beyond the pmf, instead of a minute and ~3 GB unwindowed.  Same
-    products as the previous pairwise version (kept in ``tests/test_risk_fast_paths.py`` as
+    products as the previous pairwise version (kept in ``tests/test_risk_summary.py`` as
     the reference), in a different order: the two agree to FFT round-off."""
     n = p.size
     span = _CHUNK_BLOCKS * _BLOCK
@@ -305,7 +305,7 @@ def poisson_binomial_pmf(probs: Any, *, method: str = "auto") -> np.ndarray:
 def poisson_binomial_tail(probs: Any, *, method: str = "auto") -> np.ndarray:
     """T(v) = Pr[S >= v] for v = 0..n+1 (length n + 2; T(0) = 1, T(n+1) = 0).
 
-    The reverse cumulative sum of the pmf (spec/003 §1.10.1), clipped to [0, 1] and made
+    The reverse cumulative sum of the pmf (BWC notes §1.10.1), clipped to [0, 1] and made
     non-increasing so that rounding never produces a non-monotone tail.
     """
     pmf = poisson_binomial_pmf(probs, method=method)

@@ -1,19 +1,19 @@
-"""Exchangeable-Bernoulli (XBern) statistics for Lifted-DP audits (seed 002, §3.3, App. C).
+"""Exchangeable-Bernoulli (XBern) statistics for Lifted-DP audits (Pillutla et al., §3.3, App. C).
 
 A LiDP trial yields a binary vector x in {0,1}^K (one test per random canary).  With i.i.d.
 canaries and rejection sets that depend only on their own canary, x is *exchangeable*: its law
-is XBern_K(mu_1, ..., mu_K), with mu_l = E[x_1 x_2 ... x_l] (seed 002, Definition 5).
+is XBern_K(mu_1, ..., mu_K), with mu_l = E[x_1 x_2 ... x_l] (Pillutla et al., Definition 5).
 
 Everything depends on a trial only through its count s = sum_j x_j:
 
-* per-trial moment estimators (seed 002, Eq. 13 and Proposition 6, Eq. 14)
+* per-trial moment estimators (Pillutla et al., Eq. 13 and Proposition 6, Eq. 14)
 
       m_l = (1 / C(K, l)) sum_{j_1 < ... < j_l} x_{j_1} ... x_{j_l} = C(s, l) / C(K, l),
       m_{l+1} = m_l (K m_1 - l) / (K - l)                           (recurrence, Eq. 14);
 
 * empirical moments mu_hat_l = (1/n) sum_i m_l^(i) (unbiased for mu_l);
 * exact variances (Eq. 17, Eq. 18, and the general order obtained by counting pairs of
-  l-subsets by the size j of their intersection, spec/002 §2.3):
+  l-subsets by the size j of their intersection, LiDP notes §2.3):
 
       Var(m_1) = mu_1 / K - mu_1^2 + ((K - 1) / K) mu_2                          (Eq. 17)
       Var(m_2) = 2 mu_2 / (K(K-1)) - mu_2^2 + 4 (K-2) mu_3 / (K(K-1))
@@ -81,7 +81,7 @@ def _check_counts(counts: Any, k: Any) -> tuple[np.ndarray, int]:
 def moments_closed_form(counts: Any, k: int, order: int) -> np.ndarray:
     """Per-trial m_l = C(s, l) / C(K, l) for l = 1..order; shape ``counts.shape + (order,)``.
 
-    Closed form equal to Eq. 14 of seed 002 (spec/002 §2.2, DERIVED); uses
+    Closed form equal to Eq. 14 of Pillutla et al. (LiDP notes §2.2, DERIVED); uses
     ``scipy.special.comb`` (0 when l > s).
     """
     s, kk = _check_counts(counts, k)
@@ -93,7 +93,7 @@ def moments_closed_form(counts: Any, k: int, order: int) -> np.ndarray:
 
 
 def moments_recurrence(counts: Any, k: int, order: int) -> np.ndarray:
-    """Per-trial m_l via seed 002 Proposition 6 (Eq. 14): m_{l+1} = m_l (K m_1 - l)/(K - l).
+    """Per-trial m_l via Pillutla et al. Proposition 6 (Eq. 14): m_{l+1} = m_l (K m_1 - l)/(K - l).
 
     Shape ``counts.shape + (order,)``; O(order) vectorised passes.
     """
@@ -112,7 +112,7 @@ per_trial_moments = moments_recurrence
 
 
 def empirical_moments(counts: Any, k: int, order: int, axis: int = -1) -> np.ndarray:
-    """mu_hat_l = mean over trials of m_l^(i), l = 1..order (seed 002, Eq. 5 and Alg. 3-7).
+    """mu_hat_l = mean over trials of m_l^(i), l = 1..order (Pillutla et al., Eq. 5 and Alg. 3-7).
 
     ``counts`` may carry leading batch axes; trials are along ``axis``.  The result has the
     trial axis removed and a trailing axis of length ``order``.
@@ -171,14 +171,14 @@ def moments_at_thresholds(scores: Any, thresholds: Any, order: int,
 
 
 def var_m1(mu1: Any, mu2: Any, k: int) -> np.ndarray:
-    """Var(m_1) = mu_1/K - mu_1^2 + ((K-1)/K) mu_2 (seed 002, Eq. 17)."""
+    """Var(m_1) = mu_1/K - mu_1^2 + ((K-1)/K) mu_2 (Pillutla et al., Eq. 17)."""
     mu1 = np.asarray(mu1, dtype=float)
     mu2 = np.asarray(mu2, dtype=float)
     return mu1 / k - mu1**2 + (k - 1) / k * mu2
 
 
 def var_m2(mu2: Any, mu3: Any, mu4: Any, k: int) -> np.ndarray:
-    """Var(m_2) = sigma_2^2(mu_2, mu_3, mu_4) of seed 002, Eq. 18 (K >= 2; terms vanish for
+    """Var(m_2) = sigma_2^2(mu_2, mu_3, mu_4) of Pillutla et al., Eq. 18 (K >= 2; terms vanish for
     K = 2, 3 as their coefficients do)."""
     if k < 2:
         raise ValueError(f"k must be >= 2 for Var(m_2), got {k}")
@@ -191,7 +191,7 @@ def var_m2(mu2: Any, mu3: Any, mu4: Any, k: int) -> np.ndarray:
 
 
 def var_moment(mu: Any, ell: int, k: int) -> np.ndarray:
-    """Exact Var(m_l) for any order l (spec/002 §2.3, DERIVED; the paper's "apply recursively").
+    """Exact Var(m_l) for any order l (LiDP notes §2.3, DERIVED; the paper's "apply recursively").
 
     ``mu`` holds mu_1..mu_{2l} on its last axis (entries beyond K are ignored: their
     coefficients C(K - l, l - j) vanish).  E[m_l^2] = sum_j C(l,j) C(K-l,l-j)/C(K,l) mu_{2l-j}.
@@ -212,7 +212,7 @@ def var_moment(mu: Any, ell: int, k: int) -> np.ndarray:
 
 
 def correlation_diagnostics(mu_hat: Any) -> dict[str, np.ndarray]:
-    """Correlation diagnostics reported by seed 002 (§4, Fig. 4): |mu2 - mu1^2|,
+    """Correlation diagnostics reported by Pillutla et al. (§4, Fig. 4): |mu2 - mu1^2|,
     |mu4 - mu2^2| and (reference code) mu3 - mu2^2, from moments mu_hat on the last axis."""
     m = np.asarray(mu_hat, dtype=float)
     out: dict[str, np.ndarray] = {}

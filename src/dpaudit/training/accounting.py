@@ -13,6 +13,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from dpaudit.curves import dpsgd_curve
+from dpaudit.curves.calibration import dpsgd_noise_multiplier
 from dpaudit.validation import check_count, check_delta, check_positive, check_probability
 
 __all__ = ["opacus_epsilon", "claimed_epsilon", "sigma_for_epsilon"]
@@ -44,27 +45,8 @@ def claimed_epsilon(noise_multiplier: float, sampling_rate: float, steps: int,
 def sigma_for_epsilon(epsilon: float, sampling_rate: float, steps: int, delta: float = 1e-5,
                       *, xtol: float = 1e-3) -> float:
     """The noise multiplier sigma with ``dpsgd_curve(sigma, q, T).epsilon(delta) = epsilon``
-    (Brent's method on a coarser PLD grid, 1e-3; the claim of the resulting sigma is then
-    recomputed exactly by the audit), rounded to 4 decimals."""
-    from dpaudit.search import solve_monotone
-
-    check_positive("epsilon", epsilon)
-    q = check_probability("sampling_rate", sampling_rate, open_low=True)
-    t = check_count("steps", steps, minimum=1)
-    delta = check_delta(delta)
-
-    def eps_of(sigma: float) -> float:
-        return dpsgd_curve(sigma, q, t, value_discretization_interval=1e-3).epsilon(delta)
-
-    # dpsgd_curve refuses compositions beyond GDP mu = MAX_COMPOSED_MU (epsilon in the
-    # thousands): raise the lower end of the bracket until it is accepted.
-    lo, hi = 0.2, 10.0
-    while True:
-        try:
-            eps_of(lo)
-            break
-        except ValueError:
-            lo *= 1.25
-            if lo >= hi:
-                raise
-    return round(solve_monotone(eps_of, epsilon, lo, hi, xtol=xtol, rtol=1e-4), 4)
+    (:func:`dpaudit.curves.calibration.dpsgd_noise_multiplier` on a coarser PLD grid, 1e-3;
+    the claim of the resulting sigma is then recomputed exactly by the audit), rounded to 4
+    decimals."""
+    return round(dpsgd_noise_multiplier(epsilon, delta, sampling_rate, steps, xtol=xtol,
+                                        rtol=1e-4), 4)

@@ -2,7 +2,8 @@
 
 * :func:`audit_training` -- the part shared by every entry point: per-canary truth bits and
   scores from ONE training run, the claimed privacy from (sigma, q, T), every one-run method
-  side by side (``dpaudit.audit_one_run``: tight (seed 001), bits (seed 000), Steinke et al.,
+  side by side (``dpaudit.audit_one_run``: tight (Tight One-Run), bits (Bits Transmission), Steinke
+  et al.,
   Mahloujifar et al.) and the verdict.  Use it with a user's own loop and
   :class:`~dpaudit.training.canaries.GradientCanaries`.
 * :func:`train_audit` -- train on digits with canaries (:mod:`.trainer`) and audit.
@@ -11,10 +12,12 @@
 * :func:`simulator_reference` -- the project's DP-SGD simulator at the same
   (sigma, q, T, canaries, threat, score), the yardstick of the white-box tightness target.
 
-Null family: "gdp" (spec/000 §6.4's suggested default, the CLT view of DP-SGD, the same as
-``dpaudit simulate dpsgd``), so real and simulated audits are compared like for like.  The
-claimed epsilon, against which the verdict is taken, is that of ``dpsgd_curve(sigma, q, T)``
-(dp_accounting PLD); Opacus's accountant's epsilon is reported next to it.
+Null family: the claim's own, DP-SGD curves over the noise multiplier at (q, T) from the PLD
+accountant (``dpaudit.curves.accounting.dpsgd_family``, as ``dpaudit simulate dpsgd``), so the
+verdict is valid for the claim with no assumption; the mu-GDP family would not be (a DP-SGD
+curve and the mu-GDP curve of the same epsilon cross).  The claimed epsilon, against which the
+verdict is taken, is that of ``dpsgd_curve(sigma, q, T)`` (dp_accounting PLD); Opacus's
+accountant's epsilon is reported next to it.
 Decoder threshold of the "bits" method: 0 for the centred white-box scores (as in the
 simulator); the median split for last-iterate and black-box scores, whose scale depends on
 the optimizer and the model.
@@ -28,8 +31,11 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit.curves.accounting import dpsgd_family
+from dpaudit.curves.families import claim_family
 from dpaudit.estimators.one_run import ONE_RUN_METHODS, audit_one_run
 from dpaudit.observations import MembershipObservations
+from dpaudit.outcome import Audit
 from dpaudit.results import AuditResult
 from dpaudit.training.accounting import claimed_epsilon as _claimed
 from dpaudit.training.accounting import opacus_epsilon as _opacus
@@ -39,7 +45,7 @@ from dpaudit.validation import check_choice, check_confidence, check_delta
 __all__ = ["TrainAudit", "audit_training", "train_audit", "train_audit_dict",
            "simulator_reference", "FAMILY"]
 
-FAMILY = "gdp"
+FAMILY = "dpsgd"
 
 
 @dataclass(frozen=True, eq=False)
@@ -65,6 +71,12 @@ class TrainAudit:
     def violation(self) -> bool:
         return bool(self.verdict_result.epsilon > self.claimed_epsilon)
 
+    def to_audit(self) -> Audit:
+        """The typed outcome (:class:`dpaudit.outcome.Audit`); its ``to_dict()`` is the
+        ``train-audit --json`` document."""
+        return Audit.of(self.results, self.claimed_epsilon, observations=self.observations,
+                        settings=self.settings, extra=_training_keys(self))
+
 
 def audit_training(member: Any, score: Any, *, noise_multiplier: float, sampling_rate: float,
                    steps: int, threat: str = "white_box", delta: float = 1e-5,
@@ -81,11 +93,13 @@ def audit_training(member: Any, score: Any, *, noise_multiplier: float, sampling
     confidence = check_confidence(confidence)
     claimed = _claimed(noise_multiplier, sampling_rate, steps, delta)
     opacus = _opacus(noise_multiplier, sampling_rate, steps, delta)
+    family = claim_family(dpsgd_family(noise_multiplier, sampling_rate, steps, delta,
+                                       claimed_epsilon=claimed), delta)
     results = audit_one_run(np.asarray(member), np.asarray(score), delta=delta,
-                            confidence=confidence, methods=tuple(methods), family=FAMILY,
+                            confidence=confidence, methods=tuple(methods), family=family,
                             bits_threshold=0.0 if threat == "white_box" else None, seed=seed)
     return TrainAudit(results, claimed, opacus, delta, confidence, threat,
-                      settings={"family": FAMILY, "noise_multiplier": noise_multiplier,
+                      settings={"family": family.name, "noise_multiplier": noise_multiplier,
                                 "sampling_rate": sampling_rate, "steps": steps},
                       observations=MembershipObservations.from_arrays(member, score))
 
@@ -108,15 +122,11 @@ def train_audit(config: TrainingConfig, *, delta: float = 1e-5, confidence: floa
 def train_audit_dict(audit: TrainAudit) -> dict[str, Any]:
     """The ``train-audit --json`` document: the keys of ``dpaudit simulate --json``
     (results, claimed_epsilon, violation, verdict, verdict_method) plus ``training``."""
-    from dpaudit.cli.common import verdict
+    return audit.to_audit().to_dict()
 
-    basis = audit.verdict_result
+
+def _training_keys(audit: TrainAudit) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "results": [r.to_dict() for r in audit.results],
-        "claimed_epsilon": audit.claimed_epsilon,
-        "violation": audit.violation,
-        "verdict": verdict(basis.epsilon, audit.claimed_epsilon),
-        "verdict_method": basis.method,
         "family": audit.settings.get("family", FAMILY),
         "delta": audit.delta,
         "confidence": audit.confidence,

@@ -1,7 +1,8 @@
 """Canaries for auditing real DP-SGD training: gradient (white box) and input (black box).
 
-Gradient canaries -- Dirac canaries (seed 000 §6.4 after Nasr et al. 2023; seed 001 §6.2 and
-App. A; spec/000 §6.4, spec/001 §3.4).  Canary i owns one model coordinate c(i) (one
+Gradient canaries -- Dirac canaries (Bits Transmission §6.4 after Nasr et al. 2023; Tight One-Run
+§6.2 and
+App. A; BT notes §6.4, TOR notes §3.4).  Canary i owns one model coordinate c(i) (one
 coordinate per canary, the "memoryless" arrangement).  Its per-example gradient is
 ``scale * C * e_{c(i)}``: zero everywhere except on its own coordinate, with norm at or above
 the clip norm C, so that correct per-example clipping reduces it to exactly ``C e_{c(i)}``.
@@ -13,7 +14,7 @@ and scaling applied to the canaries are Opacus's own (:class:`GradientCanaries.a
 wraps the optimizer's ``clip_and_accumulate`` and chains its ``step_hook``).
 
 Placement.  Real data also moves coordinate c(i), which adds adversary-unknown randomness to
-the canary's observations and makes a real audit less tight than the simulator (seed 000
+the canary's observations and makes a real audit less tight than the simulator (Bits Transmission
 §3.5).  :func:`choose_coordinates` therefore measures every coordinate's real-gradient
 activity on a warm-up pass -- the mean over the training set of the squared *clipped*
 per-example gradient at the initial model -- and gives the canaries the n least active
@@ -51,7 +52,7 @@ INPUT_CANARY_KINDS = ("flip", "random_label", "ood")
 
 
 def draw_bits(n: int, rng: np.random.Generator) -> np.ndarray:
-    """The one-run game's secret bits: n i.i.d. uniform bits (seed 000 Alg. 2)."""
+    """The one-run game's secret bits: n i.i.d. uniform bits (Bits Transmission Alg. 2)."""
     return rng.integers(0, 2, size=check_count("canaries", n, minimum=2)).astype(bool)
 
 
@@ -169,7 +170,7 @@ class GradientCanaries:
     update on its coordinate in canary units, y_{t,i} = <g~_t, e_{c(i)}> / C with
     g~_t the noisy clipped gradient *sum* (Opacus's ``p.grad`` times the expected batch size
     under ``loss_reduction="mean"``): y = b S + sigma Z (+ real-data background), the
-    observation of spec/000 §6.4.  Only the sufficient statistics are kept (sum and the
+    observation of BT notes §6.4.  Only the sufficient statistics are kept (sum and the
     likelihood-ratio sum), never the T x n transcript.
     """
 
@@ -307,7 +308,7 @@ class GradientCanaries:
     def white_box_scores(self, kind: str = "lr") -> np.ndarray:
         """Scores from every released step (higher = bit 1):
 
-        * ``"sum"``: s_i = sum_t y_{t,i} - qT/2 (spec/000 §6.4's default; decoder threshold 0);
+        * ``"sum"``: s_i = sum_t y_{t,i} - qT/2 (BT notes §6.4's default; decoder threshold 0);
         * ``"lr"``: s_i = sum_t log(1 - q + q exp((y_{t,i} - 1/2) / sigma^2)), the optimal
           likelihood-ratio score when real data leaves the coordinate alone (the simulator's
           ``score="lr"``).

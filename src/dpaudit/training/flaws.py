@@ -3,7 +3,7 @@
 Each flaw is an Opacus ``DPOptimizer`` subclass (Opacus's own clipping and noise code runs;
 only the mistake is added) or, for ``"non_private_group"``, a training set-up:
 
-* ``"backprop_clipping"`` (seed 000 §6.5, after Tramer et al. 2022 [38]): the per-example
+* ``"backprop_clipping"`` (Bits Transmission §6.5, after Tramer et al. 2022 [38]): the per-example
   gradients of the *mean* loss, grad_i / |B|, are clipped, while the noise stays calibrated for
   the averaged gradient's sensitivity C/|B|.  Released (Opacus's ``p.grad``)
       p = sum_i CLP_C(grad_i / |B|) + N(0, (sigma C / |B|)^2),

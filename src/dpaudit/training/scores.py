@@ -1,6 +1,6 @@
 """Canary scores of one training run (higher = more likely that the canary was included).
 
-* white box, per released step (seed 000 §6.4 / seed 001 App. A, spec/000 §6.4): with
+* white box, per released step (Bits Transmission §6.4 / Tight One-Run App. A, BT notes §6.4): with
   y_t = b S_t + sigma Z_t the canary-coordinate observation in units of C, the optimal
   likelihood-ratio score of a step is log(1 - q + q exp((y_t - 1/2) / sigma^2))
   (:func:`lr_step_scores`; summed over steps by

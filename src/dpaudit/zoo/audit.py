@@ -49,8 +49,16 @@ _MAX_THRESHOLDS = 200
 
 
 def search_seed_of(seed: int) -> int:
-    """The search phase's seed: disjoint from every final-audit seed in [0, 2^62)."""
-    return int(seed) + (1 << 62)
+    """The search phase's seed, the ``"zoo_search"`` purpose of :mod:`dpaudit.randomness`
+    (a stream independent of the final audit's trial streams of ``seed``)."""
+    from dpaudit.randomness import seed_sequence
+
+    return int(seed_sequence(int(seed), "zoo_search").generate_state(1, np.uint64)[0] >> 1)
+
+
+def _search_trial(k: int, side: int, t: int) -> int:
+    """Trial index of search run t on side ``side`` of candidate pair k (disjoint blocks)."""
+    return ((2 * k + side) << 40) + t
 
 
 @dataclass(frozen=True)
@@ -104,10 +112,11 @@ class ZooResult:
         return asdict(self)
 
 
-def _outputs(entry: ZooEntry, data: Any, seed: int, n: int) -> tuple[list[Any], int]:
+def _outputs(entry: ZooEntry, data: Any, seed: int, block: tuple[int, int], n: int
+             ) -> tuple[list[Any], int]:
     out, failed = [], 0
     for t in range(n):
-        g = trial_rng(seed, t)
+        g = trial_rng(seed, _search_trial(block[0], block[1], t))
         try:
             out.append(entry.mechanism(data, g))
         except Exception:  # noqa: BLE001 -- a failed call is an output of the mechanism
@@ -143,8 +152,8 @@ def search(entry: ZooEntry, *, trials: int, seed: int, confidence: float) -> Sea
         claim = tested_claim(entry, pair)
         if claim is None:
             continue
-        o0, f0 = _outputs(entry, pair.d0, s_seed + 2 * k, n)
-        o1, f1 = _outputs(entry, pair.d1, s_seed + 2 * k + 1, n)
+        o0, f0 = _outputs(entry, pair.d0, s_seed, (k, 0), n)
+        o1, f1 = _outputs(entry, pair.d1, s_seed, (k, 1), n)
         failures += f0 + f1
         if f0 == n and f1 == n:
             raise ValueError(f"{entry.key}: every search call failed on pair {pair.label!r}")

@@ -1,9 +1,0 @@
-"""Runners that reproduce the papers' experiments (CSV + PNG).
-
-Each runner module registers itself with :func:`dpaudit.experiments.registry.experiment`;
-``dpaudit reproduce NAME --out DIR [--full] [--seed S]`` looks it up by name.
-"""
-
-from dpaudit.experiments.registry import EXPERIMENTS, Experiment, experiment, get_experiment
-
-__all__ = ["EXPERIMENTS", "Experiment", "experiment", "get_experiment"]
