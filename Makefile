@@ -2,7 +2,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench browser clean
+.PHONY: demo test lint bench browser clean zoo-test
 
 $(BIN)/activate:
 	$(PY) -m venv $(VENV)
@@ -35,7 +35,20 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed-dev browser
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -n 2 -q
+	$(BIN)/python -m pytest -n 2 -q --ignore=tests/zoo
+	$(MAKE) zoo-test
+
+# The zoo's libraries (extra `zoo`, pinned) live in their own venv: diffprivlib 0.6.6 needs
+# scikit-learn < 1.9 and smartnoise-sql pins opendp 0.14.x.
+VENV_ZOO := .venv-zoo
+$(VENV_ZOO)/.installed-zoo: pyproject.toml
+	$(PY) -m venv $(VENV_ZOO)
+	$(VENV_ZOO)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV_ZOO)/bin/python -m pip install --quiet -e ".[zoo]" pytest
+	touch $@
+
+zoo-test: $(VENV_ZOO)/.installed-zoo
+	$(VENV_ZOO)/bin/python -m pytest tests/zoo -q
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
@@ -44,4 +57,4 @@ bench: $(VENV)/.installed-dev
 	for f in benchmarks/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
 clean:
-	rm -rf $(VENV) build *.egg-info src/*.egg-info
+	rm -rf $(VENV) $(VENV_ZOO) build *.egg-info src/*.egg-info

@@ -73,10 +73,18 @@ def _obs(n: int = 200) -> tuple[np.ndarray, np.ndarray]:
 M, S = _obs()
 
 
+def _run_zoo_reference(**kw: Any) -> Any:
+    from dpaudit.zoo.run import run_zoo
+
+    return run_zoo(only=("dpaudit",), **kw)
+
+
 def _eps_delta_tail(eps, n, r, u, delta):
     from dpaudit.estimators.tight import log_tail_probabilities_eps_delta
 
     return log_tail_probabilities_eps_delta(eps, n, r, u, delta=delta)
+
+
 X = (np.arange(40).reshape(20, 2) % 3 == 0).astype(int)
 
 TARGETS = [
@@ -188,6 +196,8 @@ TARGETS = [
                 rng=np.random.default_rng(0)),
            dict(n="count", reserved="count", num_classes="count", sampling_rate="probability",
                 value="positive"), needles={"n": "canaries"}),
+    Target("zoo.run_zoo", _run_zoo_reference, dict(trials=40, seed=0),
+           dict(trials="count", seed="count", confidence="confidence")),
     Target("calibration.dpsgd_noise_multiplier", dpsgd_noise_multiplier,
            dict(epsilon=1.0, delta=1e-5),
            dict(epsilon="positive", delta="delta", sampling_rate="probability",
@@ -492,6 +502,10 @@ def cli_cases() -> list[tuple[str, list[str]]]:
                          ("jax --flawed bogus", ["--framework", "jax", "--flawed", "bogus"])):
         cases.append((f"train-audit {label}", ["train-audit", *extra]))
     cases.append(("reproduce --size", ["reproduce", "bits-dpsgd", "--size", "huge"]))
+    cases.append(("zoo --only bogus", ["zoo", "--only", "bogus"]))
+    cases.append(("zoo --trials 0", ["zoo", "--only", "dpaudit", "--trials", "0"]))
+    cases.append(("zoo --confidence 2", ["zoo", "--only", "dpaudit", "--confidence", "2"]))
+    cases.append(("zoo --resume", ["zoo", "--only", "dpaudit", "--resume"]))
     return cases
 
 

@@ -34,6 +34,9 @@ Streams (the derivations are frozen: changing one changes every seeded result):
 * ``"training"``, ``"input_canaries"`` -- real DP-SGD training (:mod:`dpaudit.training`):
   ``SeedSequence([seed, 0x7A1])`` and ``SeedSequence([seed, 0xB175])``, spawned into the
   streams of one run.
+* ``"zoo_search"`` -- the neighbour search of a zoo audit (:mod:`dpaudit.zoo.audit`): trial
+  streams of the seed ``SeedSequence([seed, 0x2005]).generate_state(1, uint64) >> 1``, so the
+  final audit's trials (the ``"trial"`` streams of ``seed``) never reuse them.
 
 :func:`draw_bits` draws the secret bits of a game.
 """
@@ -57,13 +60,14 @@ PURPOSES: dict[str, str] = {
     "split": "SeedSequence(seed).generate_state(S, uint32)",
     "training": "SeedSequence([seed, 0x7A1])",
     "input_canaries": "SeedSequence([seed, 0xB175])",
+    "zoo_search": "trial streams of SeedSequence([seed, 0x2005]).generate_state(1, uint64) >> 1",
 }
 
 #: spawn key of the tie-break stream (ASCII "tieb").
 TIE_BREAK_KEY = 0x74696562
 
 #: entropy tags of the purposes derived as SeedSequence([seed, tag]).
-_TAGS = {"training": 0x7A1, "input_canaries": 0xB175}
+_TAGS = {"training": 0x7A1, "input_canaries": 0xB175, "zoo_search": 0x2005}
 
 
 def as_rng(rng: np.random.Generator | int | None) -> np.random.Generator:

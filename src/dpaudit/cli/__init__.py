@@ -48,6 +48,8 @@ COMMANDS: dict[str, Command] = {
     "bound": Command(("bound", "lifted"), "Compute an epsilon lower bound from counts (no raw "
                      "data needed)."),
     "store": Command(("store",), "Inspect and export trial stores (dpaudit run --store)."),
+    "zoo": Command(("zoo",), "Audit released DP libraries (black-box) and write the zoo "
+                   "report."),
 }
 
 

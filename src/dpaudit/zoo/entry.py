@@ -1,0 +1,210 @@
+"""The zoo's vocabulary: a library mechanism under audit, its claim, the auditor's candidate
+neighbours, the score functions tried on its outputs, and the located cause of a known bug.
+
+A :class:`ZooEntry` is data, not code: the mechanism is a picklable callable
+``mechanism(dataset, rng) -> output`` (the :class:`dpaudit.BlackBoxAudit` contract) wrapping one
+call of the library as its users make it, with the library's own claimed (epsilon, delta) for
+that call.  ``pairs`` are the neighbouring data sets the auditor may choose among (clamping
+bounds and values at or beyond them, empty and one-record data sets, float constructions,
+extreme parameters); ``scores`` are fixed post-processings of the output.  Which pair, score and
+threshold the final audit uses is decided on separate search trials
+(:mod:`dpaudit.zoo.audit`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import inspect
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Pair", "Cause", "ZooEntry", "Identity", "Negate", "NegAbs", "Coordinate",
+           "finite_score", "library_version", "locate", "tested_claim"]
+
+_BIG = 1.0e300
+
+
+def finite_score(x: Any) -> float:
+    """A fixed map of any float output to a finite score (a post-processing, so it cannot
+    increase the privacy loss): +inf -> 1.7e308, -inf -> -1.7e308, NaN (also a failed call)
+    -> -1.0e308; finite values unchanged."""
+    v = float(x)
+    if math.isnan(v):
+        return -1.0e308
+    if math.isinf(v):
+        return 1.7e308 if v > 0 else -1.7e308
+    return v
+
+
+@dataclass(frozen=True)
+class Identity:
+    """score = output (finite-mapped)."""
+
+    def __call__(self, output: Any) -> float:
+        return finite_score(output)
+
+    def __str__(self) -> str:
+        return "output"
+
+
+@dataclass(frozen=True)
+class Negate:
+    """score = -output (the test "output <= t")."""
+
+    def __call__(self, output: Any) -> float:
+        return -finite_score(output)
+
+    def __str__(self) -> str:
+        return "-output"
+
+
+@dataclass(frozen=True)
+class NegAbs:
+    """score = -|output - centre| (the test "output close to centre")."""
+
+    centre: float = 0.0
+
+    def __call__(self, output: Any) -> float:
+        v = float(output)
+        if math.isnan(v):
+            return -1.7e308
+        return -min(abs(v - self.centre), 1.7e308)
+
+    def __str__(self) -> str:
+        return f"-|output - {self.centre:g}|"
+
+
+@dataclass(frozen=True)
+class Coordinate:
+    """score = sign * output[index] (vector outputs: histograms, noisy vectors)."""
+
+    index: int
+    sign: float = 1.0
+
+    def __call__(self, output: Any) -> float:
+        return self.sign * finite_score(np.ravel(np.asarray(output, dtype=float))[self.index])
+
+    def __str__(self) -> str:
+        return f"{'-' if self.sign < 0 else ''}output[{self.index}]"
+
+
+DEFAULT_SCORES = (Identity(), Negate())
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two neighbouring data sets chosen by the auditor, with the adjacency they satisfy."""
+
+    label: str
+    d0: Any
+    d1: Any
+    adjacency: str = "add_remove"
+
+    def __call__(self, rng: np.random.Generator) -> tuple[Any, Any]:
+        """The BlackBoxAudit ``neighbours`` contract (a fixed pair)."""
+        return self.d0, self.d1
+
+
+@dataclass(frozen=True)
+class Cause:
+    """Where a violation comes from, in the library's source at the pinned version.
+
+    ``module`` is the importable module holding the faulty code and ``snippet`` a string on the
+    faulty line; :func:`locate` finds the file and line in the installed package, so the
+    report shows the line of the version actually audited (or says it was not found)."""
+
+    module: str
+    snippet: str
+    explanation: str
+    reference: str
+    known: bool = True
+
+
+@dataclass(frozen=True)
+class ZooEntry:
+    """One library call under audit.
+
+    Attributes:
+      key: unique id, ``library/mechanism`` (used by ``dpaudit zoo --only``).
+      library: the distribution name (``pip`` name) whose version is reported.
+      mechanism: ``mechanism(dataset, rng) -> output`` calling the library once.
+      epsilon, delta: the library's claim for that call (its own parameters).
+      pairs: candidate neighbours; scores: candidate score functions.
+      cause: the located cause when the entry audits a known bug (None otherwise); a bound
+        above the claim without a cause is shown but never reported as a finding.
+      trials_scale: the entry's trial budget relative to the zoo's (slow library calls < 1).
+      randomness: "seeded" (trial streams reach the library) or "library" (its own CSPRNG).
+      adjacency: the neighbour relation the library's claim is stated for: "add_remove",
+        "replace_one", or "unstated" (then the claim is read in the way least favourable to
+        a finding: see :func:`tested_claim`).
+    """
+
+    key: str
+    library: str
+    mechanism: Callable[[Any, np.random.Generator], Any]
+    epsilon: float
+    delta: float
+    pairs: tuple[Pair, ...]
+    description: str
+    scores: tuple[Callable[[Any], float], ...] = DEFAULT_SCORES
+    cause: Cause | None = None
+    trials_scale: float = 1.0
+    randomness: str = "seeded"
+    adjacency: str = "add_remove"
+    notes: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.key.split("/", 1)[1]
+
+
+def tested_claim(entry: ZooEntry, pair: Pair) -> tuple[float, float] | None:
+    """The (epsilon, delta) the pair is tested against, or None when the pair is not a pair
+    of neighbours under some reading of the library's claim (it is then never used).
+
+    * the pair's adjacency is the declared one: the claim itself;
+    * replace-one pair, add/remove claim: group privacy over the two steps (remove, add),
+      (2 eps, (1 + e^eps) delta) (Dwork and Roth, "The Algorithmic Foundations of
+      Differential Privacy", Theorem 2.2 and its (eps, delta) form);
+    * "unstated": replace-one pairs are tested against (2 eps, (1 + e^eps) delta), valid under
+      both readings; add/remove pairs are not neighbours under the replace-one reading (the
+      sizes differ), so they are not used;
+    * add/remove pair, replace-one claim: not neighbours, not used.
+    """
+    eps, delta = entry.epsilon, entry.delta
+    if pair.adjacency == entry.adjacency:
+        return eps, delta
+    if pair.adjacency == "replace_one" and entry.adjacency in ("add_remove", "unstated"):
+        return 2.0 * eps, min(1.0 - 1e-12, (1.0 + math.exp(eps)) * delta) if delta else 0.0
+    return None
+
+
+def library_version(dist: str) -> str:
+    """Installed version of a distribution ("not installed" when absent)."""
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def locate(cause: Cause) -> tuple[str, int] | None:
+    """(path relative to site-packages, 1-based line) of ``cause.snippet`` in the installed
+    ``cause.module``, or None when the snippet is not found (the cause is then not located)."""
+    try:
+        mod = importlib.import_module(cause.module)
+        src, _ = inspect.getsourcelines(mod)
+        path = inspect.getsourcefile(mod) or ""
+    except (ImportError, OSError, TypeError):
+        return None
+    for i, line in enumerate(src):
+        if cause.snippet in line:
+            parts = path.replace("\\", "/").split("/")
+            top = cause.module.split(".")[0]
+            rel = "/".join(parts[parts.index(top):]) if top in parts else path
+            return rel, i + 1
+    return None

@@ -1,0 +1,103 @@
+"""The zoo's rules without any DP library: tested claims, score maps, the report, the CLI."""
+
+import math
+
+import pytest
+
+from dpaudit.zoo import entries
+from dpaudit.zoo.audit import audit_entry, search_seed_of
+from dpaudit.zoo.entry import Cause, Pair, ZooEntry, finite_score, locate
+from dpaudit.zoo.entry import tested_claim as claim_for
+from dpaudit.zoo.reference_zoo import SimulatorRun
+from dpaudit.zoo.run import markdown, run_zoo
+
+
+def _entry(adjacency: str, eps: float = 1.0, delta: float = 0.0) -> ZooEntry:
+    from dpaudit.mechanisms.simple import LaplaceMechanism
+
+    return ZooEntry("dpaudit/x", "dpaudit", SimulatorRun(LaplaceMechanism(eps)), eps, delta,
+                    (Pair("p", 0, 1, adjacency),), "x", adjacency=adjacency)
+
+
+def test_tested_claim_group_privacy_for_replaced_records():
+    # Dwork-Roth group privacy: a replaced record = two add/remove steps
+    assert claim_for(_entry("add_remove"), Pair("p", 0, 1, "replace_one")) == (2.0, 0.0)
+    eps, delta = claim_for(_entry("unstated", 0.5, 1e-5), Pair("p", 0, 1, "replace_one"))
+    assert eps == 1.0 and delta == pytest.approx((1 + math.exp(0.5)) * 1e-5)
+    # add/remove pairs are not neighbours under the replace-one reading: never used
+    assert claim_for(_entry("unstated"), Pair("p", 0, 1, "add_remove")) is None
+    assert claim_for(_entry("replace_one"), Pair("p", 0, 1, "add_remove")) is None
+    assert claim_for(_entry("replace_one"), Pair("p", 0, 1, "replace_one")) == (1.0, 0.0)
+
+
+def test_finite_score_is_a_fixed_map():
+    assert finite_score(2.5) == 2.5
+    assert finite_score(math.inf) == 1.7e308 and finite_score(-math.inf) == -1.7e308
+    assert finite_score(math.nan) == -1.0e308
+
+
+def test_locate_finds_the_line_or_nothing():
+    c = Cause("dpaudit.zoo.entry", "def finite_score(x: Any) -> float:", "e", "r")
+    where = locate(c)
+    assert where is not None and where[0] == "dpaudit/zoo/entry.py"
+    import inspect
+
+    import dpaudit.zoo.entry as m
+
+    assert inspect.getsource(m).splitlines()[where[1] - 1].startswith("def finite_score")
+    assert locate(Cause("dpaudit.zoo.entry", "no such line here", "e", "r")) is None
+    assert locate(Cause("no_such_module_xyz", "x", "e", "r")) is None
+
+
+def test_search_stream_is_its_own_purpose():
+    import numpy as np
+
+    s = search_seed_of(0)
+    assert s == int(np.random.SeedSequence([0, 0x2005]).generate_state(1, np.uint64)[0] >> 1)
+    assert s != 0 and search_seed_of(1) != s
+
+
+def test_a_bound_above_the_claim_without_a_cause_is_not_a_violation():
+    # the simulator is 5-DP; claiming 0.5 puts the bound above the claim, but with no located
+    # cause the verdict is "unexplained", never "violation"
+    from dpaudit.mechanisms.simple import LaplaceMechanism
+
+    e = ZooEntry("dpaudit/lying", "dpaudit", SimulatorRun(LaplaceMechanism(5.0)), 0.5, 0.0,
+                 (Pair("p", 0, 1, "value_distance"),), "5-DP claimed 0.5",
+                 adjacency="value_distance")
+    r = audit_entry(e, trials=2000, seed=1)
+    assert r.epsilon_lb > 0.5 and r.verdict == "unexplained"
+    e2 = ZooEntry("dpaudit/lying", "dpaudit", SimulatorRun(LaplaceMechanism(5.0)), 0.5, 0.0,
+                  (Pair("p", 0, 1, "value_distance"),), "5-DP claimed 0.5",
+                  adjacency="value_distance",
+                  cause=Cause("dpaudit.mechanisms.simple", "return bits.astype(float) + "
+                              "rng.laplace(0.0, 1.0 / self.eps, bits.size)", "x", "y"))
+    r2 = audit_entry(e2, trials=2000, seed=1)
+    assert r2.verdict == "violation" and r2.cause.startswith("dpaudit/mechanisms/simple.py:")
+
+
+def test_report_escapes_and_lists_every_entry():
+    run = run_zoo(trials=100, seed=0, only=("dpaudit",))
+    assert run.entry_confidence == pytest.approx(1 - 0.01 / 2)
+    md = markdown(run, command="dpaudit zoo --only dpaudit <x>")
+    assert "&lt;x&gt;" in md and md.count("| dpaudit |") == 2
+    assert "None in this run." in md
+
+
+def test_only_validation():
+    with pytest.raises(ValueError, match="--only"):
+        entries(("bogus",))
+
+
+def test_cli_zoo_json(tmp_path, capsys):
+    import json
+
+    from dpaudit.cli import main
+
+    out = tmp_path / "zoo.md"
+    rc = main(["zoo", "--only", "dpaudit", "--trials", "100", "--out", str(out), "--json"])
+    assert rc in (0, None)
+    doc = json.loads(capsys.readouterr().out)
+    assert [r["key"] for r in doc["results"]] == ["dpaudit/LaplaceMechanism",
+                                                   "dpaudit/RandomizedResponse"]
+    assert doc["violations"] == [] and out.read_text().startswith("# The zoo")
