@@ -19,8 +19,11 @@ import pytest
 import dpaudit as da
 from dpaudit import estimators as E
 from dpaudit import risk as R
+from dpaudit.attacks import quantile as _QA
 from dpaudit.curves import resolve_family
 from dpaudit.curves.calibration import dpsgd_noise_multiplier
+from dpaudit.estimators import gaussian_pair as _GP
+from dpaudit.estimators import hockey_stick as _HS
 from dpaudit.stats import binomial as B
 
 NAN, INF = math.nan, math.inf
@@ -162,6 +165,21 @@ TARGETS = [
            dict(kappa="probability", epsilon="nonnegative", delta="delta")),
     Target("zoo.run_zoo", _run_zoo_reference, dict(trials=40, seed=0),
            dict(trials="count", seed="count", confidence="confidence")),
+    Target("hockey_stick", _HS.hockey_stick, dict(member=M, score=S),
+           dict(member="binary_array", score="float_array", delta="delta",
+                confidence="confidence", grid_ratio="positive")),
+    Target("hockey_stick_histogram", _HS.hockey_stick_histogram, dict(member=M, score=S),
+           dict(member="binary_array", score="float_array", delta="delta", bins="count")),
+    Target("gaussian_pair", _GP.gaussian_pair, dict(member=M, score=S),
+           dict(member="binary_array", score="float_array", delta="delta",
+                confidence="confidence", variances="choice", grid_points="count")),
+    Target("gaussian_pair_fit", _GP.gaussian_pair_fit, dict(member=M, score=S),
+           dict(member="binary_array", score="float_array", delta="delta")),
+    Target("quantile.fit_quantile_model", _QA.fit_quantile_model,
+           dict(public_features=np.c_[S, S ** 2], public_scores=S,
+                options=_QA.QuantileOptions(max_iter=2)),
+           dict(public_features="matrix", public_scores="float_array"),
+           {"public_features": "features"}),
     Target("calibration.dpsgd_noise_multiplier", dpsgd_noise_multiplier,
            dict(epsilon=1.0, delta=1e-5),
            dict(epsilon="positive", delta="delta", sampling_rate="probability",

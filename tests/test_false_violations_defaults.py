@@ -25,6 +25,7 @@ its violations contain the end-to-end ones (checked on the shared seeds).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -421,3 +422,32 @@ def test_assert_dp_gate_at_the_claim():
         except DPViolation:
             fails += 1
     _consistent(fails, 30, "assert_dp gate on the Gaussian mechanism")
+
+
+def test_verdict_guarantee_and_card_name_the_assumption():
+    gdp = E.tight(n=1000, r=100, u=10, family="gdp")
+    v = verdict_from_results([gdp], 1.0)
+    assert v.violation and v.assumption == "the mechanism is μ-GDP"
+    assert v.message().startswith("assuming the mechanism is μ-GDP, violation: epsilon >= ")
+    assert "if the mechanism is μ-GDP (an assumption, not part of the claim)" in v.guarantee
+    assert v.to_dict()["verdict_assumption"] == "the mechanism is μ-GDP"
+    # the default row carries no assumption, and its sentence is the plain one
+    d = verdict_from_results([E.tight(n=1000, r=100, u=10)], 1.0)
+    assert d.assumption is None and not d.message().startswith("assuming")
+    # Bonferroni over rows names every row's assumption
+    rows = [dataclasses.replace(gdp, settings={**gdp.settings, "simultaneous": True}),
+            dataclasses.replace(E.tight(n=1000, r=100, u=10, family="laplace"),
+                                settings={"simultaneous": True})]
+    b = verdict_from_results(rows, 1.0, rule="bonferroni")
+    assert b.assumption == ("the mechanism is μ-GDP and the mechanism's trade-off curve is a "
+                            "Laplace curve")
+    # the audit card: verdict and a note
+    from dpaudit.cli.common import json_payload
+    from dpaudit.report.model import build_report
+
+    card = build_report(json_payload([gdp], claimed_epsilon=1.0))
+    assert card.verdict.startswith("assuming the mechanism is μ-GDP, violation")
+    assert any(n.startswith("tight assumes the mechanism is μ-GDP") for n in card.notes)
+    plain = build_report(json_payload([E.tight(n=1000, r=100, u=10)], claimed_epsilon=5.0))
+    assert plain.verdict.startswith("no violation detected")
+    assert not any("assume" in n or "estimate" in n for n in plain.notes)

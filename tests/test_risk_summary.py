@@ -188,13 +188,18 @@ def test_alpha_when_t1_rounds_below_one() -> None:
     # a real windowed tail (above 65,536 targets): pointwise brute force at selected v
     p = np.random.default_rng(3).uniform(0.01, 0.3, 70_000)
     t = pb.poisson_binomial_tail(risk.beta(p, 1.0))
-    assert 1.0 - 1e-14 < t[1] < 1.0 and t[1] == t[20_000]  # the flat run, just below 1
-    alpha = _alpha_all_tangent(t)
-    nz = np.flatnonzero(np.diff(t) < 0)
-    vs = np.unique(np.r_[1, 2, 3, nz[0] - 1, nz[0], nz[0] + 1, nz[0] + 2, nz[-1], nz[-1] + 2,
-                         rng.integers(nz[0], nz[-1] + 3, 80), rng.integers(1, 70_001, 40)])
-    vs = vs[(vs >= 1) & (vs <= p.size)]
-    np.testing.assert_allclose(alpha[vs], _alpha_at(t, vs), rtol=1e-12, atol=1e-15)
+    # the flat run sits at 1 or one ulp below it, depending on the FFT library's rounding;
+    # both cases are checked (the run is pushed one ulp below 1 when it rounded to 1)
+    assert 1.0 - 1e-14 < t[1] <= 1.0 and t[1] == t[20_000]
+    flat = (np.arange(t.size) >= 1) & (t == t[1])
+    for tt in (t, np.where(flat, np.nextafter(1.0, 0.0), t)):
+        alpha = _alpha_all_tangent(tt)
+        nz = np.flatnonzero(np.diff(tt) < 0)
+        vs = np.unique(np.r_[1, 2, 3, nz[0] - 1, nz[0], nz[0] + 1, nz[0] + 2, nz[-1],
+                             nz[-1] + 2, rng.integers(nz[0], nz[-1] + 3, 80),
+                             rng.integers(1, 70_001, 40)])
+        vs = vs[(vs >= 1) & (vs <= p.size)]
+        np.testing.assert_allclose(alpha[vs], _alpha_at(tt, vs), rtol=1e-12, atol=1e-15)
 
 
 def test_pmf_mode_chunked_is_first_argmax() -> None:

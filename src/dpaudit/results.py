@@ -71,6 +71,10 @@ class AuditResult:
       p_value: p-value of the rejected null at the fitted parameter, where defined.
       settings: every input needed to reproduce the number (counts, family, ci, mode, ...).
       details: auxiliary figures (confidence bounds on FPR/FNR, AUROC, the chosen threshold).
+      guarantee: "finite-sample" (the bound holds with probability ``confidence`` at every
+        sample size, under the assumptions in ``settings``) or "asymptotic" (a consistent
+        estimate with no finite-sample guarantee: shown for comparison, never the verdict
+        unless asked for explicitly).
       assumption: None when the bound (and a verdict drawn from it) holds for every mechanism
         that meets an (epsilon, delta) claim; otherwise what it assumes about the mechanism,
         e.g. "the mechanism is μ-GDP" (a null family other than "eps_delta" on a user's
@@ -85,6 +89,7 @@ class AuditResult:
     p_value: float | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
     details: Mapping[str, Any] = field(default_factory=dict)
+    guarantee: str = "finite-sample"
     assumption: str | None = None
 
     @property

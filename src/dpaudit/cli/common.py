@@ -171,6 +171,11 @@ def print_results(results: Sequence[AuditResult] | AuditResult, *, as_json: bool
     header += ["fit", "p-value"]
     if any(x.assumption is not None for x in rs):
         header.append("assuming")
+    # rows without a finite-sample guarantee ("asymptotic" estimates) are labelled as such
+    if any(r.guarantee != "finite-sample" for r in rs):
+        header.append("guarantee")
+        for row, r in zip(rows, rs, strict=True):
+            row.append(r.guarantee)
     # No constant columns: with several rows, a column with one value for all of them (delta,
     # confidence; an empty fit or p-value) moves to the caption.
     keep = list(range(len(header)))

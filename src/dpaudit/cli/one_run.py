@@ -37,17 +37,22 @@ from dpaudit.cli.table_options import (
     member_col_option,
     score_col_option,
 )
-from dpaudit.estimators.one_run import DEFAULT_FRACTIONS, ONE_RUN_METHODS, audit_one_run
+from dpaudit.estimators.one_run import (
+    DEFAULT_FRACTIONS,
+    DISTRIBUTION_METHODS,
+    ONE_RUN_METHODS,
+    audit_one_run,
+)
 from dpaudit.estimators.verdict import verdict_from_results
 from dpaudit.validation import check_nonnegative
 
 
 def _methods(text: str) -> tuple[str, ...]:
     ms = tuple(t.strip() for t in text.split(",") if t.strip())
-    bad = [m for m in ms if m not in ONE_RUN_METHODS]
+    bad = [m for m in ms if m not in ONE_RUN_METHODS + DISTRIBUTION_METHODS]
     if not ms or bad:
         raise ValueError(f"--methods must be a comma-separated subset of "
-                         f"{','.join(ONE_RUN_METHODS)}; got {text!r}")
+                         f"{','.join(ONE_RUN_METHODS + DISTRIBUTION_METHODS)}; got {text!r}")
     return ms
 
 
@@ -82,6 +87,13 @@ def one_run_cmd(
     true_epsilon: float | None = typer.Option(None, "--true-epsilon",
                                               help="Reference epsilon for a ratio column."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random tie-breaking of scores."),
+    distribution: bool = typer.Option(
+        False, "--distribution",
+        help="Add the distribution-aware rows (hockey_stick, gaussian_pair, "
+             "gaussian_pair_equal; asymptotic gaussian_pair_fit, hockey_stick_histogram)."),
+    allow_asymptotic: bool = typer.Option(
+        False, "--allow-asymptotic",
+        help="Let rows without a finite-sample guarantee decide the verdict."),
     member_col: str = member_col_option(),
     score_col: str = score_col_option(),
     group_col: str | None = group_col_option(),
@@ -93,17 +105,21 @@ def one_run_cmd(
     """One-run audits (tight, bits, Steinke, Mahloujifar) side by side on the same guesses."""
     obs = load_table(scores, member_col, score_col, group_col, aggregate)
     ms = _methods(methods)
+    if distribution:
+        ms = ms + tuple(m for m in DISTRIBUTION_METHODS if m not in ms)
     claimed_epsilon = check_claimed_epsilon(claimed_epsilon)
     if true_epsilon is not None:
         true_epsilon = check_nonnegative("--true-epsilon", true_epsilon)
     results = audit_one_run(obs.member, obs.score, delta=delta, confidence=confidence,
                             methods=ms, family=parse_family(family, delta),
                             fractions=_fractions(fractions), bits_ci=bits_ci,
-                            simultaneous=simultaneous, seed=seed)
+                            simultaneous=simultaneous, seed=seed,
+                            allow_asymptotic=allow_asymptotic)
     # the verdict and its guarantee (dpaudit.estimators.verdict): primary row, or Bonferroni
     # over the methods with --simultaneous
     ver = (verdict_from_results(results, claimed_epsilon,
-                                rule="bonferroni" if simultaneous else "primary")
+                                rule="bonferroni" if simultaneous else "primary",
+                                allow_asymptotic=allow_asymptotic)
            if claimed_epsilon is not None else None)
     v = ver.message() if ver else None
     basis = ver.basis if ver else results[0]
@@ -122,6 +138,10 @@ def one_run_cmd(
                   extra={"canaries": obs.n, "members": obs.n_members})
     for r in results:
         s = r.settings
+        if "k_plus" not in s:  # distribution-aware row: its guarantee and assumption
+            console.print(f"{r.method}: guarantee {r.guarantee}; assuming {r.assumption}",
+                          markup=False)
+            continue
         console.print(f"{r.method}: k+={s['k_plus']} k-={s['k_minus']} wrong={s['wrong']}"
                       f"/{s['guesses']}; grid {s['grid_size']}, per-test conf "
                       f"{s['per_test_confidence']:.5f}")

@@ -18,6 +18,13 @@ ci)``;
 * ``"steinke"``      Steinke et al. 2023, (eps, delta) null: ``E.steinke(m, guesses, correct)``;
 * ``"mahloujifar"``  Mahloujifar et al. 2024, f-DP null: ``E.mahloujifar(m, guesses, correct)``.
 
+Distribution-aware rows (``DISTRIBUTION_METHODS``, docs/one_run_distribution.md) use the
+scores themselves rather than guesses: ``"hockey_stick"`` (finite-sample, model-free),
+``"gaussian_pair"`` / ``"gaussian_pair_equal"`` (finite-sample under a Gaussian model) and the
+plug-in estimates ``"gaussian_pair_fit"`` / ``"hockey_stick_histogram"``
+(``guarantee="asymptotic"``: never the primary row unless ``allow_asymptotic=True``, and not
+counted in the ``simultaneous`` split).
+
 Choosing (k_plus, k_minus) after seeing the data is a multiple-testing problem: reporting the
 best of G bounds each computed at confidence gamma over-claims.  Here each method evaluates a
 fixed grid of G guess counts (default r/n in {0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1}, k_plus =
@@ -63,9 +70,12 @@ from dpaudit.validation import (
 )
 
 __all__ = ["audit_one_run", "guess_counts", "default_grid", "ONE_RUN_METHODS",
-           "DEFAULT_FRACTIONS"]
+           "DEFAULT_FRACTIONS", "DISTRIBUTION_METHODS", "ASYMPTOTIC_METHODS"]
 
 ONE_RUN_METHODS = ("tight", "bits", "steinke", "mahloujifar")
+DISTRIBUTION_METHODS = ("hockey_stick", "gaussian_pair", "gaussian_pair_equal",
+                        "gaussian_pair_fit", "hockey_stick_histogram")
+ASYMPTOTIC_METHODS = ("gaussian_pair_fit", "hockey_stick_histogram")
 DEFAULT_FRACTIONS = (0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0)
 
 
@@ -175,7 +185,7 @@ def audit_one_run(member: Any, score: Any, delta: float = 1e-5, confidence: floa
                   bits_ci: str = "clopper_pearson", bits_threshold: float | None = None,
                   tight_mode: str = "exact", simultaneous: bool = False,
                   seed: int | np.random.Generator | None = 0,
-                  n_jobs: int = 1) -> list[AuditResult]:
+                  n_jobs: int = 1, allow_asymptotic: bool = False) -> list[AuditResult]:
     """Run several one-run audit methods on the same observations (one row per method).
 
     Args:
@@ -183,8 +193,9 @@ def audit_one_run(member: Any, score: Any, delta: float = 1e-5, confidence: floa
       score: per-canary scores from one run, higher = more likely bit 1.
       delta: delta at which every epsilon is stated (and the null delta of "eps_delta").
       confidence: probability that each reported bound holds (after the grid correction).
-      methods: any of "tight", "bits", "steinke", "mahloujifar"; the output keeps this order
-        (the first one is the "primary" method used by the CLI verdict).
+      methods: any of "tight", "bits", "steinke", "mahloujifar" and the distribution-aware
+        ``DISTRIBUTION_METHODS``; the output keeps this order (the first one is the "primary"
+        method used by the CLI verdict).
       family: null family of the f-DP methods (tight, bits, mahloujifar); Steinke's null is
         always (eps, delta)-DP.  Default "eps_delta" (null delta = ``delta``): valid for every
         mechanism that meets an (eps, delta) claim, whatever its shape.  Any other family
@@ -203,6 +214,8 @@ def audit_one_run(member: Any, score: Any, delta: float = 1e-5, confidence: floa
       seed: random tie-breaking of equal scores.
       n_jobs: worker processes (forked) for the bound computations (one task per method);
         1 (default) = in-process.  Results do not depend on it.
+      allow_asymptotic: allow an asymptotic row (``ASYMPTOTIC_METHODS``, no finite-sample
+        guarantee) to be the first, verdict-carrying method; refused otherwise.
 
     Each result keeps its estimator's fields and gains ``settings`` k_plus, k_minus, guesses,
     wrong, correction ("bonferroni"), grid, grid_size, per_test_confidence, and ``details``
@@ -221,11 +234,21 @@ def audit_one_run(member: Any, score: Any, delta: float = 1e-5, confidence: floa
     if not methods:
         raise ValueError(f"methods must name at least one of {', '.join(ONE_RUN_METHODS)}")
     for m in methods:
-        if m not in ONE_RUN_METHODS:
-            raise ValueError(f"methods must be among {', '.join(map(repr, ONE_RUN_METHODS))}; "
+        if m not in ONE_RUN_METHODS + DISTRIBUTION_METHODS:
+            raise ValueError(f"methods must be among "
+                             f"{', '.join(map(repr, ONE_RUN_METHODS + DISTRIBUTION_METHODS))}; "
                              f"got {m!r}")
+    if not isinstance(allow_asymptotic, bool):
+        raise ValueError(f"allow_asymptotic must be True or False; got {allow_asymptotic!r}")
+    if methods[0] in ASYMPTOTIC_METHODS and not allow_asymptotic:
+        raise ValueError(f"methods: the first (primary, verdict) method {methods[0]!r} has no "
+                         f"finite-sample guarantee; put a finite-sample method first or pass "
+                         f"allow_asymptotic=True")
     if len(set(methods)) != len(methods):
         raise ValueError(f"methods must not repeat a method; got {list(methods)}")
+    dist = [m for m in methods if m in DISTRIBUTION_METHODS]
+    methods_all, methods = methods, tuple(m for m in methods if m not in DISTRIBUTION_METHODS)
+    n_split = len([m for m in methods_all if m not in ASYMPTOTIC_METHODS]) or 1
     if any(m != "steinke" for m in methods):
         resolve_family(family, delta)  # validate early, with the family's own message
     if bits_threshold is not None:
@@ -243,7 +266,7 @@ def audit_one_run(member: Any, score: Any, delta: float = 1e-5, confidence: floa
         bits_u = int(np.count_nonzero(guess != obs.member))
         bits_kp = int(np.count_nonzero(guess))
     alpha_total = 1.0 - gamma
-    alpha_method = alpha_total / len(methods) if simultaneous else alpha_total
+    alpha_method = alpha_total / n_split if simultaneous else alpha_total
 
     plan: list[tuple[str, list[tuple[int, int, int, int]], float]] = []
     for m in methods:
@@ -277,7 +300,33 @@ def audit_one_run(member: Any, score: Any, delta: float = 1e-5, confidence: floa
                    "unadjusted_p_value": chosen.p_value}
         results.append(dataclasses.replace(chosen, confidence=gamma, p_value=p_adj,
                                            settings=settings, details=details))
-    return results
+    rows = {r.method: r for r in results}
+    for m in dist:
+        rows[m] = _distribution_row(m, obs, delta, gamma, 1.0 - alpha_method,
+                                    bool(simultaneous))
+    return [rows[m] for m in methods_all]
+
+
+def _distribution_row(method: str, obs: MembershipObservations, delta: float, gamma: float,
+                      conf: float, simultaneous: bool) -> AuditResult:
+    """One distribution-aware row (:mod:`.hockey_stick`, :mod:`.gaussian_pair`) at the
+    method's share ``conf`` of the confidence (``gamma`` when not simultaneous)."""
+    from dpaudit.estimators.gaussian_pair import gaussian_pair, gaussian_pair_fit
+    from dpaudit.estimators.hockey_stick import hockey_stick, hockey_stick_histogram
+
+    m, s = obs.member, obs.score
+    if method == "hockey_stick":
+        r = hockey_stick(m, s, delta, conf)
+    elif method == "gaussian_pair":
+        r = gaussian_pair(m, s, delta, conf)
+    elif method == "gaussian_pair_equal":
+        r = gaussian_pair(m, s, delta, conf, variances="equal")
+    elif method == "gaussian_pair_fit":
+        return gaussian_pair_fit(m, s, delta)
+    else:
+        return hockey_stick_histogram(m, s, delta)
+    return dataclasses.replace(r, confidence=gamma, settings={
+        **dict(r.settings), "per_test_confidence": conf, "simultaneous": simultaneous})
 
 
 def _task(task: tuple[Any, ...]) -> list[AuditResult]:

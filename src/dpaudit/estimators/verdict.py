@@ -136,7 +136,8 @@ def _simultaneous(r: AuditResult) -> bool:
 
 
 def verdict_from_results(results: Sequence[AuditResult], claimed_epsilon: float, *,
-                         rule: str = "primary", confidence: float | None = None) -> Verdict:
+                         rule: str = "primary", confidence: float | None = None,
+                         allow_asymptotic: bool = False) -> Verdict:
     """The verdict of ``results`` (first row = primary method) against ``claimed_epsilon``.
 
     ``rule="bonferroni"`` requires results that are simultaneously valid at the family level
@@ -144,10 +145,24 @@ def verdict_from_results(results: Sequence[AuditResult], claimed_epsilon: float,
     ``audit_one_run(..., simultaneous=True)``, or each at confidence >= 1 - (1 - gamma)/k;
     otherwise ValueError -- taking the best of rows that are each valid only on their own is
     the over-claim this module exists to stop.
+
+    Rows with ``guarantee="asymptotic"`` (plug-in estimates without a finite-sample
+    guarantee) never decide: as the primary row they are refused, and the Bonferroni rule
+    leaves them out, unless ``allow_asymptotic=True`` (then, under "bonferroni", they are
+    compared with the claim like any other row, which carries no guarantee).
     """
     rs = list(results)
     if not rs or not all(isinstance(r, AuditResult) for r in rs):
         raise ValueError("results must be a non-empty sequence of AuditResult")
+    if not allow_asymptotic:
+        if rule == "primary" and rs[0].guarantee == "asymptotic":
+            raise ValueError(f"results: the primary row {rs[0].method!r} has no finite-sample "
+                             f"guarantee; put a finite-sample row first or pass "
+                             f"allow_asymptotic=True")
+        rs = [r for r in rs if r.guarantee != "asymptotic"]
+        if not rs:
+            raise ValueError("results: every row is asymptotic (no finite-sample guarantee); "
+                             "pass allow_asymptotic=True to take a verdict from them")
     claimed = check_nonnegative("claimed_epsilon", claimed_epsilon)
     check_choice("rule", rule, VERDICT_RULES)
     methods = tuple(r.method for r in rs)
@@ -157,21 +172,26 @@ def verdict_from_results(results: Sequence[AuditResult], claimed_epsilon: float,
         if basis.confidence < gamma - 1e-12:
             raise ValueError(f"the primary row is valid at {basis.confidence:g} < confidence "
                              f"{gamma:g}")
-        check_not_estimate(basis)
+        if not (allow_asymptotic and basis.guarantee == "asymptotic"):
+            check_not_estimate(basis)
         return Verdict(bool(basis.epsilon > claimed), rule, basis, claimed, gamma, methods,
                        basis.confidence, _assumptions([basis]))
-    k = len(rs)
-    confs = [check_confidence(r.confidence) for r in rs]
+    # the level checks concern the rows that state one (asymptotic rows, admitted only with
+    # allow_asymptotic=True, have none)
+    stated = [r for r in rs if r.guarantee != "asymptotic"] or rs
+    k = len(stated)
+    confs = [check_confidence(r.confidence) for r in stated]
     gamma = check_confidence(min(confs) if confidence is None else confidence)
     per = 1 - (1 - gamma) / k
-    simultaneous = all(_simultaneous(r) for r in rs) and min(confs) >= gamma - 1e-12
+    simultaneous = all(_simultaneous(r) for r in stated) and min(confs) >= gamma - 1e-12
     if not simultaneous and min(confs) < per - 1e-12:
         raise ValueError(f"rule='bonferroni' at confidence {gamma:g} needs the {k} rows each "
                          f"at >= {per:.6g}; they are at {min(confs):g}, valid only on their "
                          f"own: recompute with simultaneous=True (audit_one_run / "
                          f"--simultaneous), at confidence {per:.6g}, or use rule='primary'")
     for r in rs:
-        check_not_estimate(r)
+        if not (allow_asymptotic and r.guarantee == "asymptotic"):
+            check_not_estimate(r)
     basis = max(rs, key=lambda r: r.epsilon)
     return Verdict(bool(basis.epsilon > claimed), rule, basis, claimed, gamma, methods, per,
                    _assumptions(rs))

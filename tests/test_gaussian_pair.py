@@ -1,0 +1,148 @@
+"""Gaussian-pair one-run auditor ("Let's Ask Gauss"): the closed-form hockey-stick divergence
+against GDP and numerical integration, the exact noncentral-t bound, and Monte Carlo
+false-claim rates under the Gaussian model."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+from dpaudit.curves import GaussianDP
+from dpaudit.estimators.gaussian_pair import (
+    gaussian_hockey_stick_delta,
+    gaussian_pair,
+    gaussian_pair_epsilon,
+    gaussian_pair_fit,
+    gdp_mu_lower_bound,
+)
+
+DELTA = 1e-5
+
+
+@pytest.mark.parametrize("mu, eps", [(0.5, 0.2), (1.0, 1.0), (2.0, 3.0), (3.0, 8.0)])
+def test_equal_variances_is_gdp(mu, eps):
+    # Dong, Roth & Su 2022, Cor. 2.13: delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)
+    expected = (stats.norm.cdf(-eps / mu + mu / 2)
+                - math.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2))
+    got = float(gaussian_hockey_stick_delta(eps, 1.0, 2.0, 1.0 + 2.0 * mu, 2.0))
+    assert got == pytest.approx(expected, rel=1e-9, abs=1e-15)
+    assert gaussian_pair_epsilon(DELTA, 0, 1, mu, 1) == pytest.approx(
+        GaussianDP(mu).epsilon(DELTA), rel=1e-7)
+
+
+@pytest.mark.parametrize("m0, s0, m1, s1, eps", [
+    (0, 1, 2, 1.3, 1.0), (0, 1.5, 1, 1, 0.5), (0, 1, 3, 0.7, 2.0), (1, 2, -1, 3, 0.1)])
+def test_unequal_variances_against_quadrature(m0, s0, m1, s1, eps):
+    # integrate (q - e^eps p)_+ piecewise between its kinks (found on a fine grid), where the
+    # integrand is smooth, so adaptive quadrature is accurate to ~1e-10
+    def f(x):
+        return stats.norm.pdf(x, m1, s1) - math.exp(eps) * stats.norm.pdf(x, m0, s0)
+    grid = np.linspace(-60, 60, 240001)
+    sign = np.sign(f(grid))
+    cuts = [-60.0, *grid[1:][sign[1:] != sign[:-1]].tolist(), 60.0]
+    expected = sum(max(0.0, integrate.quad(f, a, b, limit=200, epsabs=1e-13)[0])
+                   for a, b in zip(cuts[:-1], cuts[1:], strict=True))
+    assert float(gaussian_hockey_stick_delta(eps, m0, s0, m1, s1)) == pytest.approx(
+        expected, rel=1e-6, abs=1e-12)
+
+
+def test_fit_recovers_large_sample_value_and_is_asymptotic():
+    rng = np.random.default_rng(3)
+    n = 200_000
+    b = rng.random(n) < 0.5
+    s = rng.standard_normal(n) + 2.0 * b
+    res = gaussian_pair_fit(b, s, DELTA)
+    assert res.guarantee == "asymptotic" and math.isnan(res.confidence)
+    # s.e. of the fitted mu ~ 0.0045 and of the SD ratio ~ 0.003 -> eps within a few %
+    assert res.epsilon == pytest.approx(GaussianDP(2.0).epsilon(DELTA), rel=0.08)
+
+
+def test_noncentral_t_bound_matches_normal_approximation():
+    # large samples: T ~ N(lambda, 1 + lambda^2/(2 df)); the exact bound must agree with the
+    # normal approximation of the pivot to a few parts in a thousand
+    rng = np.random.default_rng(5)
+    out, inn = rng.standard_normal(20000), rng.standard_normal(20000) + 1.5
+    mu_lo, tstat = gdp_mu_lower_bound(out, inn, 0.95)
+    scale = math.sqrt(2 / 20000)
+    lam_hat = tstat
+    approx = (lam_hat - 1.6448536 * math.sqrt(1 + lam_hat ** 2 / (2 * 39998))) * scale
+    assert mu_lo == pytest.approx(approx, rel=2e-3)
+
+
+def test_box_bound_is_below_the_fit():
+    rng = np.random.default_rng(0)
+    b = rng.random(1000) < 0.5
+    s = rng.standard_normal(1000) + 2.0 * b
+    lo = gaussian_pair(b, s, DELTA, 0.95)
+    eq = gaussian_pair(b, s, DELTA, 0.95, variances="equal")
+    fit = gaussian_pair_fit(b, s, DELTA)
+    assert 0 < lo.epsilon < fit.epsilon and 0 < eq.epsilon < fit.epsilon
+    assert lo.guarantee == eq.guarantee == "finite-sample"
+    assert "Gaussian" in lo.assumption and "common variance" in eq.assumption
+
+
+@pytest.mark.parametrize("kwargs, needle", [
+    (dict(delta=-1.0), "delta"), (dict(confidence=0.0), "confidence"),
+    (dict(variances="same"), "variances"), (dict(grid_points=1), "grid_points"),
+])
+def test_bad_input(kwargs, needle):
+    m = np.arange(20) % 2
+    with pytest.raises(ValueError, match=needle):
+        gaussian_pair(m, m + np.arange(20) * 0.01, **kwargs)
+
+
+def test_constant_class_is_rejected():
+    m = np.arange(20) % 2
+    with pytest.raises(ValueError, match="score"):
+        gaussian_pair(m, m * 1.0)
+
+
+@pytest.mark.slow
+def test_noncentral_t_bound_is_exact():
+    """The one-sided bound fails with probability exactly 1 - confidence: 2000 trials at
+    0.9 give 200 +- 13.4 failures; accept [150, 250] (3.7 standard errors)."""
+    fails = 0
+    for t in range(2000):
+        rng = np.random.default_rng([11, t])
+        out, inn = rng.standard_normal(30), rng.standard_normal(40) * 1.0 + 1.2
+        fails += gdp_mu_lower_bound(out, inn, 0.9)[0] > 1.2
+    assert 150 <= fails <= 250
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variances, params, n", [
+    ("unequal", (0.0, 1.0, 2.0, 1.3), 1000), ("unequal", (0.0, 1.0, 3.0, 1.0), 100),
+    ("equal", (0.0, 1.0, 2.0, 1.0), 1000), ("equal", (0.0, 2.0, 5.0, 2.0), 60)])
+def test_false_claim_rate_under_the_model(variances, params, n):
+    """Under the Gaussian model P[bound > true eps] <= 5%: at most 27 of 300 (Binomial(300,
+    0.05) exceeds 27 with probability < 1e-4)."""
+    m0, s0, m1, s1 = params
+    true_eps = gaussian_pair_epsilon(DELTA, m0, s0, m1, s1)
+    bad = 0
+    for t in range(300):
+        rng = np.random.default_rng([13, t])
+        b = rng.random(n) < 0.5
+        s = np.where(b, m1 + s1 * rng.standard_normal(n), m0 + s0 * rng.standard_normal(n))
+        bad += gaussian_pair(b, s, DELTA, 0.95, variances=variances).epsilon > true_eps
+    assert bad <= 27
+
+
+def test_noncentral_t_quadrature_fallback(monkeypatch):
+    # SciPy's noncentral t CDF returns NaN for some large (t, nc); the fallback integrates
+    # its definition E_V[Phi(t sqrt(V/df) - nc)] and must match SciPy where SciPy works
+    import dpaudit.estimators.gaussian_pair as gp
+
+    cases = [(60.0, 1998, 57.789), (30.0, 998, 28.0), (2.0, 58, 1.5)]
+    expected = [gp._nct_cdf(*c) for c in cases]
+
+    class _NaN:
+        @staticmethod
+        def cdf(*_a):
+            return math.nan
+
+    monkeypatch.setattr(gp.stats, "nct", _NaN)
+    for c, e in zip(cases, expected, strict=True):
+        assert gp._nct_cdf(*c) == pytest.approx(e, abs=1e-9)
