@@ -92,3 +92,16 @@ def test_delta_zero_and_bad_claim_are_refused():
     with pytest.raises(ValueError, match="claimed_epsilon"):
         dpsgd_family(SIG, Q, T, DELTA, claimed_epsilon=-1.0)
     assert ProfileCurve([1.0], [0.0]).epsilon(0.0) == pytest.approx(1.0, rel=1e-12)
+
+
+def test_cached_family_never_skips_validation() -> None:
+    # True == 1 hashes alike: a cached valid call must not stand in for a refused argument
+    import pytest
+
+    from dpaudit.curves.accounting import dpsgd_family
+
+    dpsgd_family(1.0, 0.5, 16, 1e-5)
+    with pytest.raises(ValueError, match="noise_multiplier"):
+        dpsgd_family(True, 0.5, 16, 1e-5)
+    with pytest.raises(ValueError, match="steps"):
+        dpsgd_family(1.0, 0.5, 16.0 + 0j, 1e-5)

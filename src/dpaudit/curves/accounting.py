@@ -336,9 +336,19 @@ def dpsgd_family(noise_multiplier: float, sampling_rate: float, steps: int, delt
     the claim.  The price against the GDP null (an assumption for this claim) is a finite
     profile grid and the coarse discretisation: benchmarks/dpsgd_family.py measures it.
     """
-    return _dpsgd_family(noise_multiplier, sampling_rate, steps, delta,
-                         claimed_epsilon, tuple(factors),
-                         value_discretization_interval, eps_points)
+    # validated (and normalised to plain floats / ints) before the cache: True == 1 hashes
+    # alike, so a cached call must never stand in for an argument the checks refuse
+    sigma = float(check_positive("noise_multiplier", noise_multiplier))
+    q = float(check_probability("sampling_rate", sampling_rate, open_low=True))
+    t = int(check_count("steps", steps, minimum=1))
+    delta = float(check_delta(delta))
+    vdi = float(check_positive("value_discretization_interval",
+                               value_discretization_interval))
+    eps_points = int(check_count("eps_points", eps_points, minimum=16))
+    fs = tuple(float(check_positive("factors", f)) for f in factors)
+    if claimed_epsilon is not None:
+        claimed_epsilon = float(check_nonnegative("claimed_epsilon", claimed_epsilon))
+    return _dpsgd_family(sigma, q, t, delta, claimed_epsilon, fs, vdi, eps_points)
 
 
 @functools.lru_cache(maxsize=16)
