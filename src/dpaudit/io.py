@@ -34,7 +34,8 @@ import numpy as np
 
 from dpaudit.observations import LiftedObservations, MembershipObservations
 
-__all__ = ["load_scores", "load_lifted", "check_readable_file", "read_text", "read_json",
+__all__ = ["load_scores", "write_scores", "load_lifted", "check_readable_file", "read_text",
+           "read_json",
            "max_file_bytes", "DEFAULT_MAX_FILE_BYTES", "read_npz", "check_output_path",
            "note_input", "reset_inputs", "score_direction_warning", "scan_binary"]
 
@@ -364,6 +365,14 @@ def score_direction_warning(member: object, score: object, source: str,
             f"higher scores as 'more likely a member', so audits of these scores find no leak. "
             f"If the attack's scores are oriented the other way (e.g. privacy_meter's LOSS "
             f"attack), negate them (score -> -score) and audit again")
+
+
+def write_scores(path: str | Path, member: object, score: object) -> None:
+    """Per-canary scores as ``member,score`` CSV (what :func:`load_scores` and
+    ``dpaudit one-run SCORES.csv`` read); scores keep every digit (``%.17g``)."""
+    rows = np.column_stack([np.asarray(member, dtype=int), np.asarray(score, dtype=float)])
+    np.savetxt(path, rows, delimiter=",", header="member,score", comments="",
+               fmt=["%d", "%.17g"])
 
 
 def load_scores(path: str | Path) -> MembershipObservations:

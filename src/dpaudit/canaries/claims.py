@@ -98,8 +98,13 @@ class ClaimCheck:
     observed: object
     message: str
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ok", bool(self.ok))  # a NumPy bool is not JSON
+
     def to_dict(self) -> dict[str, object]:
-        return asdict(self)
+        from dpaudit.results import json_safe
+
+        return json_safe(asdict(self))
 
 
 def _close(a: float, b: float) -> bool:

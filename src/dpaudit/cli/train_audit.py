@@ -16,17 +16,9 @@ import typer
 
 from dpaudit.cli.common import app, console, fmt_number, print_json
 from dpaudit.cli.report_options import format_option, maybe_write_report, report_option
+from dpaudit.io import write_scores  # re-exported from its old home
 
 __all__ = ["train_audit_cmd", "run_train_audit", "run_train_audit_observed", "write_scores"]
-
-
-def write_scores(path: Path, member: Any, score: Any) -> None:
-    """Per-canary scores as ``member,score`` CSV (``dpaudit one-run SCORES.csv`` reads it)."""
-    import numpy as np
-
-    rows = np.column_stack([np.asarray(member, dtype=int), np.asarray(score, dtype=float)])
-    np.savetxt(path, rows, delimiter=",", header="member,score", comments="",
-               fmt=["%d", "%.17g"])
 
 
 def _training_module() -> Any:

@@ -92,7 +92,7 @@ class TrainAudit:
     def save_scores(self, path: Any) -> None:
         """Per-canary ``member,score`` CSV (``dpaudit one-run`` / ``dpaudit report --scores``
         read it)."""
-        from dpaudit.cli.train_audit import write_scores
+        from dpaudit.io import write_scores
 
         assert self.observations is not None
         write_scores(path, self.observations.member, self.observations.score)

@@ -264,9 +264,10 @@ def run_cli_audit(*, model: str, canary: str, threat: str, canaries: int,
     if not progress:
         audit = train_audit_jax(cfg, delta=delta, confidence=confidence)
         return jax_train_audit_dict(audit), audit.observations
+    from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from dpaudit.cli.common import console
+    console = Console(stderr=True)
 
     with Progress(TextColumn("training (jax_privacy)"), BarColumn(),
                   TextColumn("{task.completed}/{task.total} steps"), TimeRemainingColumn(),
