@@ -166,9 +166,11 @@ def audit_training(member: Any, score: Any, *, noise_multiplier: float, sampling
 
 
 def train_audit(config: TrainingConfig, *, delta: float = 1e-5, confidence: float = 0.95,
-                on_step: Callable[[int], None] | None = None) -> TrainAudit:
+                on_step: Callable[[int], None] | None = None, family: Any = None) -> TrainAudit:
     """Train on a built-in data set with canaries (one run, :func:`train_with_canaries`) and
-    audit it against the claim (``config.claimed_steps`` if set, else the steps run)."""
+    audit it against the claim (``config.claimed_steps`` if set, else the steps run).
+    ``family``: the null family (default: the claim's own DP-SGD family; any other family is
+    an assumption and labelled so, see :func:`audit_training`)."""
     delta = check_delta(delta)
     confidence = check_confidence(confidence)
     run = train_with_canaries(config, on_step=on_step)
@@ -176,7 +178,8 @@ def train_audit(config: TrainingConfig, *, delta: float = 1e-5, confidence: floa
                        sampling_rate=config.sampling_rate,
                        steps=config.claim_steps(run.steps), threat=config.threat,
                        delta=delta, confidence=confidence, seed=config.seed, facts=run.facts,
-                       max_grad_norm=config.max_grad_norm, accountant=run.accountant)
+                       max_grad_norm=config.max_grad_norm, accountant=run.accountant,
+                       family=family)
     return TrainAudit(a.results, a.claimed_epsilon, a.opacus_epsilon, delta, confidence,
                       config.threat, run, {**a.settings, **config.to_dict()},
                       a.observations, a.checks, a.accountant_epsilon, a.facts)
