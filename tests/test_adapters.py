@@ -307,7 +307,7 @@ def test_auroc_tpr_conventions_and_max_accuracy_brute_force() -> None:
 
 
 def test_conventions_match_jax_privacy_when_installed() -> None:
-    auditing = pytest.importorskip("jax_privacy.auditing")
+    auditing = need("jax_privacy.auditing")
     from dpaudit.stats.attack_metrics import auroc, max_accuracy, tpr_at_fpr
 
     rng = np.random.default_rng(0)

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from dpaudit.io import load_scores, read_npz, score_direction_warning
+from needs import need
 
 
 def _one_error(capsys) -> str:
@@ -143,7 +144,7 @@ def test_nul_csv_refused_without_slurping(tmp_path, capsys) -> None:
 
 
 def test_parquet_struct_score_column(tmp_path, capsys) -> None:
-    pa = pytest.importorskip("pyarrow")
+    pa = need("pyarrow")
     import pyarrow.parquet as pq
 
     from dpaudit.cli import main

@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-pytest.importorskip("sklearn")
+from needs import need  # noqa: E402
+
+need("sklearn")
 
 from dpaudit.attacks.quantile import (  # noqa: E402
     QuantileOptions,

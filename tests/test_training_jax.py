@@ -15,7 +15,9 @@ import math
 import numpy as np
 import pytest
 
-pytest.importorskip("jax_privacy")
+from needs import need  # noqa: E402
+
+need("jax_privacy")
 
 from dpaudit.canaries import correlated as K  # noqa: E402
 from dpaudit.cli import main  # noqa: E402

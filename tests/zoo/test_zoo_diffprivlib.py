@@ -5,8 +5,9 @@ import warnings
 
 import numpy as np
 import pytest
+from zoo_needs import need  # noqa: E402
 
-pytest.importorskip("diffprivlib")
+need("diffprivlib")
 
 from dpaudit.greybox import replay  # noqa: E402
 from dpaudit.greybox.diffprivlib_hooks import primitives  # noqa: E402

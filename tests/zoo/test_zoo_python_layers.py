@@ -2,9 +2,10 @@
 claims, and the run-time checks of fixed public violations (pinned versions)."""
 
 import pytest
+from zoo_needs import need  # noqa: E402
 
-pytest.importorskip("snsql")
-pytest.importorskip("pipeline_dp")
+need("snsql")
+need("pipeline_dp")
 
 from dpaudit.zoo import pipelinedp_zoo, smartnoise_zoo  # noqa: E402
 from dpaudit.zoo.fixed import check_all  # noqa: E402
