@@ -166,3 +166,13 @@ def test_cli_distribution_rows(tmp_path, capsys):
     assert got["gaussian_pair_fit"] == ("asymptotic", None)
     assert main(["one-run", str(f), "--methods", "hockey_stick_histogram"]) == 2
     assert capsys.readouterr().err.startswith("error:")
+
+
+def test_tied_scores_give_no_evidence_not_a_crash() -> None:
+    # every in-score ties with the out-scores (one out-score far above): no grid threshold has
+    # an in-score beyond it in either tail, so there is no evidence and the bound is 0
+    member = np.r_[np.ones(50, bool), np.zeros(50, bool)]
+    for score in (np.zeros(100), np.r_[np.zeros(99), 1e300]):
+        r = hockey_stick(member, score)
+        assert r.epsilon == 0.0
+        assert r.details["direction"].startswith("none")

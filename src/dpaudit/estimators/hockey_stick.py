@@ -139,7 +139,11 @@ def hockey_stick(member: Any, score: Any, delta: float = 1e-5, confidence: float
 
     best_up = int(np.argmax(e_up))
     best_lo = int(np.argmax(e_lo))
-    if e_up[best_up] >= e_lo[best_lo]:
+    if not (np.isfinite(e_up[best_up]) or np.isfinite(e_lo[best_lo])):
+        # no grid threshold has any in-score beyond it (e.g. every score tied): no evidence
+        eps_raw = -math.inf
+        chosen = {"direction": "none (no grid threshold separates the scores)"}
+    elif e_up[best_up] >= e_lo[best_lo]:
         eps_raw = float(e_up[best_up])
         jj = int(jpos[best_up])
         chosen = {"direction": "upper tail (score > threshold)",
