@@ -200,3 +200,51 @@ def test_opacus_normalisation_flaw_gives_a_violation_on_unmodified_opacus() -> N
     r = run_audit(normalisation_audit(3, 2, 2.0), trials=200, seed=0, executor="inline",
                   claimed_epsilon=claim, delta=1e-5)
     assert r.violation and r.result.epsilon > 1.3 * claim
+
+
+def _one_step(dense: bool, max_grad_norm_at_step: float
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One Opacus step with 60 planted canaries (q = 1: every included canary sampled);
+    ``dense``: an optimizer subclass whose clip_and_accumulate is Opacus's own code but
+    overridden, which forces the dense rows."""
+    from opacus import GradSampleModule
+    from opacus.optimizers import DPOptimizer
+
+    class Overridden(DPOptimizer):
+        def clip_and_accumulate(self) -> None:
+            super().clip_and_accumulate()
+
+    data = load_data("digits", 0, reserved=8)
+    model = make_model("mlp", hidden=16, in_features=64, reserved=8)
+    can = GradientCanaries.for_model(model, data.x_train, data.y_train, 60, sampling_rate=1.0,
+                                     max_grad_norm=1.0, seed=3)
+    gsm = GradSampleModule(model)
+    cls = Overridden if dense else DPOptimizer
+    opt = cls(torch.optim.SGD(model.parameters(), lr=0.1), noise_multiplier=1e-9,
+              max_grad_norm=1.0, expected_batch_size=40)
+    can.attach(opt)
+    assert can._sparse is not dense                     # the path under test is taken
+    opt.max_grad_norm = max_grad_norm_at_step          # a user's change after the build
+    torch.manual_seed(0)
+    opt.zero_grad()
+    x, y = data.x_train[:40], data.y_train[:40]
+    torch.nn.functional.cross_entropy(gsm(x), y).backward()
+    opt.step()
+    grad = torch.cat([p.grad.reshape(-1) for p in model.parameters()]).double().numpy()
+    return grad, can.sum, can.bits
+
+
+@pytest.mark.parametrize("clip", [1.0, 0.25])
+def test_sparse_planting_equals_dense_rows_through_opacus_clipping(clip: float) -> None:
+    # Opacus's stock clipping: the canaries' clipped gradients are added at their few
+    # coordinates instead of as dense rows; the released step (every coordinate) and the
+    # canaries' readings must be those of dense rows clipped by Opacus's own code.
+    g_sparse, y_sparse, bits = _one_step(False, clip)
+    g_dense, y_dense, _ = _one_step(True, clip)
+    assert np.abs(g_sparse).max() > 1e-3
+    np.testing.assert_allclose(g_sparse, g_dense, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(y_sparse, y_dense, rtol=0, atol=1e-4)
+    # an included canary reads its clipped norm (the optimizer's C at the step, in units of
+    # the planted C = 1), an excluded one 0 (noise 1e-9)
+    np.testing.assert_allclose(y_sparse, np.where(bits, clip, 0.0), atol=1e-4)
+    assert 10 < bits.sum() < 50

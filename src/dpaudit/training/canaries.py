@@ -66,7 +66,7 @@ INPUT_CANARY_KINDS = ("flip", "random_label", "ood")
 def _flat_per_example_grads(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
                             chunk: int | None = None) -> Iterator[torch.Tensor]:
     """Per-example gradients of the cross-entropy, flattened in trainable-parameter order,
-    computed chunk by chunk with ``torch.func`` (chunks of about 2e7 numbers, so that a
+    computed chunk by chunk with ``torch.func`` (chunks of about 4e6 numbers, so that a
     model of millions of parameters never holds N x d numbers at once)."""
     from torch.func import functional_call, grad, vmap
 
@@ -79,7 +79,7 @@ def _flat_per_example_grads(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
 
     per_ex = vmap(grad(loss), in_dims=(None, 0, 0))
     d = sum(v.numel() for v in named.values())
-    chunk = chunk or max(1, min(512, 20_000_000 // max(d, 1)))
+    chunk = chunk or max(1, min(512, 4_000_000 // max(d, 1)))
     for s in range(0, x.shape[0], chunk):
         g = per_ex(named, x[s:s + chunk], y[s:s + chunk])
         yield torch.cat([g[k].reshape(g[k].shape[0], -1) for k in named], dim=1)
@@ -211,6 +211,9 @@ class GradientCanaries:
         t, local = self.layout.split(plan.read_coords.ravel())
         self._read_t, self._read_local = t, local
         self._theta0 = self._gather_read(lambda p: p.detach())
+        self._plant_t, self._plant_local = self.layout.split(plan.plant_coords)
+        self._merged = _merge_repeats(plan.plant_coords, plan.plant_values)
+        self._sparse = False
         self._pending = False
         self._optimizer: object | None = None
         self._batch_sizes: list[int] = []
@@ -293,13 +296,21 @@ class GradientCanaries:
         self._dp = np.array([id(p) in dp_ids for p in self.params])
         original_clip = optimizer.clip_and_accumulate
         previous_hook = optimizer.step_hook
+        self._sparse = _stock_clipping(optimizer)
 
         def clip_and_accumulate() -> None:
-            if not self._pending:
-                self._batch_sizes.append(_batch_size(optimizer))
-                self._plant(optimizer)
-                self._pending = True
-            original_clip()
+            if self._pending:
+                original_clip()
+                return
+            self._batch_sizes.append(_batch_size(optimizer))
+            active = self._draw()
+            self._pending = True
+            if self._sparse and np.ndim(optimizer.max_grad_norm) == 0:
+                original_clip()
+                self._add_clipped(optimizer, active)
+            else:
+                self._plant(optimizer, active)
+                original_clip()
 
         def step_hook(opt: DPOptimizer) -> None:
             self._record(opt)
@@ -315,9 +326,56 @@ class GradientCanaries:
         """Divisor Opacus applies to the clipped sum (expected batch size for "mean")."""
         return _batch_unit(opt)
 
-    def _plant(self, opt: object) -> None:
+    def _draw(self) -> np.ndarray:
+        """This step's sampled included canaries (each included canary w.p. q)."""
         sampled = self._rng.random(self.n) < self.q
-        active = np.flatnonzero(sampled & self.bits)
+        return np.flatnonzero(sampled & self.bits)
+
+    def _add_clipped(self, opt: object, active: np.ndarray) -> None:
+        """Sparse planting for Opacus's stock clipping (:func:`_stock_clipping`): each
+        sampled canary's clipped gradient, computed with Opacus's own rule
+        ``v * min(1, C / (|v| + 1e-6))`` (``DPOptimizer.clip_and_accumulate``, C the
+        optimizer's ``max_grad_norm`` at this step, |v| the L2 norm over the optimizer's
+        tensors), is added to ``p.summed_grad`` at the canary's few coordinates -- the sum
+        Opacus would form from dense canary rows, without rows of full parameter size
+        (``benchmarks/training_overhead.py``).  Coordinates on parameters outside the
+        optimizer get the unclipped gradient, as in :meth:`_plant`."""
+        vals = self._merged[active] * self.clip                  # (k, m)
+        t, local = self._plant_t[active], self._plant_local[active]
+        dp = self._dp[t]
+        norm = np.sqrt(np.where(dp, vals * vals, 0.0).sum(axis=1))
+        factor = np.minimum(float(opt.max_grad_norm) / (norm + 1e-6), 1.0)
+        clipped = vals * factor[:, None]
+        for j in np.unique(t[dp]):                               # tensors, not canaries
+            p = self.params[j]
+            sel = dp & (t == j)
+            if not p.summed_grad.is_contiguous():
+                p.summed_grad = p.summed_grad.contiguous()
+            p.summed_grad.view(-1).index_add_(
+                0, torch.from_numpy(local[sel]),
+                torch.from_numpy(clipped[sel]).to(p.summed_grad.dtype))
+        self._bypass(opt, t, local, self.plan.plant_values[active] * self.clip)
+
+    def _bypass(self, opt: object, t: np.ndarray, local: np.ndarray,
+                vals: np.ndarray) -> None:
+        """Trainable parameters outside the DP optimizer: the canary example's gradient
+        reaches them unclipped and without noise, as backprop would put it."""
+        for j in np.unique(t[~self._dp[t]]):
+            p = self.params[j]
+            sel = t == j
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+            upd = torch.zeros(p.numel(), dtype=torch.float64)
+            upd.index_put_((torch.from_numpy(local[sel]),),
+                           torch.from_numpy(vals[sel]) / self._batch_unit(opt),
+                           accumulate=True)
+            p.grad.add_(upd.to(p.dtype).view_as(p))
+
+    def _plant(self, opt: object, active: np.ndarray) -> None:
+        """Dense planting for an optimizer with its own clipping (a ``DPOptimizer``
+        subclass that overrides ``clip_and_accumulate``): one per-example gradient row per
+        sampled canary appended to ``p.grad_sample``, so the optimizer's code clips it
+        together with the real batch."""
         k = active.size
         coords = self.plan.plant_coords[active]
         vals = torch.from_numpy(self.plan.plant_values[active] * self.clip)
@@ -332,16 +390,7 @@ class GradientCanaries:
                     rows.index_put_((torch.from_numpy(rows_of[sel]), torch.from_numpy(local[sel])),
                                     vals[torch.from_numpy(sel)].to(flat.dtype), accumulate=True)
                 p.grad_sample = torch.cat([flat, rows.view(k, *p.shape)], dim=0)
-            elif sel.any():
-                # a trainable parameter outside the DP optimizer: the canary example's
-                # gradient reaches it unclipped and without noise, as backprop would put it.
-                if p.grad is None:
-                    p.grad = torch.zeros_like(p)
-                upd = torch.zeros(p.numel(), dtype=torch.float64)
-                upd.index_put_((torch.from_numpy(local[sel]),),
-                               vals[torch.from_numpy(sel)] / self._batch_unit(opt),
-                               accumulate=True)
-                p.grad.add_(upd.to(p.dtype).view_as(p))
+        self._bypass(opt, t, local, self.plan.plant_values[active] * self.clip)
 
     def _record(self, opt: object) -> None:
         y = self._gather(lambda p: p.grad) * (self._batch_unit(opt) / self.clip)
@@ -393,6 +442,27 @@ class GradientCanaries:
                         batch_sizes=np.asarray(self._batch_sizes, dtype=np.int64),
                         expected_batch_size=unit if red == "mean" else None,
                         dataset_size=dataset_size, loss_reduction=red)
+
+
+def _stock_clipping(opt: object) -> bool:
+    """True when ``opt`` clips with Opacus's own flat per-example clipping: its
+    ``clip_and_accumulate`` is ``DPOptimizer``'s, not overridden by a subclass or replaced on
+    the instance.  Only then is the canaries' clipped gradient computed sparsely
+    (:meth:`GradientCanaries._add_clipped`); any other clipping code receives dense rows."""
+    from opacus.optimizers import DPOptimizer
+
+    return getattr(opt.clip_and_accumulate, "__func__", None) is DPOptimizer.clip_and_accumulate
+
+
+def _merge_repeats(coords: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Planted values with repeated coordinates of a row summed into the first slot (0 in
+    the repeats): the values of the vector the integrations write (n, m)."""
+    c = np.asarray(coords)
+    v = np.asarray(values, dtype=float)
+    same = c[:, :, None] == c[:, None, :]
+    total = np.einsum("ijk,ik->ij", same, v)
+    first = ~np.tril(same, k=-1).any(axis=2)
+    return np.where(first, total, 0.0)
 
 
 def _batch_unit(opt: object) -> float:
