@@ -1,15 +1,19 @@
 """Cost of a training audit: the same Opacus training with and without canaries.
 
-    PYTHONPATH=src python benchmarks/training_overhead.py [--steps 100]
+    PYTHONPATH=src python benchmarks/training_overhead.py [--steps 100] [--repeats 3]
+        [--models digits_mlp wide_mlp]
     (also: python benchmarks/training.py --only overhead)
 
 Each configuration runs in a fresh process (peak RSS from ``getrusage`` is per process):
 ``make_private``-style Opacus training (GradSampleModule + DPOptimizer, Poisson loader,
 q = 0.05) on digits for ``--steps`` steps, one torch thread, timed around the training loop
-only; "canaries" adds planted gradient canaries (``GradientCanaries``, default shapes)
-attached to the optimizer, and separately reports the one-off placement (the activity
-measurement of ``GradientCanaries.for_model``).  Models: the digits MLP (64-256-10, 19k
-parameters) and a wide MLP (64-1024-1024-10, 1.1M parameters).
+only; "canaries" adds 1,000 planted gradient canaries (``GradientCanaries``, default
+shapes) attached to the optimizer, and separately reports the one-off placement (the
+activity measurement of ``GradientCanaries.for_model``), also in units of one training
+step.  Models: the digits MLP (64-256-10, 19k parameters) and a wide MLP
+(64-1024-1024-10, 1.1M parameters).  The machine is shared: the two configurations run
+interleaved ``--repeats`` times and the medians are printed, in CPU seconds of the process
+(``time.process_time``, robust to other jobs) and wall-clock seconds.
 """
 
 from __future__ import annotations
@@ -45,13 +49,13 @@ def _one(model: str, canaries: int, steps: int) -> dict[str, float]:
     net = nn.Sequential(*layers[:-1])
     d = sum(p.numel() for p in net.parameters())
     q = 0.05
-    place = 0.0
+    place = place_cpu = 0.0
     can = None
     if canaries:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         can = GradientCanaries.for_model(net, data.x_train, data.y_train, canaries,
                                          sampling_rate=q, max_grad_norm=1.0, seed=0)
-        place = time.perf_counter() - t0
+        place, place_cpu = time.perf_counter() - t0, time.process_time() - c0
     gsm = GradSampleModule(net)
     opt = DPOptimizer(torch.optim.SGD(net.parameters(), lr=0.5), noise_multiplier=1.0,
                       max_grad_norm=1.0, expected_batch_size=int(q * data.n_train))
@@ -59,7 +63,7 @@ def _one(model: str, canaries: int, steps: int) -> dict[str, float]:
         can.attach(opt)
     loader = DPDataLoader(torch.utils.data.TensorDataset(data.x_train, data.y_train),
                           sample_rate=q, generator=torch.Generator().manual_seed(0))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     done = 0
     while done < steps:
         for xb, yb in loader:
@@ -69,37 +73,53 @@ def _one(model: str, canaries: int, steps: int) -> dict[str, float]:
             done += 1
             if done >= steps:
                 break
-    train = time.perf_counter() - t0
+    train, cpu = time.perf_counter() - t0, time.process_time() - c0
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"model": model, "parameters": d, "canaries": canaries, "steps": steps,
-            "train_seconds": train, "placement_seconds": place, "peak_rss_mb": rss}
+            "train_seconds": train, "train_cpu": cpu, "placement_seconds": place,
+            "placement_cpu": place_cpu, "peak_rss_mb": rss}
+
+
+def _median(rows: list[dict[str, float]], key: str) -> float:
+    import statistics
+
+    return float(statistics.median(r[key] for r in rows))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--canaries", type=int, default=1000)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--models", nargs="+", default=["digits_mlp", "wide_mlp"],
+                    choices=["digits_mlp", "wide_mlp"])
     ap.add_argument("--child", nargs=2, default=None)
     args = ap.parse_args()
     if args.child:
         print(json.dumps(_one(args.child[0], int(args.child[1]), args.steps)))
         return
-    print(f"load average {os.getloadavg()[0]:.1f}")
-    print("| model | parameters | training s (no canaries) | with canaries | time overhead "
-          "| peak RSS MB (no) | (with) | memory overhead | placement s |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for model in ("digits_mlp", "wide_mlp"):
-        rows = []
-        for n in (0, args.canaries):
-            out = subprocess.run([sys.executable, __file__, "--steps", str(args.steps),
-                                  "--child", model, str(n)], capture_output=True, text=True,
-                                 check=True, env=os.environ).stdout
-            rows.append(json.loads(out.strip().splitlines()[-1]))
-        a, b = rows
-        print(f"| {model} | {a['parameters']:,} | {a['train_seconds']:.2f} | "
-              f"{b['train_seconds']:.2f} | {b['train_seconds'] / a['train_seconds'] - 1:+.1%} | "
-              f"{a['peak_rss_mb']:.0f} | {b['peak_rss_mb']:.0f} | "
-              f"{b['peak_rss_mb'] / a['peak_rss_mb'] - 1:+.1%} | {b['placement_seconds']:.1f} |",
+    print(f"load average {os.getloadavg()[0]:.1f}; {args.steps} steps, {args.canaries} "
+          f"canaries, medians of {args.repeats} interleaved runs")
+    print("| model | parameters | loop CPU s (no canaries) | with canaries | CPU overhead "
+          "| loop wall s (no) | (with) | wall overhead | peak RSS MB (no) | (with) "
+          "| memory overhead | placement CPU s | placement in steps |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for model in args.models:
+        rows: dict[int, list[dict[str, float]]] = {0: [], args.canaries: []}
+        for _ in range(args.repeats):
+            for n in rows:
+                out = subprocess.run([sys.executable, __file__, "--steps", str(args.steps),
+                                      "--child", model, str(n)], capture_output=True,
+                                     text=True, check=True, env=os.environ).stdout
+                rows[n].append(json.loads(out.strip().splitlines()[-1]))
+        a, b = rows[0], rows[args.canaries]
+        ca, cb = _median(a, "train_cpu"), _median(b, "train_cpu")
+        wa, wb = _median(a, "train_seconds"), _median(b, "train_seconds")
+        ra, rb = _median(a, "peak_rss_mb"), _median(b, "peak_rss_mb")
+        pc = _median(b, "placement_cpu")
+        print(f"| {model} | {int(a[0]['parameters']):,} | {ca:.2f} | {cb:.2f} | "
+              f"{cb / ca - 1:+.1%} | {wa:.2f} | {wb:.2f} | {wb / wa - 1:+.1%} | {ra:.0f} | "
+              f"{rb:.0f} | {rb / ra - 1:+.1%} | {pc:.1f} | {pc / (ca / args.steps):.0f} |",
               flush=True)
 
 

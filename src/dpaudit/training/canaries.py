@@ -66,8 +66,38 @@ INPUT_CANARY_KINDS = ("flip", "random_label", "ood")
 def _flat_per_example_grads(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
                             chunk: int | None = None) -> Iterator[torch.Tensor]:
     """Per-example gradients of the cross-entropy, flattened in trainable-parameter order,
-    computed chunk by chunk with ``torch.func`` (chunks of about 4e6 numbers, so that a
-    model of millions of parameters never holds N x d numbers at once)."""
+    computed chunk by chunk with Opacus's ``GradSampleModule`` (the per-sample gradient code
+    the training itself runs, so the placement initialises no further machinery and its
+    memory stays below a training step's: chunks of 16 examples, fewer than a batch).
+    ``model`` gets Opacus's hooks (pass a copy); a model Opacus cannot wrap falls back to
+    ``torch.func``."""
+    from opacus import GradSampleModule
+
+    params = trainable_parameters(model)
+    chunk = chunk or 16
+    try:
+        gsm = GradSampleModule(model, loss_reduction="sum")
+    except Exception:  # noqa: BLE001 -- a layer Opacus has no per-sample rule for
+        yield from _flat_per_example_grads_func(model, x, y, chunk)
+        return
+    try:
+        for s in range(0, x.shape[0], chunk):
+            for p in params:
+                p.grad_sample = None
+                p.grad = None
+            F.cross_entropy(gsm(x[s:s + chunk]), y[s:s + chunk], reduction="sum").backward()
+            yield torch.cat([p.grad_sample.reshape(p.grad_sample.shape[0], -1)
+                             for p in params], dim=1)
+    finally:
+        for p in params:
+            p.grad_sample = None
+            p.grad = None
+        gsm._close()
+
+
+def _flat_per_example_grads_func(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
+                                 chunk: int) -> Iterator[torch.Tensor]:
+    """The same with ``torch.func`` (vmap of grad), for models Opacus cannot wrap."""
     from torch.func import functional_call, grad, vmap
 
     named = {k: v.detach() for k, v in model.named_parameters() if v.requires_grad}
@@ -78,8 +108,6 @@ def _flat_per_example_grads(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
         return F.cross_entropy(out, yi.unsqueeze(0))
 
     per_ex = vmap(grad(loss), in_dims=(None, 0, 0))
-    d = sum(v.numel() for v in named.values())
-    chunk = chunk or max(1, min(512, 4_000_000 // max(d, 1)))
     for s in range(0, x.shape[0], chunk):
         g = per_ex(named, x[s:s + chunk], y[s:s + chunk])
         yield torch.cat([g[k].reshape(g[k].shape[0], -1) for k in named], dim=1)
@@ -121,18 +149,18 @@ def _activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor, max_grad_norm:
               probes: int, gen: torch.Generator) -> np.ndarray:
     total: np.ndarray | None = None
     for k in range(probes):
-        m = model
+        m = copy.deepcopy(model)   # each probe wrapped by Opacus on its own copy
         if k > 0:
-            m = copy.deepcopy(model)
             with torch.no_grad():
                 for p in m.parameters():
                     std = float(p.std()) if p.numel() > 1 else float(p.abs().mean())
                     p.add_(torch.randn(p.shape, generator=gen) * (std or 1.0))
         act = np.zeros(count_coordinates(m))
-        with torch.no_grad():
+        with torch.enable_grad():
             for g in _flat_per_example_grads(m, x, y):
-                g = g * (max_grad_norm / (g.norm(dim=1, keepdim=True) + 1e-6)).clamp(max=1.0)
-                act += g.pow(2).sum(dim=0).double().numpy()
+                g = g.detach()
+                g.mul_((max_grad_norm / (g.norm(dim=1, keepdim=True) + 1e-6)).clamp(max=1.0))
+                act += g.pow_(2).sum(dim=0).double().numpy()
         act /= max(1, x.shape[0])
         total = act if total is None else total + act
     assert total is not None
