@@ -23,10 +23,10 @@ Threshold strategies:
   smallest pooled score for geometric ranks k = 1, 2, 3, 5, 8, ... (ratio 1.5) up to n / 2, plus
   30 pooled-score quantiles (about 60 thresholds at n = 1e3, 90 at n = 1e6); on
   ``grid="quantiles"`` (the grid before): the distinct pooled scores, thinned to at most
-  ``max_thresholds`` (1000) pooled-score quantiles.  Caveat: Bonferroni strictly needs thresholds fixed before seeing the
-  data; the candidates here depend on the pooled scores (not on the labels).  The Monte Carlo
-  coverage tests in tests/test_multi_run.py show the bound stays valid; use ``"split"`` when
-  exact validity is required.
+  ``max_thresholds`` (1000) pooled-score quantiles.  Caveat: Bonferroni strictly needs
+  thresholds fixed before seeing the data; the candidates here depend on the pooled scores
+  (not on the labels).  The Monte Carlo coverage tests in tests/test_multi_run.py show the
+  bound stays valid (both grids); use ``"split"`` when exact validity is required.
 * ``"split"`` -- choose the threshold on a seeded random half (``split_fraction``), bound on the
   other half at the full confidence: exactly valid.
 * ``"multi_split"`` -- ten seeded splits combined by the median-of-p-values rule
