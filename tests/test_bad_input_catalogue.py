@@ -405,8 +405,10 @@ def cli_cases() -> list[tuple[str, list[str]]]:
     cases.append(("bound lifted file truncated", ["bound", "lifted", "FILE:truncated_npz"]))
     cases.append(("bound lifted file csv", ["bound", "lifted", "FILE:nan"]))
     for opt, v in (("--delta", "nan"), ("--confidence", "2"), ("--threshold", "bogus"),
-                   ("--direction", "up"), ("--claimed-epsilon", "-1")):
+                   ("--direction", "up"), ("--claimed-epsilon", "-1"), ("--grid", "uniform")):
         cases.append((f"audit {opt} {v}", ["audit", "FILE:good", opt, v]))
+    cases.append(("audit --grid with --threshold split", ["audit", "FILE:good", "--threshold",
+                                                          "split", "--grid", "quantiles"]))
     for opt, v in (("--methods", "bogus"), ("--fractions", "2"), ("--fractions", "x"),
                    ("--bits-ci", "wald"), ("--true-epsilon", "nan"), ("--family", "bogus")):
         cases.append((f"one-run {opt} {v}", ["one-run", "FILE:good", opt, v]))
