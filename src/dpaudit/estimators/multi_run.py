@@ -19,8 +19,9 @@ two one-sided bounds get (1 - confidence) / 2 each.
 
 Threshold strategies:
 * ``"bonferroni"`` -- every candidate threshold, failure probability divided by their number.
-  Candidates (label-blind) on ``grid="geometric"`` (the default): the k-th largest and k-th
-  smallest pooled score for geometric ranks k = 1, 2, 3, 5, 8, ... (ratio 1.5) up to n / 2, plus
+  Candidates (label-blind) on ``grid="geometric"`` (the default): thresholds with k pooled
+  scores at or above them (the k-th largest) or k below them (the (k+1)-th smallest), for
+  geometric ranks k = 1, 2, 3, 5, 8, ... (ratio 1.5) up to n / 2, plus
   30 pooled-score quantiles (about 60 thresholds at n = 1e3, 90 at n = 1e6); on
   ``grid="quantiles"`` (the grid before): the distinct pooled scores, thinned to at most
   ``max_thresholds`` (1000) pooled-score quantiles.  Caveat: Bonferroni strictly needs
@@ -193,9 +194,10 @@ def geometric_ranks(n: int, ratio: float = GEOMETRIC_RATIO) -> np.ndarray:
 
 
 def _geometric_candidates(srt: _Sorted) -> np.ndarray:
-    """The ``"geometric"`` grid (the default): thresholds at the k-th largest and the k-th
-    smallest pooled score for k on the geometric ranks 1, 2, 3, 5, 8, ... (ratio 1.5) up to
-    n / 2, plus 30 evenly spaced pooled-score quantiles.
+    """The ``"geometric"`` grid (the default): the thresholds with k pooled scores at or above
+    them (the k-th largest score) and with k below them (the (k+1)-th smallest), ties aside,
+    for k on the geometric ranks 1, 2, 3, 5, 8, ... (ratio 1.5) up to n / 2, plus 30 evenly
+    spaced pooled-score quantiles.
 
     Why: the Hypothesis Interpretation bounds (Eqs. 13-16) divide a rate by a rate, so what a
     threshold's position costs is *relative*: a grid whose count from either end grows
