@@ -1,7 +1,7 @@
 """Detection table: DP-SGD flaws on real Opacus 1.6 training, and false violations.
 
     PYTHONPATH=src python benchmarks/training_detection.py [--out benchmarks/out/detection.jsonl]
-        [--seeds 10] [--correct-seeds 20] [--only flaws|correct]
+        [--seeds 10] [--correct-seeds 20] [--only flaws|correct|own_loop|summary]
 
 Every run is the own-loop default of ``dpaudit.training`` -- planted gradient canaries of
 the default shape (``shapes="mixed"``: 3 tensors x 2 coordinates each), white box, lr score --
@@ -14,7 +14,11 @@ configuration errors (the deterministic claim checks) are counted
 separately.  Correct training: 20 seeds on each of digits, breast_cancer and wine
 (``--reserved 256``
 gives the dense tabular models enough silent coordinates for 500 six-coordinate canaries).
-Each run is appended to the JSONL file when it finishes; a re-run skips finished runs.
+``--only own_loop``: the hand-written ``torch.func`` loop of docs/training.md with its
+default canaries (:func:`own_loop_run`), correct and with per-tensor clipping, ``--seeds``
+seeds each.  Each run is appended to the JSONL file when it finishes; a re-run skips
+finished runs; ``--only summary`` prints the table from the JSONL files ``<out>``,
+``<out>_correct`` and ``<out>_own_loop``.
 """
 
 from __future__ import annotations
