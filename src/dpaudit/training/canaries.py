@@ -8,10 +8,12 @@ coordinate per canary, the "memoryless" arrangement).  Its per-example gradient 
 the clip norm C, so that correct per-example clipping reduces it to exactly ``C e_{c(i)}``.
 The one-run game's inclusion design: canary i is in the training set iff its secret bit
 b_i = 1 (bits i.i.d. uniform), and an included canary is sampled at each step with the same
-Poisson rate q as every real example.  Its gradient row is appended to Opacus's per-sample
-gradients (``p.grad_sample``) *before* Opacus clips and noises them, so the clipping, noise
-and scaling applied to the canaries are Opacus's own (:class:`GradientCanaries.attach`
-wraps the optimizer's ``clip_and_accumulate`` and chains its ``step_hook``).
+Poisson rate q as every real example.  The clipping, noise and scaling applied to the
+canaries are Opacus's own (:class:`GradientCanaries.attach` wraps the optimizer's
+``clip_and_accumulate`` and chains its ``step_hook``): under Opacus's stock clipping the
+canary's gradient is clipped by Opacus's rule and added to the clipped sum at its few
+coordinates (sparse, no row of full parameter size); an optimizer with its own clipping code
+gets the canary's gradient row appended to ``p.grad_sample`` before it clips.
 
 Placement.  Real data also moves coordinate c(i), which adds adversary-unknown randomness to
 the canary's observations and makes a real audit less tight than the simulator (Bits Transmission
@@ -306,8 +308,10 @@ class GradientCanaries:
     def attach(self, optimizer: object) -> GradientCanaries:
         """Plant into ``optimizer`` (an Opacus DPOptimizer, e.g. from ``make_private``).
 
-        Wraps ``optimizer.clip_and_accumulate`` (canary rows are appended to ``p.grad_sample``
-        of the optimizer's parameters just before Opacus clips them; for trainable model
+        Wraps ``optimizer.clip_and_accumulate`` (Opacus's stock clipping: the canaries'
+        clipped gradients are added sparsely after it, :meth:`_add_clipped`; an overridden
+        ``clip_and_accumulate``: canary rows are appended to ``p.grad_sample`` of the
+        optimizer's parameters just before it clips them, :meth:`_plant`; for trainable model
         parameters the optimizer does not manage -- a bypassing parameter group -- the canary
         gradient is added to ``p.grad`` the way backpropagation would add an example's
         gradient) and chains ``optimizer.step_hook`` to record the released update.  Works
