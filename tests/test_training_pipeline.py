@@ -216,8 +216,8 @@ def _one_step(dense: bool, max_grad_norm_at_step: float
 
     data = load_data("digits", 0, reserved=8)
     model = make_model("mlp", hidden=16, in_features=64, reserved=8)
-    can = GradientCanaries.for_model(model, data.x_train, data.y_train, 60, sampling_rate=1.0,
-                                     max_grad_norm=1.0, seed=3)
+    can = GradientCanaries.for_model(model, data.x_train[:300], data.y_train[:300], 60,
+                                     sampling_rate=1.0, max_grad_norm=1.0, seed=3)
     gsm = GradSampleModule(model)
     cls = Overridden if dense else DPOptimizer
     opt = cls(torch.optim.SGD(model.parameters(), lr=0.1), noise_multiplier=1e-9,

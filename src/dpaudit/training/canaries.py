@@ -241,9 +241,13 @@ class GradientCanaries:
         self._acc = WhiteBoxAccumulator(self.n, sampling_rate=q, amplitude=plan.amplitude)
         t, local = self.layout.split(plan.read_coords.ravel())
         self._read_t, self._read_local = t, local
+        # per tensor, once: which read slots it holds and their offsets in it
+        self._read_index = [(int(j), np.flatnonzero(t == j),
+                             torch.from_numpy(local[t == j].copy())) for j in np.unique(t)]
         self._theta0 = self._gather_read(lambda p: p.detach())
         self._plant_t, self._plant_local = self.layout.split(plan.plant_coords)
         self._merged = _merge_repeats(plan.plant_coords, plan.plant_values)
+        self._plant_index: list[tuple[int, np.ndarray, torch.Tensor]] = []
         self._sparse = False
         self._pending = False
         self._optimizer: object | None = None
@@ -291,12 +295,10 @@ class GradientCanaries:
     def _gather_read(self, get: Callable[[nn.Parameter], torch.Tensor | None]) -> np.ndarray:
         """(n, k) values at the canaries' read coordinates (zeros where ``get`` is None)."""
         out = np.zeros(self._read_t.size)
-        for j in np.unique(self._read_t):  # tensors, not canaries
+        for j, slots, local in self._read_index:  # tensors, not canaries
             v = get(self.params[j])
-            if v is None:
-                continue
-            sel = self._read_t == j
-            out[sel] = v.reshape(-1)[torch.from_numpy(self._read_local[sel])].double().numpy()
+            if v is not None:
+                out[slots] = v.reshape(-1)[local].double().numpy()
         return out.reshape(self.plan.read_coords.shape)
 
     def _gather(self, get: Callable[[nn.Parameter], torch.Tensor | None]) -> np.ndarray:
@@ -330,6 +332,11 @@ class GradientCanaries:
         original_clip = optimizer.clip_and_accumulate
         previous_hook = optimizer.step_hook
         self._sparse = _stock_clipping(optimizer)
+        flat_t = self._plant_t.ravel()
+        # per DP tensor, once: its planted (canary, slot) cells and their offsets in it
+        self._plant_index = [(int(j), np.flatnonzero(flat_t == j),
+                              torch.from_numpy(self._plant_local.ravel()[flat_t == j].copy()))
+                             for j in np.unique(flat_t) if self._dp[j]]
 
         def clip_and_accumulate() -> None:
             if self._pending:
@@ -374,20 +381,22 @@ class GradientCanaries:
         (``benchmarks/training_overhead.py``).  Coordinates on parameters outside the
         optimizer get the unclipped gradient, as in :meth:`_plant`."""
         vals = self._merged[active] * self.clip                  # (k, m)
-        t, local = self._plant_t[active], self._plant_local[active]
+        t = self._plant_t[active]
         dp = self._dp[t]
         norm = np.sqrt(np.where(dp, vals * vals, 0.0).sum(axis=1))
         factor = np.minimum(float(opt.max_grad_norm) / (norm + 1e-6), 1.0)
-        clipped = vals * factor[:, None]
-        for j in np.unique(t[dp]):                               # tensors, not canaries
+        clipped = np.zeros(self._merged.shape)                   # (n, m), 0 when not sampled
+        clipped[active] = vals * factor[:, None]
+        flat = clipped.ravel()
+        for j, cells, local in self._plant_index:                # tensors, not canaries
             p = self.params[j]
-            sel = dp & (t == j)
             if not p.summed_grad.is_contiguous():
                 p.summed_grad = p.summed_grad.contiguous()
             p.summed_grad.view(-1).index_add_(
-                0, torch.from_numpy(local[sel]),
-                torch.from_numpy(clipped[sel]).to(p.summed_grad.dtype))
-        self._bypass(opt, t, local, self.plan.plant_values[active] * self.clip)
+                0, local, torch.from_numpy(flat[cells]).to(p.summed_grad.dtype))
+        if not dp.all():
+            self._bypass(opt, t, self._plant_local[active],
+                         self.plan.plant_values[active] * self.clip)
 
     def _bypass(self, opt: object, t: np.ndarray, local: np.ndarray,
                 vals: np.ndarray) -> None:
