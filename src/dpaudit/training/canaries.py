@@ -334,9 +334,10 @@ class GradientCanaries:
         self._sparse = _stock_clipping(optimizer)
         flat_t = self._plant_t.ravel()
         # per DP tensor, once: its planted (canary, slot) cells and their offsets in it
-        self._plant_index = [(int(j), np.flatnonzero(flat_t == j),
+        self._plant_index = [(int(j), torch.from_numpy(np.flatnonzero(flat_t == j)),
                               torch.from_numpy(self._plant_local.ravel()[flat_t == j].copy()))
                              for j in np.unique(flat_t) if self._dp[j]]
+        self._all_dp = bool(self._dp[flat_t].all())
 
         def clip_and_accumulate() -> None:
             if self._pending:
@@ -381,21 +382,21 @@ class GradientCanaries:
         (``benchmarks/training_overhead.py``).  Coordinates on parameters outside the
         optimizer get the unclipped gradient, as in :meth:`_plant`."""
         vals = self._merged[active] * self.clip                  # (k, m)
-        t = self._plant_t[active]
-        dp = self._dp[t]
-        norm = np.sqrt(np.where(dp, vals * vals, 0.0).sum(axis=1))
-        factor = np.minimum(float(opt.max_grad_norm) / (norm + 1e-6), 1.0)
+        sq = vals * vals
+        if not self._all_dp:
+            t = self._plant_t[active]
+            sq = np.where(self._dp[t], sq, 0.0)
+        factor = np.minimum(float(opt.max_grad_norm) / (np.sqrt(sq.sum(axis=1)) + 1e-6), 1.0)
         clipped = np.zeros(self._merged.shape)                   # (n, m), 0 when not sampled
         clipped[active] = vals * factor[:, None]
-        flat = clipped.ravel()
+        flat = torch.from_numpy(clipped.reshape(-1))
         for j, cells, local in self._plant_index:                # tensors, not canaries
             p = self.params[j]
             if not p.summed_grad.is_contiguous():
                 p.summed_grad = p.summed_grad.contiguous()
-            p.summed_grad.view(-1).index_add_(
-                0, local, torch.from_numpy(flat[cells]).to(p.summed_grad.dtype))
-        if not dp.all():
-            self._bypass(opt, t, self._plant_local[active],
+            p.summed_grad.view(-1).index_add_(0, local, flat[cells].to(p.summed_grad.dtype))
+        if not self._all_dp:
+            self._bypass(opt, self._plant_t[active], self._plant_local[active],
                          self.plan.plant_values[active] * self.clip)
 
     def _bypass(self, opt: object, t: np.ndarray, local: np.ndarray,
