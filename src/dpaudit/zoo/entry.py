@@ -116,13 +116,20 @@ class Cause:
 
     ``module`` is the importable module holding the faulty code and ``snippet`` a string on the
     faulty line; :func:`locate` finds the file and line in the installed package, so the
-    report shows the line of the version actually audited (or says it was not found)."""
+    report shows the line of the version actually audited (or says it was not found).
+
+    ``compiled = (distribution, version, path, line)`` is for a cause in compiled code whose
+    source is not installed: the line of ``path`` in the library's repository at that
+    version's tag, read there by hand.  It is reported only when the installed version is
+    exactly ``version`` and ``snippet`` (the binding that calls the compiled function) is
+    found in ``module``; any other version leaves the cause unlocated."""
 
     module: str
     snippet: str
     explanation: str
     reference: str
     known: bool = True
+    compiled: tuple[str, str, str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -194,7 +201,15 @@ def library_version(dist: str) -> str:
 
 def locate(cause: Cause) -> tuple[str, int] | None:
     """(path relative to site-packages, 1-based line) of ``cause.snippet`` in the installed
-    ``cause.module``, or None when the snippet is not found (the cause is then not located)."""
+    ``cause.module``, or None when the snippet is not found (the cause is then not located).
+    For a ``compiled`` cause: (path in the repository at the tag, line) when the installed
+    version is the tagged one and the binding's snippet is found, else None."""
+    if cause.compiled is not None:
+        dist, version, cpath, cline = cause.compiled
+        found = locate(Cause(cause.module, cause.snippet, cause.explanation, cause.reference))
+        if found is None or library_version(dist) != version:
+            return None
+        return f"{cpath} (v{version} tag)", int(cline)
     try:
         mod = importlib.import_module(cause.module)
         src, _ = inspect.getsourcelines(mod)
