@@ -1,8 +1,9 @@
 """False-violation rate of the zoo's audit procedure on known-correct mechanisms.
 
 Each mechanism is exactly eps-DP for the claim tested (dpaudit's Laplace and
-randomized-response simulators, and diffprivlib's Laplace and Geometric mechanisms when
-installed).  Randomized response is the demanding case: each output's likelihood ratio is
+randomized-response simulators, diffprivlib's Laplace and Geometric mechanisms and
+PipelineDP's VARIANCE on [0, 10] with the joint-tail score of the symmetric-bounds finding,
+when installed).  Randomized response is the demanding case: each output's likelihood ratio is
 exactly e^eps, so one threshold attains eps and with 2000 trials the bound comes close to the
 claim.  The procedure runs at confidence 0.99 per entry (a single-entry zoo), so a correct
 procedure flags at most 1% of the seeds: P(Binomial(100, 0.01) >= 5) = 0.0034 and
@@ -26,6 +27,12 @@ def _entries():
         keep = {"diffprivlib/Laplace", "diffprivlib/Geometric"}
         out += [dataclasses.replace(e, pairs=e.pairs[:1]) for e in diffprivlib_zoo.entries()
                 if e.key in keep]
+    except ImportError:
+        pass
+    try:
+        from dpaudit.zoo import pipelinedp_zoo
+
+        out += [e for e in pipelinedp_zoo.entries() if e.key == "pipeline-dp/VARIANCE-control"]
     except ImportError:
         pass
     return out

@@ -49,6 +49,32 @@ def test_locate_finds_the_line_or_nothing():
     assert locate(Cause("no_such_module_xyz", "x", "e", "r")) is None
 
 
+def test_compiled_cause_needs_the_tagged_version():
+    import numpy as np
+
+    ok = Cause("dpaudit.zoo.entry", "def finite_score(x: Any) -> float:", "e", "r",
+               compiled=("numpy", np.__version__, "src/x.rs", 7))
+    assert locate(ok) == (f"src/x.rs (v{np.__version__} tag)", 7)
+    other = Cause("dpaudit.zoo.entry", "def finite_score(x: Any) -> float:", "e", "r",
+                  compiled=("numpy", "0.0.1", "src/x.rs", 7))
+    assert locate(other) is None
+    unbound = Cause("dpaudit.zoo.entry", "no such line here", "e", "r",
+                    compiled=("numpy", np.__version__, "src/x.rs", 7))
+    assert locate(unbound) is None
+
+
+def test_opendp_04_entries_are_skipped_with_the_reason_elsewhere():
+    import importlib.metadata
+
+    from zoo_needs import need
+
+    need("opendp")
+    if importlib.metadata.version("opendp").startswith("0.4."):
+        pytest.skip("opendp 0.4.x installed")
+    out, skipped = entries(("opendp-0.4",))
+    assert out == [] and "need opendp 0.4.x" in skipped["opendp-0.4"]
+
+
 def test_search_stream_is_its_own_purpose():
     import numpy as np
 

@@ -48,6 +48,14 @@ COVERAGE_NOTES = (
 )
 
 
+# Libraries outside the `zoo` extra: how their venv is built (printed when a run has them).
+VENVS = {
+    "opendp-0.4": "python3 -m venv /tmp/venv-odp04 && /tmp/venv-odp04/bin/pip install "
+                  "opendp==0.4.0 \"numpy<2\" -e . && /tmp/venv-odp04/bin/python -m dpaudit zoo "
+                  "--only opendp-0.4 --out docs/zoo-opendp-0.4.md",
+}
+
+
 @dataclass(frozen=True)
 class ZooRun:
     results: tuple[ZooResult, ...]
@@ -146,6 +154,11 @@ def markdown(run: ZooRun, *, command: str) -> str:
         "installed library source; \"unexplained\" (bound above, no located cause) is not a "
         "finding.",
         "",
+    ]
+    groups = sorted({r.key.split("/")[0] for r in run.results} & set(VENVS))
+    lines += [f"The `{_md(g)}` entries need a venv of their own: `{_md(VENVS[g])}`."
+              for g in groups] + ([""] if groups else [])
+    lines += [
         "| library | version | mechanism | neighbours | score | claimed eps (delta) | "
         "tested eps | audit eps lower bound | trials (search) | time s | verdict | cause | "
         "grey-box |",
