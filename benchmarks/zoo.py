@@ -7,7 +7,8 @@
    and their ratio.  (The doubling schedule measures the cost of the first budget that
    suffices; a real audit fixes its budget in advance.)
 2. False-violation rate: the zoo's two-phase audit on known-correct mechanisms (dpaudit's
-   simulators, diffprivlib's Laplace and Geometric) over many seeds, each at confidence 0.99;
+   simulators, diffprivlib's Laplace and Geometric, PipelineDP's VARIANCE on [0, 10] with the
+   joint-tail score) over many seeds, each at confidence 0.99;
    a correct procedure flags at most 1% of the seeds.
 
 Needs the zoo extra (``.venv-zoo``, ``make zoo-test`` builds it); without diffprivlib only
@@ -70,6 +71,12 @@ def false_violation_rate(seeds: int) -> None:
 
         ents += [dataclasses.replace(e, pairs=e.pairs[:1]) for e in entries()
                  if e.key in ("diffprivlib/Laplace", "diffprivlib/Geometric")]
+    except ImportError:
+        pass
+    try:
+        from dpaudit.zoo.pipelinedp_zoo import entries as pdp_entries
+
+        ents += [e for e in pdp_entries() if e.key == "pipeline-dp/VARIANCE-control"]
     except ImportError:
         pass
     total = flagged = 0

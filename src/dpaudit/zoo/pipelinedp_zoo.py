@@ -133,8 +133,10 @@ _VAR_CAUSE = Cause(
     "|s_mid - s_min| of compute_squares_interval(min_value, max_value), the interval of the "
     "raw squares: a^2 / 2 for bounds [-a, a], while one record moves that sum by a^2 "
     "(each term lies in [0, ((max - min) / 2)^2]); the release spends up to 4 eps / 3",
-    reference="found by this audit; no report in OpenMined/PipelineDP's tracker as far as "
-    "searched; the same code is at the repository's HEAD (ec6e56e, Feb 2026)",
+    reference="found by this audit (no report in OpenMined/PipelineDP's tracker as far as "
+    "searched); introduced by PR #301 (commit 49be24b, Jul 2022: the accumulator started to "
+    "sum normalised squares, the sensitivity stayed that of the raw squares); unchanged at "
+    "the repository's HEAD (ec6e56e, Feb 2026)",
     known=False)
 
 
