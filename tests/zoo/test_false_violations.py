@@ -1,7 +1,9 @@
 """False-violation rate of the zoo's audit procedure on known-correct mechanisms.
 
-Each mechanism is exactly eps-DP for the claim tested (dpaudit's Laplace and
-randomized-response simulators, diffprivlib's Laplace and Geometric mechanisms and
+Each mechanism is eps-DP for the claim and the scores tested (dpaudit's Laplace and
+randomized-response simulators; diffprivlib's Geometric mechanism; diffprivlib's Laplace under
+the threshold scores output / -output, which see it as the ideal Laplace up to float rounding:
+its low-order bits are not eps-DP, the zoo entry diffprivlib/Laplace-precision; and
 PipelineDP's VARIANCE on [0, 10] with the joint-tail score of the symmetric-bounds finding,
 when installed).  Randomized response is the demanding case: each output's likelihood ratio is
 exactly e^eps, so one threshold attains eps and with 2000 trials the bound comes close to the

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Pair", "Cause", "ZooEntry", "Identity", "Negate", "NegAbs", "Coordinate",
+__all__ = ["Pair", "Cause", "ZooEntry", "Identity", "Negate", "NegAbs", "Coordinate", "OffGrid",
            "finite_score", "library_version", "locate", "tested_claim"]
 
 _BIG = 1.0e300
@@ -91,6 +91,28 @@ class Coordinate:
 
     def __str__(self) -> str:
         return f"{'-' if self.sign < 0 else ''}output[{self.index}]"
+
+
+@dataclass(frozen=True)
+class OffGrid:
+    """score = 1 when |output| < limit and output is not a multiple of ``grid``, else 0.
+
+    The precision-based test of Haney, Desfontaines, Hartman, Shrestha and Hay, "Precision-based
+    attacks and interval refining: how to break, then fix, differential privacy on finite
+    computers" (2022), Section 3: a float x + noise with x = 1 and |x + noise| < 1/2 is exact and
+    a multiple of 2^-53, while noise alone (x = 0) is finer near 0."""
+
+    grid: float = 2.0**-53
+    limit: float = 0.5
+
+    def __call__(self, output: Any) -> float:
+        v = float(output)
+        if not math.isfinite(v) or abs(v) >= self.limit:
+            return 0.0
+        return 0.0 if (v / self.grid).is_integer() else 1.0
+
+    def __str__(self) -> str:
+        return f"1[|output| < {self.limit:g}, output not a multiple of {self.grid:.3g}]"
 
 
 DEFAULT_SCORES = (Identity(), Negate())
