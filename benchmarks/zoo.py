@@ -8,8 +8,8 @@
    suffices; a real audit fixes its budget in advance.)
 2. False-violation rate: the zoo's two-phase audit on known-correct mechanisms (dpaudit's
    simulators, diffprivlib's Laplace and Geometric, PipelineDP's VARIANCE on [0, 10] with the
-   joint-tail score) over many seeds, each at confidence 0.99;
-   a correct procedure flags at most 1% of the seeds.
+   joint-tail score, OpenDP's and PyDP's Laplace under the precision score) over many seeds,
+   each at confidence 0.99; a correct procedure flags at most 1% of the seeds.
 
 Needs the zoo extra (``.venv-zoo``, ``make zoo-test`` builds it); without diffprivlib only
 part 2 on the simulators runs.
@@ -73,6 +73,19 @@ def false_violation_rate(seeds: int) -> None:
                  if e.key in ("diffprivlib/Laplace", "diffprivlib/Geometric")]
     except ImportError:
         pass
+    from dpaudit.zoo.entry import OffGrid, Pair
+
+    for mod, key in (("opendp_zoo", "opendp/laplace"),
+                     ("pydp_zoo", "python-dp/LaplaceMechanism")):
+        try:
+            import importlib
+
+            m = importlib.import_module(f"dpaudit.zoo.{mod}")
+            ents += [dataclasses.replace(e, key=f"{e.key}+offgrid", scores=(OffGrid(),),
+                                         pairs=(Pair("value 1 vs 0", 1.0, 0.0, e.adjacency),))
+                     for e in m.entries() if e.key == key]
+        except ImportError:
+            pass
     try:
         from dpaudit.zoo.pipelinedp_zoo import entries as pdp_entries
 
