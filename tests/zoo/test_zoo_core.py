@@ -6,7 +6,7 @@ import pytest
 
 from dpaudit.zoo import entries
 from dpaudit.zoo.audit import audit_entry, search_seed_of
-from dpaudit.zoo.entry import Cause, Pair, ZooEntry, finite_score, locate
+from dpaudit.zoo.entry import Cause, OffGrid, Pair, ZooEntry, finite_score, locate
 from dpaudit.zoo.entry import tested_claim as claim_for
 from dpaudit.zoo.reference_zoo import SimulatorRun
 from dpaudit.zoo.run import markdown, run_zoo
@@ -127,3 +127,17 @@ def test_cli_zoo_json(tmp_path, capsys):
     assert [r["key"] for r in doc["results"]] == ["dpaudit/LaplaceMechanism",
                                                    "dpaudit/RandomizedResponse"]
     assert doc["violations"] == [] and out.read_text().startswith("# The zoo")
+
+
+def test_offgrid_score():
+    s = OffGrid()
+    assert s(0.25) == 0.0 and s(0.25 + 2.0**-54) == 1.0 and s(0.6 + 2.0**-52) == 0.0
+    assert s(float("nan")) == 0.0 and s(-(2.0**-60)) == 1.0 and s(0.0) == 0.0
+
+
+@pytest.mark.parametrize("kw", [dict(grid=0.0), dict(grid=float("nan")), dict(limit=-1.0),
+                                dict(limit=float("inf")), dict(grid="1e-16"), dict(limit=True)])
+def test_offgrid_bad_input(kw):
+    name = next(iter(kw))
+    with pytest.raises(ValueError, match=name):
+        OffGrid(**kw)

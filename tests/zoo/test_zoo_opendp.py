@@ -7,7 +7,6 @@ from zoo_needs import need  # noqa: E402
 dp = need("opendp.prelude")
 
 from dpaudit.zoo.audit import audit_entry  # noqa: E402
-from dpaudit.zoo.entry import OffGrid  # noqa: E402
 from dpaudit.zoo.opendp_zoo import entries  # noqa: E402
 
 E = {e.key: e for e in entries()}
@@ -45,8 +44,3 @@ def test_variance_blackbox_bound_with_located_cause():
     assert r.cause == ("rust/src/transformations/sum_of_squared_deviations/mod.rs "
                        "(v0.14.2 tag):112")
 
-
-def test_offgrid_score():
-    s = OffGrid()
-    assert s(0.25) == 0.0 and s(0.25 + 2.0**-54) == 1.0 and s(0.6 + 2.0**-52) == 0.0
-    assert s(float("nan")) == 0.0 and s(-(2.0**-60)) == 1.0 and s(0.0) == 0.0

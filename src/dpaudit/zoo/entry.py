@@ -105,6 +105,13 @@ class OffGrid:
     grid: float = 2.0**-53
     limit: float = 0.5
 
+    def __post_init__(self) -> None:
+        for name in ("grid", "limit"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
+                    or v <= 0:
+                raise ValueError(f"{name} must be a finite number > 0; got {v!r}")
+
     def __call__(self, output: Any) -> float:
         v = float(output)
         if not math.isfinite(v) or abs(v) >= self.limit:
