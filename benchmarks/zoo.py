@@ -44,7 +44,12 @@ def greybox_vs_blackbox() -> None:
         t = time.perf_counter()
         g = greybox_entry(e)
         g_s = time.perf_counter() - t
-        assert g is not None and g.findings, e.key
+        assert g is not None, e.key
+        if not g.findings:
+            # e.g. the precision-based attack: the inputs to the noise are correct, the
+            # float arithmetic after it is not; only the black-box audit sees it
+            print(f"{e.key:30s}   grey-box: no finding (the bug is after the primitive)")
+            continue
         n = 20
         runs = 0
         t = time.perf_counter()
