@@ -203,7 +203,7 @@ def entries() -> list[ZooEntry]:
                              "value - scale * noise is computed in floats: for value 1 every "
                              "output in (-1/2, 1/2) is a multiple of 2^-53, for value 0 most "
                              "are not, so the output set 'finer than 2^-53 near 0' has "
-                             "probability about 0.3 vs 0",
+                             "probability about 0.2 vs 0",
                              "Haney, Desfontaines, Hartman, Shrestha, Hay 2022 (precision-based "
                              "attacks); IBM/differential-privacy-library issue #94 (open)")),
         ZooEntry("diffprivlib/Laplace-eps20", LIB,
