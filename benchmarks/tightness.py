@@ -414,7 +414,13 @@ def run_dpsgd(args: argparse.Namespace) -> None:
 EXTRA = {"tight_dpsgd": "finite-sample (the claim's DP-SGD family; train-audit default)",
          "bits_dpsgd": "finite-sample (the claim's DP-SGD family)",
          "tight_eps_delta": "finite-sample (eps_delta family; one-run default, no assumption)",
-         "bits_eps_delta": "finite-sample (eps_delta family, no assumption)"}
+         "bits_eps_delta": "finite-sample (eps_delta family, no assumption)",
+         "tight_dpsgd_wide": "finite-sample (the claim's DP-SGD family, 3 more nodes below "
+                             "the claim)",
+         "bits_dpsgd_wide": "finite-sample (the claim's DP-SGD family, 3 more nodes below "
+                            "the claim)"}
+#: the train-audit family's sigma factors plus three below the claim (sigma / 0.15 ... / 0.35)
+WIDE_FACTORS = (0.15, 0.25, 0.35, 0.5, 0.7, 0.85, 1.0, 1.15, 1.35, 1.6, 2.0, 2.6, 3.5, 5.0, 8.0)
 
 
 def _npz(out: Path, rid: str, n: int, steps: int) -> Path | None:
@@ -427,32 +433,48 @@ def _npz(out: Path, rid: str, n: int, steps: int) -> Path | None:
 
 
 def run_extra(args: argparse.Namespace) -> None:
-    """``tight`` and ``bits`` under the two null families that need no assumption for a
-    DP-SGD claim -- ``eps_delta`` (the one-run default) and the claim's own DP-SGD family
-    (``dpaudit.curves.accounting.dpsgd_family``, the train-audit default) -- on every saved
+    """``tight`` and ``bits`` under the null families that need no assumption for a DP-SGD
+    claim -- ``eps_delta`` (the one-run default), the claim's own DP-SGD family
+    (``dpaudit.curves.accounting.dpsgd_family``, the train-audit default) and the same family
+    with three more nodes below the claim (``WIDE_FACTORS``: sigma / 0.15, / 0.25, / 0.35;
+    validity unchanged, members below the claim never make a violation) -- on every saved
     real run (every threat and score).  Rows go to ``extra.jsonl`` keyed by (file, run id,
-    score); ``table`` merges them."""
+    score), one method set at a time (a re-run adds what is missing); ``table`` merges
+    them."""
     from dpaudit.curves.accounting import dpsgd_family
 
     path = args.out / "extra.jsonl"
     done = _jsonl(path)
-    fams: dict[float, Any] = {}
-    src = args.out / f"real_n{args.canaries}_T{args.steps}.jsonl"
+    fams: dict[tuple[float, float, bool], Any] = {}
+    src = (args.out / args.source if args.source
+           else args.out / f"real_n{args.canaries}_T{args.steps}.jsonl")
     for rid, row in sorted(_jsonl(src).items(), key=lambda kv: (kv[1]["seed"], kv[0])):
-        f = _npz(args.out, rid, args.canaries, args.steps)
-        if f is None:
+        if src.stem.startswith("reserved_"):
+            f: Path | None = args.out / (f"reserved_{rid.replace('/', '_')}_"
+                                         f"{src.stem[len('reserved_'):]}.npz")
+        else:
+            f = _npz(args.out, rid, row["canaries"], row["steps"])
+        if f is None or not f.exists():
             continue
         data = np.load(f)
         for score in row["results"]:
             key = f"{src.stem}/{rid}/{score}"
-            if key in done or score not in data:
+            res: dict[str, Any] = dict(done.get(key, {"id": key}))
+            if score not in data or all(m in res for m in EXTRA):
                 continue
             t0 = time.perf_counter()
-            sig = row["sigma"]
-            if sig not in fams:
-                fams[sig] = dpsgd_family(sig, Q, args.steps, DELTA)
-            res: dict[str, Any] = {"id": key}
-            for fam_name, fam in (("eps_delta", "eps_delta"), ("dpsgd", fams[sig])):
+            sig, q = row["sigma"], row.get("sampling_rate", Q)
+            for fam_name in ("eps_delta", "dpsgd", "dpsgd_wide"):
+                if f"tight_{fam_name}" in res:
+                    continue
+                fam: Any = "eps_delta"
+                if fam_name != "eps_delta":
+                    wide = fam_name == "dpsgd_wide"
+                    if (sig, q, wide) not in fams:
+                        fams[sig, q, wide] = dpsgd_family(
+                            sig, q, row["steps"], DELTA,
+                            **({"factors": WIDE_FACTORS} if wide else {}))
+                    fam = fams[sig, q, wide]
                 for r in audit_one_run(data["member"], data[score], delta=DELTA,
                                        confidence=CONF, methods=("tight", "bits"),
                                        family=fam, seed=0):
@@ -700,6 +722,8 @@ def main() -> None:
                     help="undercount: claimed epsilon (of T / 5 steps)")
     ap.add_argument("--hidden", type=int, default=256,
                     help="undercount: hidden units of the MLP")
+    ap.add_argument("--source", default=None,
+                    help="extra: the JSONL file of runs (default real_n{canaries}_T{steps})")
     ap.add_argument("--value", type=float, default=10.0,
                     help="reserved: the canary example's value on its reserved feature")
     args = ap.parse_args()
