@@ -4,7 +4,8 @@ Every integration (``dpaudit.training`` for PyTorch + Opacus, a JAX one) builds 
 
 * :mod:`.layout` -- :class:`Layout`: the flat coordinate space of the trainable tensors;
 * :mod:`.plan` -- :class:`CanaryPlan` (secret bits, read coordinates and weights, planted
-  gradient, amplitude, shape), :func:`plan_gradient_canaries`, :func:`draw_bits`,
+  gradient, amplitude, shape), :func:`plan_gradient_canaries`, :func:`draw_bits` (the one
+  of :mod:`dpaudit.randomness`),
   :func:`least_active`, :func:`sample_steps`, :func:`planted_amplitude`, :func:`dirac_plan`,
   :data:`SHAPES`, :data:`DEFAULT_SHAPES`;
 * :mod:`.scores` -- each score once: :func:`lr_step_scores`, :class:`WhiteBoxAccumulator`

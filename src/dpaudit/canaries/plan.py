@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpaudit.canaries.layout import Layout
+from dpaudit.randomness import draw_bits  # the one-run game's secret bits (re-exported)
 from dpaudit.validation import check_count, check_positive, check_probability
 
 __all__ = ["SHAPES", "DEFAULT_SHAPES", "CanaryPlan", "draw_bits", "plan_gradient_canaries",
@@ -52,12 +53,6 @@ SHAPES = ("dirac", "tensors", "block")
 #: canary on correct training (amplitude 1) and reads sqrt(3) C under per-tensor clipping or
 #: a norm over one tensor, sqrt(6) C under coordinate-wise clipping.
 DEFAULT_SHAPES: Mapping[str, float] = {"tensors": 1.0}
-
-
-def draw_bits(n: int, rng: np.random.Generator) -> np.ndarray:
-    """The one-run game's secret bits: n i.i.d. uniform bits ("Privacy Audit as Bits
-    Transmission", Alg. 2)."""
-    return rng.integers(0, 2, size=check_count("canaries", n, minimum=2)).astype(bool)
 
 
 @dataclass(frozen=True, eq=False)

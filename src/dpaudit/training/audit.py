@@ -49,6 +49,7 @@ from dpaudit.outcome import Audit
 from dpaudit.results import AuditResult
 from dpaudit.training.accounting import claimed_epsilon as _claimed
 from dpaudit.training.accounting import opacus_epsilon as _opacus
+from dpaudit.training.common import TrainingAuditOutcome
 from dpaudit.training.trainer import TrainingConfig, TrainingRun, train_with_canaries
 from dpaudit.validation import check_choice, check_confidence, check_delta
 
@@ -59,9 +60,11 @@ FAMILY = "dpsgd"
 
 
 @dataclass(frozen=True, eq=False)
-class TrainAudit:
+class TrainAudit(TrainingAuditOutcome):
     """Results of a one-run training audit (the first result is the verdict's basis), with the
-    canaries' (member, score) observations it rests on (for the audit card's score plots)."""
+    canaries' (member, score) observations it rests on (for the audit card's score plots);
+    ``verdict_result``, ``violation`` and ``configuration_errors`` are
+    :class:`~dpaudit.training.common.TrainingAuditOutcome`'s."""
 
     results: list[AuditResult]
     claimed_epsilon: float
@@ -96,19 +99,6 @@ class TrainAudit:
 
         assert self.observations is not None
         write_scores(path, self.observations.member, self.observations.score)
-
-    @property
-    def configuration_errors(self) -> list[str]:
-        """The claim checks that failed, in words (empty when the claim matches the run)."""
-        return [c.message for c in self.checks if not c.ok]
-
-    @property
-    def verdict_result(self) -> AuditResult:
-        return self.results[0]
-
-    @property
-    def violation(self) -> bool:
-        return bool(self.verdict_result.epsilon > self.claimed_epsilon)
 
     def to_audit(self) -> Audit:
         """The typed outcome (:class:`dpaudit.outcome.Audit`); its ``to_dict()`` is the

@@ -54,13 +54,14 @@ from dpaudit.canaries import (
     least_active,
     plan_gradient_canaries,
 )
+from dpaudit.training.common import INPUT_KINDS
 from dpaudit.training.models import count_coordinates, trainable_parameters
 from dpaudit.validation import check_choice, check_count, check_positive, check_probability
 
 __all__ = ["coordinate_activity", "choose_coordinates", "GradientCanaries", "InputCanaries",
            "make_input_canaries", "INPUT_CANARY_KINDS", "draw_bits"]
 
-INPUT_CANARY_KINDS = ("flip", "random_label", "ood")
+INPUT_CANARY_KINDS = INPUT_KINDS
 
 
 def _flat_per_example_grads(model: nn.Module, x: torch.Tensor, y: torch.Tensor,

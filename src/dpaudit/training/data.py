@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from dpaudit.training.common import load_digits_split
 from dpaudit.validation import check_count, check_probability
 
 __all__ = ["Dataset", "load_digits_data", "load_data", "DATASETS", "reserve_features"]
@@ -44,16 +45,9 @@ class Dataset:
 
 def load_digits_data(seed: int = 0, *, test_fraction: float = 0.25,
                      image: bool = False) -> Dataset:
-    """scikit-learn's digits, split train/test (stratified, seeded), pixels in [0, 1]."""
-    from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
-
-    seed = check_count("seed", seed)
-    check_probability("test_fraction", test_fraction, open_low=True)
-    x, y = load_digits(return_X_y=True)
-    x = (x / 16.0).astype(np.float32)
-    xtr, xte, ytr, yte = train_test_split(x, y, test_size=test_fraction, random_state=seed,
-                                          stratify=y)
+    """scikit-learn's digits, split train/test (stratified, seeded), pixels in [0, 1]
+    (:func:`dpaudit.training.common.load_digits_split`) as torch tensors."""
+    xtr, ytr, xte, yte = load_digits_split(seed, test_fraction=test_fraction)
     shape = (-1, 1, 8, 8) if image else (-1, 64)
     return Dataset(torch.from_numpy(xtr).reshape(shape), torch.from_numpy(ytr).long(),
                    torch.from_numpy(xte).reshape(shape), torch.from_numpy(yte).long())

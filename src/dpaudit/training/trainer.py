@@ -15,7 +15,8 @@ import copy
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -23,13 +24,13 @@ from torch.nn import functional as F
 
 from dpaudit.canaries import DEFAULT_SHAPES, Layout, RunFacts, plan_gradient_canaries
 from dpaudit.training.canaries import (
-    INPUT_CANARY_KINDS,
     GradientCanaries,
     choose_coordinates,
     coordinate_activity,
     draw_bits,
     make_input_canaries,
 )
+from dpaudit.training.common import CANARY_TYPES, SCORE_KINDS, THREATS, TrainingSettings
 from dpaudit.training.data import DATASETS, Dataset, load_data
 from dpaudit.training.flaws import (
     FLAWS,
@@ -45,48 +46,27 @@ from dpaudit.training.models import (
     trainable_parameters,
 )
 from dpaudit.training.scores import loss_drop_scores
-from dpaudit.validation import (
-    check_choice,
-    check_count,
-    check_positive,
-    check_probability,
-)
+from dpaudit.validation import check_choice, check_count
 
 __all__ = ["TrainingConfig", "TrainingRun", "train_with_canaries", "CANARY_TYPES", "THREATS",
            "SCORE_KINDS", "SHAPE_SETS"]
 
-CANARY_TYPES = ("gradient", "input")
-THREATS = ("white_box", "last_iterate", "black_box")
-SCORE_KINDS = ("lr", "sum")
 #: ``shapes`` of planted gradient canaries: one shape, or "mixed" (dpaudit.canaries'
 #: DEFAULT_SHAPES, the own-loop default: 3 tensors x 2 coordinates each)
 SHAPE_SETS = ("dirac", "mixed", "tensors", "block")
 
 
 @dataclass(frozen=True)
-class TrainingConfig:
-    """Settings of one audited training run (digits; see :func:`train_with_canaries`).
-
-    ``threat`` "white_box" / "last_iterate" need ``canary="gradient"``; "black_box" needs
-    ``canary="input"`` (``input_kind`` flip / random_label / ood).  ``score`` is the white-box
-    score ("lr" or "sum").  ``canary_scale``: gradient-canary norm in units of the clip norm.
+class TrainingConfig(TrainingSettings):
+    """Settings of one audited training run (digits; see :func:`train_with_canaries`): the
+    settings every framework shares (:class:`~dpaudit.training.common.TrainingSettings`:
+    canary, threat, canaries, sigma, q, T, C, ...) plus the model, threads, data set,
+    reserved features, canary shapes and the claimed steps.
     """
 
+    FLAWS: ClassVar[tuple[str, ...]] = FLAWS
+
     model: str = "mlp"
-    canary: str = "gradient"
-    threat: str = "white_box"
-    canaries: int = 1000
-    noise_multiplier: float = 1.0
-    sampling_rate: float = 0.05
-    steps: int = 300
-    max_grad_norm: float = 1.0
-    learning_rate: float = 2.0
-    flawed: str | None = None
-    seed: int = 0
-    hidden: int = 256
-    score: str = "lr"
-    input_kind: str = "flip"
-    canary_scale: float = 1000.0
     threads: int = 1
     data: str = "digits"
     reserved: int = 0
@@ -95,20 +75,7 @@ class TrainingConfig:
 
     def __post_init__(self) -> None:
         check_choice("model", self.model, MODELS)
-        check_choice("canary", self.canary, CANARY_TYPES)
-        check_choice("threat", self.threat, THREATS)
-        check_count("canaries", self.canaries, minimum=2)
-        check_positive("noise_multiplier", self.noise_multiplier)
-        check_probability("sampling_rate", self.sampling_rate, open_low=True)
-        check_count("steps", self.steps, minimum=1)
-        check_positive("max_grad_norm", self.max_grad_norm)
-        check_positive("learning_rate", self.learning_rate)
-        if self.flawed is not None:
-            check_choice("flawed", self.flawed, FLAWS)
-        check_count("seed", self.seed)
-        check_count("hidden", self.hidden, minimum=1)
-        check_choice("score", self.score, SCORE_KINDS)
-        check_choice("input_kind", self.input_kind, INPUT_CANARY_KINDS)
+        super().__post_init__()
         check_count("threads", self.threads, minimum=1)
         check_choice("data", self.data, DATASETS)
         check_count("reserved", self.reserved)
@@ -118,20 +85,9 @@ class TrainingConfig:
         if self.model == "cnn" and (self.data != "digits" or self.reserved):
             raise ValueError("model 'cnn' needs data 'digits' (8x8 images) and no reserved "
                              "features")
-        if not self.canary_scale >= 1.0:
-            raise ValueError(f"canary_scale must be >= 1; got {self.canary_scale!r}")
-        if self.canary == "gradient" and self.threat == "black_box":
-            raise ValueError("threat 'black_box' needs canary 'input' (gradient canaries are "
-                             "audited white_box or last_iterate)")
-        if self.canary == "input" and self.threat != "black_box":
-            raise ValueError(f"canary 'input' is audited with threat 'black_box'; got "
-                             f"{self.threat!r}")
         if self.flawed == "non_private_group" and self.model != "mlp":
             raise ValueError("flawed 'non_private_group' is defined for model 'mlp' (its "
                              "hidden layer bypasses the DP optimizer)")
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
 
     def claim_steps(self, steps_run: int) -> int:
         """The steps the claim is for: ``claimed_steps``, or the steps run (divided by

@@ -42,6 +42,7 @@ from dpaudit.curves.families import claim_family
 from dpaudit.estimators.one_run import ONE_RUN_METHODS, audit_one_run
 from dpaudit.observations import MembershipObservations
 from dpaudit.results import AuditResult
+from dpaudit.training.common import TrainingAuditOutcome
 from dpaudit.training.jax.plan import claim_rounds, event_epsilon
 from dpaudit.training.jax.trainer import (
     JaxTrainingConfig,
@@ -64,10 +65,12 @@ FAMILY = "eps_delta"
 
 
 @dataclass(frozen=True, eq=False)
-class JaxTrainAudit:
+class JaxTrainAudit(TrainingAuditOutcome):
     """Results of a one-run audit of a JAX run (the first result is the verdict's basis),
     the claim, the observations, and for white box the primary method's bound from each
-    score compared (``compared``: score name -> epsilon lower bound)."""
+    score compared (``compared``: score name -> epsilon lower bound); ``verdict_result``,
+    ``violation`` and ``configuration_errors`` are
+    :class:`~dpaudit.training.common.TrainingAuditOutcome`'s."""
 
     results: list[AuditResult]
     claimed_epsilon: float
@@ -82,17 +85,9 @@ class JaxTrainAudit:
     claim_checks: list[ClaimCheck] = field(default_factory=list)
 
     @property
-    def configuration_errors(self) -> list[str]:
-        """The failed deterministic claim checks, in words (reported before the audit)."""
-        return [c.message for c in self.claim_checks if not c.ok]
-
-    @property
-    def verdict_result(self) -> AuditResult:
-        return self.results[0]
-
-    @property
-    def violation(self) -> bool:
-        return bool(self.verdict_result.epsilon > self.claimed_epsilon)
+    def checks(self) -> list[ClaimCheck]:
+        """The deterministic claim checks (``claim_checks``), failed first."""
+        return self.claim_checks
 
 
 def dpsgd_curve_epsilon(noise_multiplier: float, sampling_rate: float, rounds: int,

@@ -26,7 +26,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpaudit.validation import check_count, check_probability
+from dpaudit.training.common import load_digits_split
+from dpaudit.validation import check_count
 
 __all__ = ["DigitsArrays", "load_digits_arrays", "init_mlp", "logits", "example_losses",
            "accuracy", "reserved_coordinates", "PIXELS", "losses_jit"]
@@ -46,16 +47,9 @@ class DigitsArrays:
 
 
 def load_digits_arrays(seed: int = 0, *, test_fraction: float = 0.25) -> DigitsArrays:
-    """scikit-learn's digits, split train/test (stratified, seeded), pixels in [0, 1]."""
-    from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
-
-    seed = check_count("seed", seed)
-    check_probability("test_fraction", test_fraction, open_low=True)
-    x, y = load_digits(return_X_y=True)
-    x = (x / 16.0).astype(np.float32)
-    xtr, xte, ytr, yte = train_test_split(x, y, test_size=test_fraction, random_state=seed,
-                                          stratify=y)
+    """scikit-learn's digits, split train/test (stratified, seeded), pixels in [0, 1]
+    (:func:`dpaudit.training.common.load_digits_split`)."""
+    xtr, ytr, xte, yte = load_digits_split(seed, test_fraction=test_fraction)
     return DigitsArrays(xtr, ytr.astype(np.int32), xte, yte.astype(np.int32))
 
 

@@ -30,9 +30,9 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -47,6 +47,13 @@ from dpaudit.canaries import (
     draw_bits,
     last_iterate_scores,
 )
+from dpaudit.training.common import (
+    CANARY_TYPES,
+    INPUT_KINDS,
+    SCORE_KINDS,
+    THREATS,
+    TrainingSettings,
+)
 from dpaudit.training.jax.flaws import FLAWS, MISMATCH_BANDS, UNCLIPPED_GROUP
 from dpaudit.training.jax.model import (
     PIXELS,
@@ -59,80 +66,42 @@ from dpaudit.training.jax.model import (
     reserved_coordinates,
 )
 from dpaudit.training.jax.plan import MECHANISMS, make_plan, strategy_for
-from dpaudit.validation import check_choice, check_count, check_positive, check_probability
+from dpaudit.validation import check_choice, check_count
 
 __all__ = ["JaxTrainingConfig", "JaxTrainingRun", "train_jax_with_canaries", "CANARY_TYPES",
            "THREATS", "SCORE_KINDS", "INPUT_KINDS", "partition_groups"]
 
-CANARY_TYPES = ("gradient", "input")
-THREATS = ("white_box", "last_iterate", "black_box")
-SCORE_KINDS = ("lr", "sum")
-INPUT_KINDS = ("flip", "random_label", "ood")
 _PAD = 32
 
 
 @dataclass(frozen=True)
-class JaxTrainingConfig:
-    """Settings of one audited JAX run (digits MLP; see :func:`train_jax_with_canaries`).
+class JaxTrainingConfig(TrainingSettings):
+    """Settings of one audited JAX run (digits MLP; see :func:`train_jax_with_canaries`): the
+    settings every framework shares (:class:`~dpaudit.training.common.TrainingSettings`)
+    plus the mechanism.
 
     ``mechanism`` "dpsgd" or "bandmf" (``bands`` >= 2 bands, cyclic Poisson sampling);
     ``sampling_rate`` is jax_privacy's ``sampling_prob`` (per eligible step);
     ``score`` the white-box score: "lr" (whitened log-likelihood ratio) or "sum".
     """
 
+    FLAWS: ClassVar[tuple[str, ...]] = FLAWS
+
     mechanism: str = "dpsgd"
     bands: int = 4
-    canary: str = "gradient"
-    threat: str = "white_box"
-    canaries: int = 1000
-    noise_multiplier: float = 1.0
-    sampling_rate: float = 0.05
-    steps: int = 300
-    max_grad_norm: float = 1.0
-    learning_rate: float = 2.0
-    flawed: str | None = None
-    seed: int = 0
-    hidden: int = 256
-    score: str = "lr"
-    input_kind: str = "flip"
-    canary_scale: float = 1000.0
 
     def __post_init__(self) -> None:
         check_choice("mechanism", self.mechanism, MECHANISMS)
         check_count("bands", self.bands, minimum=2 if self.mechanism == "bandmf" else 1)
-        check_choice("canary", self.canary, CANARY_TYPES)
-        check_choice("threat", self.threat, THREATS)
-        check_count("canaries", self.canaries, minimum=2)
-        check_positive("noise_multiplier", self.noise_multiplier)
-        check_probability("sampling_rate", self.sampling_rate, open_low=True)
-        check_count("steps", self.steps, minimum=1)
-        check_positive("max_grad_norm", self.max_grad_norm)
-        check_positive("learning_rate", self.learning_rate)
-        if self.flawed is not None:
-            check_choice("flawed", self.flawed, FLAWS)
-        check_count("seed", self.seed)
-        check_count("hidden", self.hidden, minimum=1)
-        check_choice("score", self.score, SCORE_KINDS)
-        check_choice("input_kind", self.input_kind, INPUT_KINDS)
-        if not self.canary_scale >= 1.0:
-            raise ValueError(f"canary_scale must be >= 1; got {self.canary_scale!r}")
+        super().__post_init__()
         if self.mechanism == "bandmf" and self.bands > self.steps:
             raise ValueError(f"bands must be in [2, steps={self.steps}] for bandmf; got "
                              f"{self.bands}")
-        if self.canary == "gradient" and self.threat == "black_box":
-            raise ValueError("threat 'black_box' needs canary 'input' (gradient canaries are "
-                             "audited white_box or last_iterate)")
-        if self.canary == "input" and self.threat != "black_box":
-            raise ValueError(f"canary 'input' is audited with threat 'black_box'; got "
-                             f"{self.threat!r}")
 
     @property
     def num_bands(self) -> int:
         """Bands of the claimed strategy (1 for DP-SGD)."""
         return self.bands if self.mechanism == "bandmf" else 1
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,0 +1,137 @@
+"""What every audited training run shares, whatever the framework (Opacus or JAX).
+
+Imports neither torch nor jax, so both :mod:`dpaudit.training` (PyTorch + Opacus) and
+:mod:`dpaudit.training.jax` (jax_privacy) build on it:
+
+* :class:`TrainingSettings` -- the settings of one audited DP-SGD run with canaries that both
+  paths take (canary kind, threat, number of canaries, the claim's noise multiplier sigma,
+  sampling rate q, steps T and clip norm C, learning rate, flaw, seed, hidden width, white-box
+  score, input-canary kind, gradient-canary scale) and their checks.  The framework's config
+  (``TrainingConfig``, ``JaxTrainingConfig``) adds its own fields and names its flaws
+  (``FLAWS``).
+* :class:`TrainingAuditOutcome` -- what a one-run training audit's outcome says beyond its
+  results: the verdict's basis (the first result), whether the claim is refuted
+  (epsilon lower bound > claimed epsilon) and the failed claim checks in words.
+* :func:`load_digits_split` -- scikit-learn's digits, split train / test, as NumPy arrays.
+
+The one-run game (Steinke, Nasr and Jagielski, *Privacy Auditing with One (1) Training Run*):
+canary i is included iff its secret bit b_i = 1; gradient canaries are read white box (every
+step's noisy sum) or last iterate (final parameters), input canaries black box (their loss).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dpaudit.validation import check_choice, check_count, check_positive, check_probability
+
+__all__ = ["CANARY_TYPES", "THREATS", "SCORE_KINDS", "INPUT_KINDS", "TrainingSettings",
+           "TrainingAuditOutcome", "load_digits_split"]
+
+CANARY_TYPES = ("gradient", "input")
+THREATS = ("white_box", "last_iterate", "black_box")
+#: white-box scores: "lr" (log-likelihood ratio of the step readings) or "sum"
+SCORE_KINDS = ("lr", "sum")
+#: input canaries: a training image with a wrong label, a random label, or a noise image
+INPUT_KINDS = ("flip", "random_label", "ood")
+
+
+@dataclass(frozen=True)
+class TrainingSettings:
+    """Settings shared by every framework's audited training run (module docstring).
+
+    ``threat`` "white_box" / "last_iterate" need ``canary="gradient"``; "black_box" needs
+    ``canary="input"`` (``input_kind`` flip / random_label / ood).  ``score`` is the white-box
+    score ("lr" or "sum").  ``canary_scale``: gradient-canary norm in units of the clip norm.
+    ``flawed``: one of the framework's ``FLAWS`` or None.
+    """
+
+    #: the framework's flaws (set by the subclass)
+    FLAWS: ClassVar[tuple[str, ...]] = ()
+
+    canary: str = "gradient"
+    threat: str = "white_box"
+    canaries: int = 1000
+    noise_multiplier: float = 1.0
+    sampling_rate: float = 0.05
+    steps: int = 300
+    max_grad_norm: float = 1.0
+    learning_rate: float = 2.0
+    flawed: str | None = None
+    seed: int = 0
+    hidden: int = 256
+    score: str = "lr"
+    input_kind: str = "flip"
+    canary_scale: float = 1000.0
+
+    def __post_init__(self) -> None:
+        check_choice("canary", self.canary, CANARY_TYPES)
+        check_choice("threat", self.threat, THREATS)
+        check_count("canaries", self.canaries, minimum=2)
+        check_positive("noise_multiplier", self.noise_multiplier)
+        check_probability("sampling_rate", self.sampling_rate, open_low=True)
+        check_count("steps", self.steps, minimum=1)
+        check_positive("max_grad_norm", self.max_grad_norm)
+        check_positive("learning_rate", self.learning_rate)
+        if self.flawed is not None:
+            check_choice("flawed", self.flawed, self.FLAWS)
+        check_count("seed", self.seed)
+        check_count("hidden", self.hidden, minimum=1)
+        check_choice("score", self.score, SCORE_KINDS)
+        check_choice("input_kind", self.input_kind, INPUT_KINDS)
+        if not self.canary_scale >= 1.0:
+            raise ValueError(f"canary_scale must be >= 1; got {self.canary_scale!r}")
+        if self.canary == "gradient" and self.threat == "black_box":
+            raise ValueError("threat 'black_box' needs canary 'input' (gradient canaries are "
+                             "audited white_box or last_iterate)")
+        if self.canary == "input" and self.threat != "black_box":
+            raise ValueError(f"canary 'input' is audited with threat 'black_box'; got "
+                             f"{self.threat!r}")
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+class TrainingAuditOutcome:
+    """The properties every one-run training audit shares (mixed into ``TrainAudit`` and
+    ``JaxTrainAudit``, frozen dataclasses with ``results``, ``claimed_epsilon`` and the claim
+    checks ``checks``).  The verdict is the primary rule's: the claim is refuted at the
+    stated confidence when the first result's epsilon lower bound exceeds the claimed
+    epsilon."""
+
+    results: Any
+    claimed_epsilon: float
+    checks: Any
+
+    @property
+    def configuration_errors(self) -> list[str]:
+        """The claim checks that failed, in words (empty when the claim matches the run)."""
+        return [c.message for c in self.checks if not c.ok]
+
+    @property
+    def verdict_result(self) -> Any:
+        """The result the verdict rests on (the first)."""
+        return self.results[0]
+
+    @property
+    def violation(self) -> bool:
+        return bool(self.verdict_result.epsilon > self.claimed_epsilon)
+
+
+def load_digits_split(seed: int = 0, *, test_fraction: float = 0.25
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """scikit-learn's digits, split train/test (stratified, seeded), pixels in [0, 1]:
+    ``(x_train, y_train, x_test, y_test)`` with float32 pixels (N, 64) and integer labels."""
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    seed = check_count("seed", seed)
+    check_probability("test_fraction", test_fraction, open_low=True)
+    x, y = load_digits(return_X_y=True)
+    x = (x / 16.0).astype(np.float32)
+    xtr, xte, ytr, yte = train_test_split(x, y, test_size=test_fraction, random_state=seed,
+                                          stratify=y)
+    return xtr, ytr, xte, yte

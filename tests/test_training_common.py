@@ -1,0 +1,121 @@
+"""``dpaudit.training.common``: the one home of what the Opacus and JAX training paths share.
+
+Checked: both frameworks' configs take the shared settings (same fields, defaults, checks and
+``to_dict`` keys as before they shared them), the audit outcome's verdict properties on real
+results (epsilon lower bound > claim <=> violation), and the digits split against
+scikit-learn's own split.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+import numpy as np
+import pytest
+
+from dpaudit.canaries import ClaimCheck
+from dpaudit.results import AuditResult
+from dpaudit.training.common import (
+    INPUT_KINDS,
+    TrainingAuditOutcome,
+    TrainingSettings,
+    load_digits_split,
+)
+from needs import need
+
+SHARED = {"canary": "gradient", "threat": "white_box", "canaries": 1000,
+          "noise_multiplier": 1.0, "sampling_rate": 0.05, "steps": 300, "max_grad_norm": 1.0,
+          "learning_rate": 2.0, "flawed": None, "seed": 0, "hidden": 256, "score": "lr",
+          "input_kind": "flip", "canary_scale": 1000.0}
+
+
+def test_common_imports_neither_torch_nor_jax() -> None:
+    import subprocess
+
+    code = ("import sys, dpaudit.training.common; "
+            "print(sorted(m for m in ('torch', 'jax', 'opacus') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[]"
+
+
+def test_shared_defaults_and_checks() -> None:
+    assert TrainingSettings().to_dict() == SHARED
+    with pytest.raises(ValueError, match="canaries"):
+        TrainingSettings(canaries=1)
+    with pytest.raises(ValueError, match="threat 'black_box' needs canary 'input'"):
+        TrainingSettings(threat="black_box")
+    with pytest.raises(ValueError, match="canary_scale must be >= 1"):
+        TrainingSettings(canary_scale=0.5)
+    with pytest.raises(ValueError, match="flawed"):  # the base knows no flaw
+        TrainingSettings(flawed="mean_noise")
+
+
+def test_opacus_config_keeps_its_keys_and_checks() -> None:
+    need("torch")
+    from dpaudit.training.flaws import FLAWS
+    from dpaudit.training.trainer import TrainingConfig
+
+    d = TrainingConfig().to_dict()
+    assert d == {**SHARED, "model": "mlp", "threads": 1, "data": "digits", "reserved": 0,
+                 "shapes": "dirac", "claimed_steps": None}
+    assert TrainingConfig.FLAWS == FLAWS and "backprop_clipping" in FLAWS
+    assert TrainingConfig(flawed="backprop_clipping").flawed == "backprop_clipping"
+    with pytest.raises(ValueError, match="flawed"):
+        TrainingConfig(flawed="strategy_mismatch")  # a JAX flaw
+    with pytest.raises(ValueError, match="model"):
+        TrainingConfig(model="resnet")
+    with pytest.raises(ValueError, match="noise_multiplier"):
+        TrainingConfig(noise_multiplier=0.0)
+
+
+def test_jax_config_keeps_its_keys_and_checks() -> None:
+    need("jax_privacy")
+    from dpaudit.training.jax import FLAWS, JaxTrainingConfig
+
+    d = JaxTrainingConfig().to_dict()
+    assert d == {**SHARED, "mechanism": "dpsgd", "bands": 4}
+    assert JaxTrainingConfig(flawed="strategy_mismatch").flawed == "strategy_mismatch"
+    assert JaxTrainingConfig.FLAWS == FLAWS
+    with pytest.raises(ValueError, match="flawed"):
+        JaxTrainingConfig(flawed="backprop_clipping")  # an Opacus flaw
+    with pytest.raises(ValueError, match=r"bands must be in \[2, steps=3\]"):
+        JaxTrainingConfig(mechanism="bandmf", bands=4, steps=3)
+    with pytest.raises(ValueError, match="sampling_rate"):
+        JaxTrainingConfig(sampling_rate=0.0)
+    assert INPUT_KINDS == ("flip", "random_label", "ood")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Outcome(TrainingAuditOutcome):
+    results: list[AuditResult]
+    claimed_epsilon: float
+    checks: list[ClaimCheck]
+
+
+def test_outcome_verdict_properties() -> None:
+    rows = [AuditResult(epsilon=1.25, delta=1e-5, confidence=0.95, method="tight"),
+            AuditResult(epsilon=3.0, delta=1e-5, confidence=0.95, method="steinke")]
+    ok = ClaimCheck("steps", True, 100, 100, "steps: claim 100, run 100")
+    bad = ClaimCheck("noise_multiplier", False, 1.0, 0.25, "noise multiplier: claim 1, run 0.25")
+    a = _Outcome(rows, 1.0, [bad, ok])
+    assert a.verdict_result is rows[0]          # the first row, not the largest
+    assert a.violation is True                  # 1.25 > 1.0
+    assert _Outcome(rows, 1.25, []).violation is False   # equal to the claim: no violation
+    assert a.configuration_errors == ["noise multiplier: claim 1, run 0.25"]
+
+
+def test_digits_split_is_sklearns() -> None:
+    need("sklearn")
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    xtr, ytr, xte, yte = load_digits_split(3, test_fraction=0.2)
+    x, y = load_digits(return_X_y=True)
+    a, b, c, d = train_test_split(x, y, test_size=0.2, random_state=3, stratify=y)
+    assert xtr.dtype == np.float32 and xtr.shape == (1437, 64) and xte.shape == (360, 64)
+    np.testing.assert_array_equal(xtr, (a / 16.0).astype(np.float32))
+    np.testing.assert_array_equal(ytr, c)
+    np.testing.assert_array_equal(yte, d)
+    assert float(xtr.max()) == 1.0 and float(xtr.min()) == 0.0
