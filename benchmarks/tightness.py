@@ -687,8 +687,8 @@ def run_table(args: argparse.Namespace) -> None:
     extra = _jsonl(args.out / "extra.jsonl")
     pooled: dict[str, list[int]] = {}
     for path in sorted(args.out.glob("*.jsonl")):
-        if path.name in ("coverage.jsonl", "dpsgd.jsonl", "extra.jsonl") or \
-                path.name.startswith("undercount"):
+        if path.name in ("coverage.jsonl", "dpsgd.jsonl", "extra.jsonl",
+                         "family_mc.jsonl") or path.name.startswith("undercount"):
             continue
         rows = list(_jsonl(path).values())
         real = path.name.startswith(("real_", "reserved_"))
