@@ -19,7 +19,18 @@ already there, so an interrupted run resumes):
   in ``.npz`` files next to the JSONL so the estimators can be re-run without training.
 * ``canaries``  -- tightness against the number of white-box canaries (1,000 -> 10,000), on the
   simulator and (``--real``) on real training.
-* ``table``     -- print the Markdown tables of docs/performance.md from the JSONL files.
+* ``dpsgd``     -- ``tight`` with the claim's DP-SGD family on the saved real runs and the
+  simulator (``--sizes``, ``--threats``).
+* ``extra``     -- ``tight`` / ``bits`` under ``eps_delta``, the claim's DP-SGD family and that
+  family with three more nodes below the claim, on every saved run of a JSONL file.
+* ``reserved``  -- black box with canary examples on reserved input features
+  (``ExampleCanaries``; loss drop and final-model margin).
+* ``undercount``-- the ``too_few_steps`` flaw (a 5x step under-count) with ``--canaries``
+  white-box canaries: detections by the bound alone.
+* ``family_mc`` -- Monte Carlo over-claim rate of ``tight`` / ``bits`` under the claim's
+  DP-SGD family on the simulator.
+* ``table``     -- print the Markdown tables of docs/performance.md from the JSONL files, and
+  every method's over-claim rate on correct real training against its stated level.
 
 Every row also carries ``best_possible``: the largest bound the finite-sample model-free
 estimator (``hockey_stick``) can return with that many canaries (all in-scores above all
