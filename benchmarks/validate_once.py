@@ -5,7 +5,10 @@ split used to go through the public ``multi_run``: it validated the member / sco
 again, sorted all the trials again and recomputed the ROC summary of all the trials (the same
 for every split).  Now the public entry point validates and sorts once into
 :class:`dpaudit.observations.SortedObservations`, computes the summary once and passes them
-inward.  This script times both in one run: the current source tree (``src/``) and a baseline
+inward.  Likewise ``attack_metrics`` validates once and hands the observations to the AUROC
+and TPR-at-FPR metrics (each public metric used to validate them again).
+
+This script times both in one run: the current source tree (``src/``) and a baseline
 (``--baseline-rev REV``: that commit's ``src/`` extracted with ``git archive``; or
 ``--baseline-src DIR``), each in a fresh process on the same generated scores, checks that
 both give identical results (every key of ``to_dict()``), and prints the times and the ratio.
@@ -33,6 +36,7 @@ def _child(n: int, repeat: int) -> None:
 
     from dpaudit.estimators.multi_run import multi_run
     from dpaudit.estimators.multi_split import multi_split
+    from dpaudit.stats.attack_metrics import attack_metrics
 
     rng = np.random.default_rng(7)
     member = rng.random(n) < 0.5
@@ -42,6 +46,10 @@ def _child(n: int, repeat: int) -> None:
         "multi_run threshold=multi_split": lambda: multi_run(member, score, 1e-5,
                                                             threshold="multi_split"),
         "multi_run threshold=bonferroni": lambda: multi_run(member, score, 1e-5),
+        "attack_metrics (3 FPRs, no bootstrap)": lambda: attack_metrics(
+            member, score, fprs=(0.001, 0.01, 0.1), bootstrap=False),
+        "attack_metrics (1 FPR, BCa, B=200)": lambda: attack_metrics(
+            member[:20_000], score[:20_000], n_resamples=200),
     }
     out = {}
     for name, f in cases.items():
@@ -51,7 +59,7 @@ def _child(n: int, repeat: int) -> None:
             t0 = time.perf_counter()
             r = f()
             best = min(best, time.perf_counter() - t0)
-        out[name] = {"seconds": best, "result": r.to_dict()}
+        out[name] = {"seconds": best, "result": r.to_dict() if hasattr(r, "to_dict") else r}
     print(json.dumps(out))
 
 
@@ -97,7 +105,7 @@ def main() -> None:
     for name in new:
         same = new[name]["result"] == old[name]["result"]
         t_new, t_old = new[name]["seconds"], old[name]["seconds"]
-        print(f"{name:34s} now {t_new:7.3f} s  baseline {t_old:7.3f} s  "
+        print(f"{name:38s} now {t_new:7.3f} s  baseline {t_old:7.3f} s  "
               f"ratio {t_old / t_new:5.2f}x  identical results: {same}")
         if not same:
             sys.exit(f"{name}: results differ from the baseline")
