@@ -29,8 +29,11 @@ The two sides do not make the same statistical choices, so the times are not for
 work: jax_privacy's one-run methods test *every* threshold (Bonferroni over n + 1 thresholds,
 guesses "in" only, k_- = 0) and run a Brent search per threshold in Python (with a precision
 heuristic that skips most of them); dpaudit tests a fixed grid of 7 guess counts (Bonferroni
-over 7, k_+ = k_- = r/2).  The multi-run methods are the same on both sides (all thresholds,
-Clopper-Pearson, Bonferroni) up to dpaudit's thinning to 1000 score quantiles.  Each method is
+over 7, k_+ = k_- = r/2).  The multi-run methods use the same statistic on both sides
+(Clopper-Pearson, Bonferroni) over different thresholds: jax_privacy's ROC convex-hull frontier
+(chosen with the labels), dpaudit's label-free geometric grid (pooled-score ranks 1, 2, 3, 5,
+8, ... from both ends plus 30 quantiles; ``grid="quantiles"`` for the 1000 quantiles used
+before).  Each method is
 timed once (wall and CPU seconds); a peer call longer than ``--budget`` seconds is abandoned and
 reported as such.  Figures are recorded in docs/performance.md.
 """

@@ -102,7 +102,8 @@ TARGETS = [
                 confidence="confidence", family="family")),
     Target("multi_run", E.multi_run, dict(member=M, score=S, delta=1e-5),
            dict(member="binary_array", score="float_array", delta="delta",
-                confidence="confidence", direction="choice", estimate="choice")),
+                confidence="confidence", direction="choice", estimate="choice",
+                grid="choice", max_thresholds="count")),
     Target("multi_run_counts", E.multi_run_counts, dict(tp=40, fn=10, fp=5, tn=45),
            dict(tp="count", fn="count", fp="count", tn="count", delta="delta",
                 confidence="confidence")),
@@ -404,8 +405,10 @@ def cli_cases() -> list[tuple[str, list[str]]]:
     cases.append(("bound lifted file truncated", ["bound", "lifted", "FILE:truncated_npz"]))
     cases.append(("bound lifted file csv", ["bound", "lifted", "FILE:nan"]))
     for opt, v in (("--delta", "nan"), ("--confidence", "2"), ("--threshold", "bogus"),
-                   ("--direction", "up"), ("--claimed-epsilon", "-1")):
+                   ("--direction", "up"), ("--claimed-epsilon", "-1"), ("--grid", "uniform")):
         cases.append((f"audit {opt} {v}", ["audit", "FILE:good", opt, v]))
+    cases.append(("audit --grid with --threshold split", ["audit", "FILE:good", "--threshold",
+                                                          "split", "--grid", "quantiles"]))
     for opt, v in (("--methods", "bogus"), ("--fractions", "2"), ("--fractions", "x"),
                    ("--bits-ci", "wald"), ("--true-epsilon", "nan"), ("--family", "bogus")):
         cases.append((f"one-run {opt} {v}", ["one-run", "FILE:good", opt, v]))

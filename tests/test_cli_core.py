@@ -49,6 +49,24 @@ def test_audit_verdicts(cli, capsys, scores_csv):
     assert rc == 0 and "no violation detected" in out
 
 
+def test_audit_grid_option(cli, capsys, scores_csv):
+    """`--grid quantiles` is the library's grid="quantiles" (the 1000-quantile grid before the
+    geometric default); the default is the library default."""
+    from dpaudit.estimators.multi_run import multi_run
+    from dpaudit.io import load_scores
+
+    obs = load_scores(scores_csv)
+    for argv, grid in (((), "geometric"), (("--grid", "quantiles"), "quantiles")):
+        rc, out, _ = cli("audit", str(scores_csv), "--json", *argv)
+        assert rc == 0
+        row = json.loads(out)["results"][0]
+        lib = multi_run(obs.member, obs.score, delta=1e-5, grid=grid)
+        assert row["settings"]["grid"] == grid
+        assert row["epsilon"] == pytest.approx(lib.epsilon, rel=1e-12)
+    rc, _, err = cli("audit", str(scores_csv), "--threshold", "split", "--grid", "quantiles")
+    assert rc == 2 and err.startswith("error: --grid is only used by --threshold bonferroni")
+
+
 def test_audit_npz_and_json_inputs(cli, capsys, tmp_path):
     m = np.array([1, 0] * 200)
     s = m * 2.0 + np.linspace(-1, 1, 400)

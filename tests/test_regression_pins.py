@@ -93,7 +93,9 @@ def _scores():
 def test_multi_run_pinned(row):
     thr, est, d, eps, chosen, auroc, t01, t001 = row
     mem, sc = _scores()
-    res = E.multi_run(mem, sc, delta=1e-5, threshold=thr, estimate=est, direction=d)
+    # the pins predate the geometric default grid: the grid they were taken on is grid="quantiles"
+    res = E.multi_run(mem, sc, delta=1e-5, threshold=thr, estimate=est, direction=d,
+                      grid="quantiles")
     assert res.epsilon == pytest.approx(eps, rel=STRICT)
     assert res.details["threshold"] == chosen
     assert res.details["auroc"] == pytest.approx(auroc, rel=STRICT)
@@ -103,8 +105,34 @@ def test_multi_run_pinned(row):
 
 def test_multi_run_ties_pinned():
     mem, sc = _scores()
-    res = E.multi_run(mem, np.round(sc * 3), delta=1e-5)
+    res = E.multi_run(mem, np.round(sc * 3), delta=1e-5, grid="quantiles")
     eps, auroc, t1 = PINS["multi_run_ties"]
+    assert res.epsilon == pytest.approx(eps, rel=STRICT)
+    assert res.details["auroc"] == pytest.approx(auroc, rel=STRICT)
+    assert res.details["tpr_at_fpr_0.1"] == pytest.approx(t1, rel=STRICT)
+
+
+# The default grid="geometric" (issue 26), pinned when it became the default; the values it
+# replaced are the "multi_run" / "multi_run_ties" pins above (docs/performance.md, "Multi-run
+# threshold grid").  tests/test_multi_run.py checks the geometric grid against a brute-force
+# Clopper-Pearson sweep over the same thresholds.
+@pytest.mark.parametrize("row", PINS["multi_run_geometric"], ids=lambda r: f"{r[1]}-{r[2]}")
+def test_multi_run_geometric_pinned(row):
+    thr, est, d, eps, chosen, auroc, t01, t001 = row
+    mem, sc = _scores()
+    res = E.multi_run(mem, sc, delta=1e-5, threshold=thr, estimate=est, direction=d)
+    assert res.settings["grid"] == "geometric" and res.settings["n_thresholds"] == 65
+    assert res.epsilon == pytest.approx(eps, rel=STRICT)
+    assert res.details["threshold"] == chosen
+    assert res.details["auroc"] == pytest.approx(auroc, rel=STRICT)
+    assert res.details["tpr_at_fpr_0.01"] == pytest.approx(t01, rel=STRICT)
+    assert res.details["tpr_at_fpr_0.001"] == pytest.approx(t001, rel=STRICT)
+
+
+def test_multi_run_ties_geometric_pinned():
+    mem, sc = _scores()
+    res = E.multi_run(mem, np.round(sc * 3), delta=1e-5)
+    eps, auroc, t1 = PINS["multi_run_ties_geometric"]
     assert res.epsilon == pytest.approx(eps, rel=STRICT)
     assert res.details["auroc"] == pytest.approx(auroc, rel=STRICT)
     assert res.details["tpr_at_fpr_0.1"] == pytest.approx(t1, rel=STRICT)

@@ -43,6 +43,10 @@ def audit_cmd(
     direction: str = typer.Option("both", "--direction", help="'both' or 'positive'."),
     seed: int | None = typer.Option(None, "--seed", help="Seed of the 'split' strategy "
                                     "(default 0; only with --threshold split / multi_split)."),
+    grid: str | None = typer.Option(None, "--grid", help="Thresholds of --threshold bonferroni: "
+                                    "'geometric' (default; pooled-score ranks 1, 2, 3, 5, 8, "
+                                    "... from both ends plus 30 quantiles) or 'quantiles' (1000 "
+                                    "pooled-score quantiles, the grid before)."),
     member_col: str = member_col_option(),
     score_col: str = score_col_option(),
     group_col: str | None = group_col_option(),
@@ -58,9 +62,12 @@ def audit_cmd(
     if seed is not None and th not in ("split", "multi_split"):
         raise ValueError("--seed is only used by --threshold split or multi_split")
     seed = 0 if seed is None else seed
+    if grid is not None and th != "bonferroni":
+        raise ValueError("--grid is only used by --threshold bonferroni")
+    grid = "geometric" if grid is None else grid
     claimed_epsilon = check_claimed_epsilon(claimed_epsilon)
     results = [multi_run(obs.member, obs.score, delta=delta, confidence=confidence, threshold=th,
-                         direction=direction, estimate=e, seed=seed)
+                         direction=direction, estimate=e, seed=seed, grid=grid)
                for e in ("eps_delta", "gdp")]
     d = results[0].details
     extra = {"trials": obs.n, "members": obs.n_members, "auroc": d["auroc"],

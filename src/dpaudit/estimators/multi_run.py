@@ -19,11 +19,15 @@ two one-sided bounds get (1 - confidence) / 2 each.
 
 Threshold strategies:
 * ``"bonferroni"`` -- every candidate threshold, failure probability divided by their number.
-  Candidates are the distinct pooled scores, thinned to at most ``max_thresholds`` pooled-score
-  quantiles (label-blind).  Caveat: Bonferroni strictly needs thresholds fixed before seeing the
-  data; the candidates here depend on the pooled scores (not on the labels).  The Monte Carlo
-  coverage tests in tests/test_multi_run.py show the bound stays valid; use ``"split"`` when
-  exact validity is required.
+  Candidates (label-blind) on ``grid="geometric"`` (the default): thresholds with k pooled
+  scores at or above them (the k-th largest) or k below them (the (k+1)-th smallest), for
+  geometric ranks k = 1, 2, 3, 5, 8, ... (ratio 1.5) up to n / 2, plus
+  30 pooled-score quantiles (about 60 thresholds at n = 1e3, 90 at n = 1e6); on
+  ``grid="quantiles"`` (the grid before): the distinct pooled scores, thinned to at most
+  ``max_thresholds`` (1000) pooled-score quantiles.  Caveat: Bonferroni strictly needs
+  thresholds fixed before seeing the data; the candidates here depend on the pooled scores
+  (not on the labels).  The Monte Carlo coverage tests in tests/test_multi_run.py show the
+  bound stays valid (both grids); use ``"split"`` when exact validity is required.
 * ``"split"`` -- choose the threshold on a seeded random half (``split_fraction``), bound on the
   other half at the full confidence: exactly valid.
 * ``"multi_split"`` -- ten seeded splits combined by the median-of-p-values rule
@@ -63,7 +67,7 @@ from dpaudit.validation import (
 )
 
 __all__ = ["multi_run", "multi_run_counts", "epsilon_from_rates", "gdp_mu_from_rates",
-           "roc_summary", "multi_run_splits"]
+           "roc_summary", "multi_run_splits", "geometric_ranks", "GRIDS"]
 
 DIRECTIONS = ("both", "positive")
 ESTIMATES = ("eps_delta", "gdp")
@@ -133,11 +137,50 @@ def _sweep(srt: SortedObservations, thresholds: np.ndarray) -> _Sweep:
 
 
 def _candidates(srt: SortedObservations, max_thresholds: int) -> np.ndarray:
+    """The ``"quantiles"`` grid: the distinct pooled scores, thinned to ``max_thresholds``
+    evenly spaced pooled-score quantiles."""
     u = srt.unique()
     if u.size > max_thresholds:
         u = np.unique(np.quantile(srt.scores, np.linspace(0, 1, max_thresholds),
                                   method="lower"))
     return u
+
+
+GRIDS = ("geometric", "quantiles")
+GEOMETRIC_RATIO = 1.5
+GEOMETRIC_QUANTILES = 30
+
+
+def geometric_ranks(n: int, ratio: float = GEOMETRIC_RATIO) -> np.ndarray:
+    """The ranks k = round(ratio^j), j = 0, 1, ..., distinct, 1 <= k <= n // 2."""
+    if n < 2:
+        return np.zeros(0, dtype=np.int64)
+    top = int(math.ceil(math.log(n / 2) / math.log(ratio))) + 1
+    ranks = np.unique(np.round(ratio ** np.arange(top + 1)).astype(np.int64))
+    return ranks[(ranks >= 1) & (ranks <= n // 2)]
+
+
+def _geometric_candidates(srt: SortedObservations) -> np.ndarray:
+    """The ``"geometric"`` grid (the default): the thresholds with k pooled scores at or above
+    them (the k-th largest score) and with k below them (the (k+1)-th smallest), ties aside,
+    for k on the geometric ranks 1, 2, 3, 5, 8, ... (ratio 1.5) up to n / 2, plus 30 evenly
+    spaced pooled-score quantiles.
+
+    Why: the Hypothesis Interpretation bounds (Eqs. 13-16) divide a rate by a rate, so what a
+    threshold's position costs is *relative*: a grid whose count from either end grows
+    geometrically loses at most a factor 1.5 in a tail count wherever the best threshold
+    sits, with about 2 log(n / 2) / log 1.5 + 30 thresholds (64 + 30 at n = 1e6) instead of
+    1000 -- a smaller Bonferroni correction.  The 30 quantiles keep the middle (where a
+    nearly separable attack's best threshold is) within n / 30 ranks.  The grid is a function
+    of the pooled scores and n only, never of the labels (measured against 1000 quantiles and
+    against jax_privacy's label-chosen frontier: docs/performance.md, "Multi-run threshold
+    grid")."""
+    ss = srt.scores
+    n = ss.size
+    k = geometric_ranks(n)
+    parts = [ss[n - k], ss[k], np.quantile(ss, np.linspace(0, 1, GEOMETRIC_QUANTILES),
+                                           method="lower")]
+    return np.unique(np.concatenate(parts))
 
 
 def _evaluate(sw: _Sweep, fail: float, delta: float, direction: str,
@@ -209,7 +252,7 @@ def multi_run_counts(tp: int, fn: int, fp: int, tn: int, delta: float = 0.0,
 def multi_run(member: Any, score: Any, delta: float = 0.0, confidence: float = 0.95,
               threshold: str | float = "bonferroni", *, direction: str = "both",
               estimate: str = "eps_delta", split_fraction: float = 0.5, seed: int = 0,
-              max_thresholds: int = 1000) -> AuditResult:
+              max_thresholds: int = 1000, grid: str = "geometric") -> AuditResult:
     """Epsilon lower bound from per-trial membership labels and attack scores.
 
     Args:
@@ -221,11 +264,18 @@ def multi_run(member: Any, score: Any, delta: float = 0.0, confidence: float = 0
         :mod:`dpaudit.estimators.split_rule`) or a number (member when score >= threshold).
       direction: "both" (Eqs. 13-16) or "positive" (Eqs. 13-14 only).
       estimate: "eps_delta" (the privacy-region bound) or "gdp" (the GDP-based estimate).
+      grid: the Bonferroni thresholds (``threshold="bonferroni"``): "geometric" (default;
+        geometric pooled-score ranks from both ends plus 30 quantiles, about 90 thresholds
+        at n = 1e6) or "quantiles" (at most ``max_thresholds`` evenly spaced pooled-score
+        quantiles: the grid before; ``grid="quantiles"`` with the default 1000 reproduces it).
+      max_thresholds: size of the "quantiles" grid, and of the selection grid of the split
+        strategies.
     """
     srt = SortedObservations.from_arrays(member, score)  # validated and sorted once
     delta, confidence = check_delta(delta), check_confidence(confidence)
     check_choice("direction", direction, DIRECTIONS)
     check_choice("estimate", estimate, ESTIMATES)
+    check_choice("grid", grid, GRIDS)
     if threshold == "multi_split":  # S seeded splits combined validly (estimators.split_rule)
         return _multi_run_splits(srt, delta, confidence, n_splits=10, combine="median",
                                  split_fraction=split_fraction, seed=seed,
@@ -233,14 +283,16 @@ def multi_run(member: Any, score: Any, delta: float = 0.0, confidence: float = 0
                                  max_thresholds=max_thresholds)
     return _multi_run(srt, _roc_summary(srt), delta, confidence, threshold,
                       direction=direction, estimate=estimate, split_fraction=split_fraction,
-                      seed=seed, max_thresholds=max_thresholds)
+                      seed=seed, max_thresholds=max_thresholds, grid=grid)
 
 
 def _multi_run(srt: SortedObservations, summary: dict[str, Any], delta: float,
                confidence: float, threshold: str | float, *, direction: str, estimate: str,
-               split_fraction: float, seed: int, max_thresholds: int) -> AuditResult:
+               split_fraction: float, seed: int, max_thresholds: int,
+               grid: str = "geometric") -> AuditResult:
     """:func:`multi_run` on observations validated and sorted by the caller (the public
-    boundary), with ``delta``, ``confidence``, ``direction`` and ``estimate`` checked there
+    boundary), with ``delta``, ``confidence``, ``direction``, ``estimate`` and ``grid`` checked
+    there
     and ``summary`` = ``_roc_summary(srt)`` (computed once for every split)."""
     obs = srt.obs
     fail = 1 - confidence
@@ -251,11 +303,14 @@ def _multi_run(srt: SortedObservations, summary: dict[str, Any], delta: float,
         settings["threshold"] = threshold
         if threshold == "bonferroni":
             max_thresholds = check_count("max_thresholds", max_thresholds, minimum=1)
-            cands = _candidates(srt, max_thresholds)
+            cands = (_geometric_candidates(srt) if grid == "geometric"
+                     else _candidates(srt, max_thresholds))
             sw = _sweep(srt, cands)
             vals, _, b = _evaluate(sw, fail / cands.size, delta, direction, estimate)
             i = int(np.argmax(vals))
-            settings.update(n_thresholds=int(cands.size), max_thresholds=max_thresholds)
+            settings.update(n_thresholds=int(cands.size), grid=grid)
+            if grid == "quantiles":
+                settings["max_thresholds"] = max_thresholds
             chosen, value = float(cands[i]), float(vals[i])
             tp, fp, n_pos, n_neg = sw.tp[i], sw.fp[i], sw.n_pos, sw.n_neg
             b_i = [float(x[i]) for x in b]
