@@ -145,6 +145,7 @@ def _example_run(sigma: float, *, poisson: bool = True, steps_epochs: int = 3,
     return can, np.array(ys), engine, len(train), before, model, 1 / len(loader)
 
 
+@pytest.mark.slow
 def test_example_canaries_travel_through_the_users_loader() -> None:
     # nearly no noise: an excluded canary's column gets nothing (no real example and no other
     # canary touches it); an included one moves only at the steps the user's Poisson sampler
