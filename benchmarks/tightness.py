@@ -19,7 +19,18 @@ already there, so an interrupted run resumes):
   in ``.npz`` files next to the JSONL so the estimators can be re-run without training.
 * ``canaries``  -- tightness against the number of white-box canaries (1,000 -> 10,000), on the
   simulator and (``--real``) on real training.
-* ``table``     -- print the Markdown tables of docs/performance.md from the JSONL files.
+* ``dpsgd``     -- ``tight`` with the claim's DP-SGD family on the saved real runs and the
+  simulator (``--sizes``, ``--threats``).
+* ``extra``     -- ``tight`` / ``bits`` under ``eps_delta``, the claim's DP-SGD family and that
+  family with three more nodes below the claim, on every saved run of a JSONL file.
+* ``reserved``  -- black box with canary examples on reserved input features
+  (``ExampleCanaries``; loss drop and final-model margin).
+* ``undercount``-- the ``too_few_steps`` flaw (a 5x step under-count) with ``--canaries``
+  white-box canaries: detections by the bound alone.
+* ``family_mc`` -- Monte Carlo over-claim rate of ``tight`` / ``bits`` under the claim's
+  DP-SGD family on the simulator.
+* ``table``     -- print the Markdown tables of docs/performance.md from the JSONL files, and
+  every method's over-claim rate on correct real training against its stated level.
 
 Every row also carries ``best_possible``: the largest bound the finite-sample model-free
 estimator (``hockey_stick``) can return with that many canaries (all in-scores above all
@@ -59,9 +70,10 @@ METHODS = {"tight_dpsgd": "finite-sample (the claim's DP-SGD family)",
            "tight": "finite-sample (gdp family)", "steinke": "finite-sample",
            "mahloujifar": "finite-sample (gdp family)",
            "hockey_stick": "finite-sample (model-free)",
-           "gaussian_pair": "finite-sample (Gaussian model)",
+           "gaussian_pair": "estimate (Gaussian model, unequal variances; never a verdict)",
            "gaussian_pair_equal": "finite-sample (equal-variance Gaussian model)",
-           "gaussian_pair_fit": "asymptotic", "hockey_stick_histogram": "asymptotic"}
+           "gaussian_pair_fit": "asymptotic estimate",
+           "hockey_stick_histogram": "asymptotic estimate"}
 
 
 def all_methods(member: np.ndarray, score: np.ndarray, *, delta: float = DELTA,
@@ -380,22 +392,27 @@ def run_dpsgd(args: argparse.Namespace) -> None:
         for eps in args.epsilons:
             for threat in ("white_box", "last_iterate"):
                 rid = f"{threat}/eps{eps:g}/seed{seed}"
-                if rid in real:
+                f = _npz(args.out, rid, N, args.steps)
+                if rid in real and f is not None:
                     key = "lr" if threat == "white_box" else "last_iterate"
-                    f = args.out / f"{rid.replace('/', '_')}_n{N}.npz"
                     jobs.append((f"real_n{N}_T{args.steps}/{rid}/{key}", eps,
                                  lambda f=f, k=key: (np.load(f)["member"], np.load(f)[k])))
             for n in args.sizes:
-                rid = f"white_box/eps{eps:g}/n{n}/seed{seed}"
-                jobs.append((f"canaries_T{args.steps}/{rid}/simulator", eps,
-                             lambda e=eps, s=seed, n=n: (lambda c: (c["member"], c["score"]))(
-                                 _sim_cell("white_box", e, s, n, args.steps))))
+                for threat in [t for t in args.threats if t != "black_box"]:
+                    rid = f"{threat}/eps{eps:g}/n{n}/seed{seed}"
+                    jobs.append((f"canaries_T{args.steps}/{rid}/simulator", eps,
+                                 lambda e=eps, s=seed, n=n, t=threat: (
+                                     lambda c: (c["member"], c["score"]))(
+                                     _sim_cell(t, e, s, n, args.steps))))
+    fams: dict[float, Any] = {}
     for key, eps, load in jobs:
         if key in done:
             continue
         t0 = time.perf_counter()
         sig = sigma_for(eps, Q, args.steps)
-        fam = dpsgd_family(sig, Q, args.steps, DELTA)
+        if sig not in fams:
+            fams[sig] = dpsgd_family(sig, Q, args.steps, DELTA)
+        fam = fams[sig]
         member, score = load()
         r = audit_one_run(member, score, delta=DELTA, confidence=CONF, methods=("tight",),
                           family=fam, seed=0)[0]
@@ -404,16 +421,258 @@ def run_dpsgd(args: argparse.Namespace) -> None:
         print(json.dumps(row), flush=True)
 
 
+# -- the default families: eps_delta (one-run default) and the claim's DP-SGD family --------
+EXTRA = {"tight_dpsgd": "finite-sample (the claim's DP-SGD family; train-audit default)",
+         "bits_dpsgd": "finite-sample (the claim's DP-SGD family)",
+         "tight_eps_delta": "finite-sample (eps_delta family; one-run default, no assumption)",
+         "bits_eps_delta": "finite-sample (eps_delta family, no assumption)",
+         "tight_dpsgd_wide": "finite-sample (the claim's DP-SGD family, 3 more nodes below "
+                             "the claim)",
+         "bits_dpsgd_wide": "finite-sample (the claim's DP-SGD family, 3 more nodes below "
+                            "the claim)"}
+#: the DP-SGD family's sigma factors before the three nodes below sigma / 0.5 were added
+#: (the ``dpsgd`` columns); ``dpsgd_wide`` is the library default ``DPSGD_FAMILY_FACTORS``
+NARROW_FACTORS = (0.5, 0.7, 0.85, 1.0, 1.15, 1.35, 1.6, 2.0, 2.6, 3.5, 5.0, 8.0)
+WIDE_FACTORS = (0.15, 0.25, 0.35) + NARROW_FACTORS
+
+
+def _npz(out: Path, rid: str, n: int, steps: int) -> Path | None:
+    """The saved arrays of a real run (two naming generations)."""
+    stem = rid.replace("/", "_")
+    for name in (f"{stem}_n{n}_T{steps}.npz", f"{stem}_n{n}.npz"):
+        if (out / name).exists():
+            return out / name
+    return None
+
+
+def run_extra(args: argparse.Namespace) -> None:
+    """``tight`` and ``bits`` under the null families that need no assumption for a DP-SGD
+    claim -- ``eps_delta`` (the one-run default), the claim's own DP-SGD family
+    (``dpaudit.curves.accounting.dpsgd_family``, the train-audit default) and the same family
+    with three more nodes below the claim (``WIDE_FACTORS``: sigma / 0.15, / 0.25, / 0.35;
+    validity unchanged, members below the claim never make a violation) -- on every saved
+    real run (every threat and score).  Rows go to ``extra.jsonl`` keyed by (file, run id,
+    score), one method set at a time (a re-run adds what is missing); ``table`` merges
+    them."""
+    from dpaudit.curves.accounting import dpsgd_family
+
+    path = args.out / "extra.jsonl"
+    done = _jsonl(path)
+    fams: dict[tuple[float, float, bool], Any] = {}
+    src = (args.out / args.source if args.source
+           else args.out / f"real_n{args.canaries}_T{args.steps}.jsonl")
+    for rid, row in sorted(_jsonl(src).items(), key=lambda kv: (kv[1]["seed"], kv[0])):
+        if src.stem.startswith("reserved_"):
+            f: Path | None = args.out / (f"reserved_{rid.replace('/', '_')}_"
+                                         f"{src.stem[len('reserved_'):]}.npz")
+        else:
+            f = _npz(args.out, rid, row["canaries"], row["steps"])
+        if f is None or not f.exists():
+            continue
+        data = np.load(f)
+        for score in row["results"]:
+            key = f"{src.stem}/{rid}/{score}"
+            res: dict[str, Any] = dict(done.get(key, {"id": key}))
+            if score not in data or all(m in res for m in EXTRA):
+                continue
+            t0 = time.perf_counter()
+            sig, q = row["sigma"], row.get("sampling_rate", Q)
+            for fam_name in ("eps_delta", "dpsgd", "dpsgd_wide"):
+                if f"tight_{fam_name}" in res:
+                    continue
+                fam: Any = "eps_delta"
+                if fam_name != "eps_delta":
+                    wide = fam_name == "dpsgd_wide"
+                    if (sig, q, wide) not in fams:
+                        fams[sig, q, wide] = dpsgd_family(
+                            sig, q, row["steps"], DELTA,
+                            factors=WIDE_FACTORS if wide else NARROW_FACTORS)
+                    fam = fams[sig, q, wide]
+                for r in audit_one_run(data["member"], data[score], delta=DELTA,
+                                       confidence=CONF, methods=("tight", "bits"),
+                                       family=fam, seed=0):
+                    res[f"{r.method}_{fam_name}"] = r.epsilon
+            res["seconds"] = time.perf_counter() - t0
+            _append(path, res)
+            print(json.dumps(res), flush=True)
+
+
+def run_family_mc(args: argparse.Namespace) -> None:
+    """Monte Carlo over-claim rate of ``tight`` and ``bits`` with the claim's DP-SGD family on
+    the simulator's white-box lr scores (``--canaries``, q, ``--steps``) at each
+    ``--epsilons`` claim, ``--trials`` trials: the rows that come closest to the claim on real
+    training, checked where the truth is known.  Rows to ``family_mc.jsonl``."""
+    from dpaudit.curves.accounting import dpsgd_family
+    from dpaudit.mechanisms.base import as_rng
+
+    path = args.out / "family_mc.jsonl"
+    done = _jsonl(path)
+    for eps in args.epsilons:
+        rid = f"eps{eps:g}/n{args.canaries}/T{args.steps}/t{args.trials}"
+        if rid in done:
+            continue
+        t0 = time.perf_counter()
+        sig = sigma_for(eps, Q, args.steps)
+        claim = claimed_for(sig, Q, args.steps)
+        fam = dpsgd_family(sig, Q, args.steps, DELTA)
+        mech = DPSGDSimulator(noise_multiplier=sig, sampling_rate=Q, steps=args.steps,
+                              score_kind="lr")
+        vals: dict[str, list[float]] = {"tight": [], "bits": []}
+        for t in range(args.trials):
+            obs = mech.simulate(args.canaries, as_rng(1000 + t))
+            for r in audit_one_run(obs.member, obs.score, delta=DELTA, confidence=CONF,
+                                   methods=("tight", "bits"), family=fam, seed=0):
+                vals[r.method].append(r.epsilon)
+        row = {"id": rid, "claimed_epsilon": claim,
+               "overclaims": {m: int((np.array(v) > claim).sum()) for m, v in vals.items()},
+               "median_ratio": {m: float(np.median(v) / claim) for m, v in vals.items()},
+               "trials": args.trials, "seconds": time.perf_counter() - t0}
+        _append(path, row)
+        print(json.dumps(row), flush=True)
+
+
+# -- black box with canary examples on reserved input features --------------------------------
+def _reserved_black_box(eps: float, seed: int, n: int, steps: int, hidden: int,
+                        value: float) -> dict[str, Any]:
+    """Real Opacus training (Poisson sampling, q = 1 / len(loader)) of the digits MLP with
+    ``n`` canary examples on reserved input features (:class:`dpaudit.training.ExampleCanaries`:
+    canary i is ``value`` on its own reserved feature, so only it moves its column of the
+    reserved branch), the documented user loop of docs/training.md.  Black-box scores: the
+    canary's loss before minus after training, and its logit margin on the final model
+    alone."""
+    import copy
+
+    import torch
+    from opacus import PrivacyEngine
+    from torch import nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from dpaudit.attacks.basic import logit_margin
+    from dpaudit.training import ExampleCanaries, load_data, make_model
+
+    torch.set_num_threads(1)
+    sig = sigma_for(eps, Q, steps)
+    data = load_data("digits", seed=seed, reserved=n)
+    model = make_model("mlp", seed=seed, hidden=hidden, in_features=64, reserved=n)
+    before = copy.deepcopy(model)
+    can = ExampleCanaries.for_model(model, n, sampling_rate=Q, max_grad_norm=1.0,
+                                    num_classes=10, seed=seed, value=value)
+    xc, yc = can.included()
+    train = TensorDataset(torch.cat([data.x_train, xc]), torch.cat([data.y_train, yc]))
+    batch = max(1, round(Q * len(train)))
+    torch.manual_seed(seed)
+    engine = PrivacyEngine()
+    model, opt, loader = engine.make_private(
+        module=model, optimizer=torch.optim.SGD(model.parameters(), lr=2.0),
+        data_loader=DataLoader(train, batch_size=batch), noise_multiplier=sig,
+        max_grad_norm=1.0)
+    q = 1.0 / len(loader)
+    t0, done = time.perf_counter(), 0
+    while done < steps:
+        for x, y in loader:
+            if done == steps:
+                break
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+            done += 1
+    with torch.no_grad():
+        margin = logit_margin(model(can.x).double().numpy(), can.y.numpy())
+    return {"member": np.asarray(can.bits, dtype=bool), "sigma": sig, "q": q,
+            "scores": {"loss_drop": can.black_box_scores(before, model), "margin": margin},
+            "seconds": time.perf_counter() - t0}
+
+
+def run_reserved(args: argparse.Namespace) -> None:
+    """Black box with reserved-feature canary examples at ``--epsilons``, ``--seeds`` seeds.
+    The claim is that of the run (sigma, q = 1 / len(loader), T); rows to
+    ``reserved_n{N}_T{T}_h{H}_v{V}.jsonl`` (same layout as ``real``, so ``table`` shows them)."""
+    tag = f"n{args.canaries}_T{args.steps}_h{args.hidden}_v{args.value:g}"
+    path = args.out / f"reserved_{tag}.jsonl"
+    done = _jsonl(path)
+    for seed in range(args.seeds):
+        for eps in args.epsilons:
+            rid = f"black_box/eps{eps:g}/seed{seed}"
+            if rid in done:
+                continue
+            t0 = time.perf_counter()
+            cell = _reserved_black_box(eps, seed, args.canaries, args.steps, args.hidden,
+                                       args.value)
+            claimed = claimed_for(cell["sigma"], cell["q"], args.steps)
+            np.savez_compressed(args.out / f"reserved_{rid.replace('/', '_')}_{tag}.npz",
+                                member=cell["member"], **cell["scores"])
+            results = {k: all_methods(cell["member"], v, seed=seed)
+                       for k, v in cell["scores"].items()}
+            row = {"id": rid, "threat": "black_box", "epsilon": eps, "seed": seed,
+                   "canaries": args.canaries, "steps": args.steps, "sigma": cell["sigma"],
+                   "sampling_rate": cell["q"], "claimed_epsilon": claimed, "results": results,
+                   "train_seconds": cell["seconds"], "seconds": time.perf_counter() - t0}
+            _append(path, row)
+            print(json.dumps({k: row[k] for k in ("id", "claimed_epsilon", "seconds")}),
+                  {k: {m: round(x, 2) for m, x in v.items()} for k, v in results.items()},
+                  flush=True)
+
+
+# -- a 5x step under-count, caught by the statistical audit alone ---------------------------
+def run_undercount(args: argparse.Namespace) -> None:
+    """Real training under the ``too_few_steps`` flaw (T steps run, the claim is for T / 5):
+    sigma solved so that the CLAIM (T / 5 steps) has epsilon ``--claim`` (2.0); the true
+    epsilon is that of T steps.  White box, ``--canaries`` gradient canaries, the default
+    ``train_audit`` (tight, the claim's own DP-SGD family, 95%).  *Detected* = the bound
+    exceeds the claim (the statistical audit alone; the deterministic claim checks, which
+    also flag the flaw, are recorded separately).  Rows to ``undercount_n{N}_T{T}.jsonl``."""
+    from dpaudit.training import TrainingConfig, train_audit
+
+    claim_steps = args.steps // 5
+    sig = sigma_for(args.claim, Q, claim_steps)
+    true = claimed_for(sig, Q, args.steps)
+    path = args.out / f"undercount_n{args.canaries}_T{args.steps}_h{args.hidden}.jsonl"
+    done = _jsonl(path)
+    for seed in range(args.seeds):
+        rid = f"seed{seed}"
+        if rid in done:
+            continue
+        t0 = time.perf_counter()
+        cfg = TrainingConfig(threat="white_box", canaries=args.canaries, noise_multiplier=sig,
+                             sampling_rate=Q, steps=args.steps, seed=seed, score="lr",
+                             flawed="too_few_steps", hidden=args.hidden)
+        a = train_audit(cfg)
+        np.savez_compressed(args.out / f"undercount_{rid}_n{args.canaries}_T{args.steps}"
+                                       f"_h{args.hidden}.npz",
+                            member=a.run.member, lr=a.run.score)
+        row = {"id": rid, "seed": seed, "sigma": sig, "canaries": args.canaries,
+               "steps": args.steps, "claimed_steps": claim_steps,
+               "claimed_epsilon": a.claimed_epsilon, "true_epsilon": true,
+               "results": {r.method: r.epsilon for r in a.results},
+               "detected": bool(a.violation),
+               "configuration_errors": a.configuration_errors,
+               "test_accuracy": a.run.test_accuracy, "seconds": time.perf_counter() - t0}
+        _append(path, row)
+        print(json.dumps(row), flush=True)
+    rows = list(_jsonl(path).values())
+    if rows:
+        eps = sorted(r["results"]["tight"] for r in rows)
+        print(f"detected by the bound alone: {sum(r['detected'] for r in rows)}/{len(rows)}; "
+              f"tight min / median {eps[0]:.2f} / {eps[len(eps) // 2]:.2f}; claim "
+              f"{rows[0]['claimed_epsilon']:.2f}, true {rows[0]['true_epsilon']:.2f}")
+
+
 # -- tables -----------------------------------------------------------------------------------
+def _level(m: str) -> str:
+    """The over-claim rate a method states: 1 - confidence for a finite-sample bound."""
+    g = {**METHODS, **EXTRA}[m]
+    return f"<= {1 - CONF:.0%}" if g.startswith("finite-sample") else "none stated"
+
+
 def _table(rows: list[dict[str, Any]], score: str, methods: list[str]) -> list[str]:
     eps_vals = sorted({r["epsilon"] for r in rows})
     seeds = {e: sum(1 for r in rows if r["epsilon"] == e) for e in eps_vals}
     head = "| method | guarantee | " + " | ".join(
-        f"eps={e:g} ({seeds[e]} seeds)" for e in eps_vals) + " | over-claims |"
-    out = [head, "|" + "---|" * (len(eps_vals) + 3)]
+        f"eps={e:g} ({seeds[e]} seeds)" for e in eps_vals) + " | over-claims | stated |"
+    out = [head, "|" + "---|" * (len(eps_vals) + 4)]
     for m in [*methods, "best_possible"]:
         cells, over, total = [], 0, 0
-        if m == "tight_dpsgd" and not any(m in r["results"][score] for r in rows):
+        if not any(m in r["results"][score] for r in rows):
             continue
         for e in eps_vals:
             sel = [r for r in rows if r["epsilon"] == e and m in r["results"][score]]
@@ -423,27 +682,42 @@ def _table(rows: list[dict[str, Any]], score: str, methods: list[str]) -> list[s
             vals = np.array([r["results"][score][m] for r in sel])
             claimed = np.array([r["claimed_epsilon"] for r in sel])
             cells.append(f"{np.median(vals / claimed) * 100:.0f}%"
-                         + (f" ({len(sel)})" if m == "tight_dpsgd" else ""))
+                         + (f" ({len(sel)})" if len(sel) < seeds[e] else ""))
             over += int((vals > claimed).sum())
             total += len(sel)
-        g = "ceiling (all guesses right)" if m == "best_possible" else METHODS[m]
-        oc = "" if m == "best_possible" else f"{over}/{total}"
-        out.append(f"| {m} | {g} | " + " | ".join(cells) + f" | {oc} |")
+        if m == "best_possible":
+            out.append("| best_possible | ceiling (all guesses right) | " + " | ".join(cells)
+                       + " | | |")
+            continue
+        out.append(f"| {m} | {({**METHODS, **EXTRA})[m]} | " + " | ".join(cells)
+                   + f" | {over}/{total} ({over / total:.0%}) | {_level(m)} |")
     return out
 
 
 def run_table(args: argparse.Namespace) -> None:
-    methods = list(METHODS)
+    methods = [*EXTRA, *(m for m in METHODS if m not in EXTRA)]
     dp = {k: v["epsilon"] for k, v in _jsonl(args.out / "dpsgd.jsonl").items()}
+    extra = _jsonl(args.out / "extra.jsonl")
+    pooled: dict[str, list[int]] = {}
     for path in sorted(args.out.glob("*.jsonl")):
-        if path.name in ("coverage.jsonl", "dpsgd.jsonl"):
+        if path.name in ("coverage.jsonl", "dpsgd.jsonl", "extra.jsonl",
+                         "family_mc.jsonl") or path.name.startswith("undercount"):
             continue
         rows = list(_jsonl(path).values())
+        real = path.name.startswith(("real_", "reserved_"))
         for r in rows:
             for score, res in r["results"].items():
                 key = f"{path.stem}/{r['id']}/{score}"
                 if key in dp:
                     res["tight_dpsgd"] = dp[key]
+                for m in EXTRA:
+                    if m in extra.get(key, {}):
+                        res[m] = extra[key][m]
+                for m, v in res.items():
+                    if real and m != "best_possible":
+                        c = pooled.setdefault(m, [0, 0])
+                        c[0] += int(v > r["claimed_epsilon"])
+                        c[1] += 1
         groups: dict[tuple[str, int, str], list[dict[str, Any]]] = {}
         for r in rows:
             for score in r["results"]:
@@ -453,6 +727,16 @@ def run_table(args: argparse.Namespace) -> None:
                   f"(median audit eps / theoretical eps; over-claims = runs with bound > "
                   f"theoretical eps)\n")
             print("\n".join(_table(sel, score, methods)))
+    if pooled:
+        print("\n#### over-claims on correct real training, pooled over every threat, score, "
+              "epsilon and seed (value > theoretical eps)\n")
+        print("| method | guarantee | over-claims | rate | stated level |")
+        print("|---|---|---|---|---|")
+        for m in methods:
+            if m in pooled:
+                o, t = pooled[m]
+                print(f"| {m} | {({**METHODS, **EXTRA})[m]} | {o}/{t} | {o / t:.1%} | "
+                      f"{_level(m)} |")
     cov = args.out / "coverage.jsonl"
     if cov.exists():
         print("\n#### coverage: over-claim rate (bound > true eps) / median ratio\n")
@@ -469,7 +753,8 @@ def run_table(args: argparse.Namespace) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("part", choices=["coverage", "simulated", "real", "canaries", "table",
-                                     "dpsgd"])
+                                     "dpsgd", "undercount", "extra", "reserved",
+                                     "family_mc"])
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--trials", type=int, default=200)
     ap.add_argument("--sizes", type=int, nargs="+", default=[100, 1000])
@@ -481,10 +766,20 @@ def main() -> None:
     ap.add_argument("--real", action="store_true", help="canaries: on real training")
     ap.add_argument("--input-kind", default="flip", choices=["flip", "random_label", "ood"],
                     help="black box: input canary kind (the training package's)")
+    ap.add_argument("--claim", type=float, default=2.0,
+                    help="undercount: claimed epsilon (of T / 5 steps)")
+    ap.add_argument("--hidden", type=int, default=256,
+                    help="undercount: hidden units of the MLP")
+    ap.add_argument("--source", default=None,
+                    help="extra: the JSONL file of runs (default real_n{canaries}_T{steps})")
+    ap.add_argument("--value", type=float, default=10.0,
+                    help="reserved: the canary example's value on its reserved feature")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     {"coverage": run_coverage, "real": run_real, "simulated": run_simulated,
-     "canaries": run_canaries, "table": run_table, "dpsgd": run_dpsgd}[args.part](args)
+     "canaries": run_canaries, "table": run_table, "dpsgd": run_dpsgd,
+     "undercount": run_undercount, "extra": run_extra,
+     "reserved": run_reserved, "family_mc": run_family_mc}[args.part](args)
 
 
 if __name__ == "__main__":

@@ -265,6 +265,7 @@ def test_steinke_many_ceiling_and_flags():
     assert ST.steinke_many(10000, [10000], [10000 - 1180], delta=1e-2)[0].epsilon == 0.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(3))
 def test_alpha_window_maximum_equals_brute_force(seed):
     """alpha's maximum over every window = the short-window search, cold and with warm

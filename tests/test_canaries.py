@@ -26,6 +26,7 @@ from dpaudit.canaries import (
 )
 
 
+@pytest.mark.slow
 def test_core_imports_no_framework() -> None:
     code = "import sys, dpaudit.canaries; print('torch' in sys.modules, 'jax' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -122,6 +123,7 @@ def test_claim_checks_name_the_configuration_error() -> None:
     assert all(c.ok for c in good)
 
 
+@pytest.mark.slow
 def test_batch_checks_poisson_vs_fixed_size() -> None:
     n, q, t = 1347, 0.05, 200
     rng = np.random.default_rng(3)

@@ -36,6 +36,7 @@ def scores_csv(tmp_path):
     return p
 
 
+@pytest.mark.slow
 def test_audit_verdicts(cli, capsys, scores_csv):
     rc, out, _ = cli("audit", str(scores_csv), "--claimed-epsilon", "1", "--json")
     assert rc == 0

@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 import typer.main
 
 from dpaudit.cli import COMMANDS, load_commands, main, root_help
@@ -38,6 +39,7 @@ def test_root_help_imports_nothing_heavy_and_lists_every_command():
         assert f"  {name} " in out and cmd.help in out
 
 
+@pytest.mark.slow
 def test_a_command_imports_only_its_own_modules():
     mods, out = _modules_after(["bound", "tight", "--canaries", "1000", "--guesses", "100",
                                 "--wrong", "10", "--json"])
@@ -61,6 +63,7 @@ def test_no_arguments_prints_the_help_and_is_a_usage_error(capsys):
     assert capsys.readouterr().out.strip() == root_help()
 
 
+@pytest.mark.slow
 def test_a_command_split_over_modules_loads_them_all(capsys):
     # one-run imports dpaudit.cli.bound (parse_family) but not dpaudit.cli.lifted: the bound
     # group must still hold `lifted` afterwards

@@ -45,6 +45,7 @@ def test_svt_flawed_and_correct(capsys: pytest.CaptureFixture[str]) -> None:
     assert good["violation"] is False
 
 
+@pytest.mark.slow
 def test_dpsgd_reused_noise_caught(capsys: pytest.CaptureFixture[str]) -> None:
     out = run_json(capsys, "dpsgd", "--flawed", "reused_noise", "--canaries", "2000",
                    "--sampling-rate", "0.05", "--steps", "100", "--score", "sum")

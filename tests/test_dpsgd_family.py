@@ -52,6 +52,7 @@ def family():
     return claim, claim.epsilon(DELTA), dpsgd_family(SIG, Q, T, DELTA)
 
 
+@pytest.mark.slow
 def test_claim_node_is_the_accountants_epsilon(family):
     claim, ce, fam = family
     assert ce in fam.build.thetas.tolist() and fam.lo < ce < fam.hi
@@ -59,6 +60,7 @@ def test_claim_node_is_the_accountants_epsilon(family):
     assert fam.param_name == "eps"
 
 
+@pytest.mark.slow
 def test_family_is_monotone_and_each_member_epsilon_is_at_most_theta(family):
     _, _, fam = family
     prev = None
@@ -71,6 +73,7 @@ def test_family_is_monotone_and_each_member_epsilon_is_at_most_theta(family):
         assert c.epsilon(DELTA) <= th * (1 + 1e-9) + 1e-12
 
 
+@pytest.mark.slow
 def test_members_at_and_above_the_claim_are_dominated_by_it(family):
     claim, ce, fam = family
     eps = np.linspace(0.0, 3 * ce + 2, 200)
@@ -94,6 +97,7 @@ def test_delta_zero_and_bad_claim_are_refused():
     assert ProfileCurve([1.0], [0.0]).epsilon(0.0) == pytest.approx(1.0, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_cached_family_never_skips_validation() -> None:
     # True == 1 hashes alike: a cached valid call must not stand in for a refused argument
     import pytest

@@ -94,6 +94,7 @@ def _wait_gone(pids: list[int], timeout: float = 15.0) -> list[int]:
     return [p for p in pids if _alive(p)]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not LINUX, reason="reads /proc, uses SIGKILL")
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
 def test_driver_death_leaves_no_worker_and_no_lock(tmp_path, capsys, sig) -> None:
@@ -158,6 +159,7 @@ class _InterruptAt:
         return self.game.run_trial(rng, t)
 
 
+@pytest.mark.slow
 def test_worker_deaths_are_per_trial_failures_and_reproducible(tmp_path) -> None:
     n = 3000
     dies = [t for t in range(n) if (g := trial_rng(4, t)) is not None

@@ -82,6 +82,7 @@ def _check_store(store: Path, reference: np.ndarray) -> None:
     assert info.failures == 0
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses flock and SIGKILL")
 def test_second_driver_refused_then_sigkill_driver_then_resume(tmp_path, capsys) -> None:
     from dpaudit.cli import main

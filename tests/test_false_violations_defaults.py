@@ -174,6 +174,7 @@ def test_issue_commands_more_seeds(tmp_path, capsys, name, seed):
     assert d["violation"] is False
 
 
+@pytest.mark.slow
 def test_multi_run_gdp_is_an_estimate(tmp_path, capsys):
     """`dpaudit audit`: multi_run_gdp is printed as an estimate (never "epsilon >="), carries
     the GDP assumption, and cannot be the basis of a verdict."""
@@ -193,6 +194,7 @@ def test_multi_run_gdp_is_an_estimate(tmp_path, capsys):
         verdict_from_results([gdp], 1.0)
 
 
+@pytest.mark.slow
 def test_new_default_pinned_and_independent():
     """The default (eps, delta) null computed two ways: the closed forms used by default
     (tight's batched tail, Mahloujifar's vectorised inverse blow-up) and the generic paths of a

@@ -43,7 +43,16 @@ CORRECT = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(FLAWED))
+#: the costly cases (seconds of CPU each: DP-SGD simulations) run with the slow tests
+SLOW_CASES = ("backprop_clipping", "reused_noise", "dpsgd_white_box")
+
+
+def _params(cases: dict) -> list:
+    return [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_CASES else n
+            for n in sorted(cases)]
+
+
+@pytest.mark.parametrize("name", _params(FLAWED))
 def test_flawed_one_run_detected(name: str) -> None:
     mech = FLAWED[name]
     rep = one_run_audit(mech, 5000, seed=1, methods=FAST)
@@ -53,7 +62,7 @@ def test_flawed_one_run_detected(name: str) -> None:
     assert rep.violation
 
 
-@pytest.mark.parametrize("name", sorted(CORRECT))
+@pytest.mark.parametrize("name", _params(CORRECT))
 def test_correct_one_run_not_detected(name: str) -> None:
     mech = CORRECT[name]
     rep = one_run_audit(mech, 5000, seed=1, methods=FAST)

@@ -146,3 +146,96 @@ def test_noncentral_t_quadrature_fallback(monkeypatch):
     monkeypatch.setattr(gp.stats, "nct", _NaN)
     for c, e in zip(cases, expected, strict=True):
         assert gp._nct_cdf(*c) == pytest.approx(e, abs=1e-9)
+
+
+# ------------------------------------------- the unequal-variance row is an estimate, no verdict
+# White-box DP-SGD likelihood-ratio scores (the project's simulator, Poisson-subsampled
+# Gaussian, sigma = 0.7, q = 0.1, T = 50): a correct mechanism whose true epsilon(1e-5) is
+# dpsgd_curve(0.7, 0.1, 50).epsilon(1e-5) = 10.71.  Its in-scores are a Binomial mixture with
+# a heavier right tail than a Gaussian's; the unequal-variance box then over-claims.
+_SIG, _Q, _T, _N = 0.7, 0.1, 50, 10_000
+
+
+def _dpsgd_scores(seed):
+    from dpaudit.mechanisms.base import as_rng
+    from dpaudit.mechanisms.dpsgd import DPSGDSimulator
+
+    mech = DPSGDSimulator(noise_multiplier=_SIG, sampling_rate=_Q, steps=_T, score_kind="lr")
+    obs = mech.simulate(_N, as_rng(seed))
+    return obs.member, obs.score
+
+
+def _unequal_wins():
+    """Gaussian data on which the unequal-variance row is far above every other row."""
+    rng = np.random.default_rng(8)
+    b = rng.random(4000) < 0.5
+    return b, np.where(b, 2.0 + 1.4 * rng.standard_normal(4000), rng.standard_normal(4000))
+
+
+def test_unequal_variances_is_an_estimate_never_a_verdict():
+    from dpaudit import audit_one_run
+    from dpaudit.estimators.verdict import verdict_from_results
+
+    b, s = _unequal_wins()
+    gp = gaussian_pair(b, s, DELTA, 0.95)
+    assert gp.is_estimate and not gaussian_pair(b, s, DELTA, 0.95, variances="equal").is_estimate
+    # never the primary row, with or without allow_asymptotic
+    for flag in (False, True):
+        with pytest.raises(ValueError, match="estimate"):
+            audit_one_run(b, s, methods=("gaussian_pair", "tight"), allow_asymptotic=flag)
+    rows = audit_one_run(b, s, methods=("hockey_stick", "gaussian_pair_equal",
+                                        "gaussian_pair"), simultaneous=True)
+    # the Bonferroni split is over the two rows that may decide: 0.05 / 2 each
+    assert rows[1].epsilon == gaussian_pair(b, s, DELTA, 1 - 0.05 / 2,
+                                            variances="equal").epsilon
+    claim = 0.5 * (max(rows[0].epsilon, rows[1].epsilon) + rows[2].epsilon)
+    assert rows[2].epsilon > claim > max(rows[0].epsilon, rows[1].epsilon)
+    for flag in (False, True):
+        v = verdict_from_results(rows, claim, rule="bonferroni", allow_asymptotic=flag)
+        assert not v.violation and "gaussian_pair" not in v.methods
+    with pytest.raises(ValueError, match="estimate"):
+        verdict_from_results([rows[2], rows[0]], claim)
+
+
+def test_cli_prints_the_unequal_row_as_an_estimate(tmp_path, capsys):
+    import json
+
+    from dpaudit.cli import main
+
+    b, s = _unequal_wins()
+    f = tmp_path / "scores.csv"
+    f.write_text("member,score\n" + "".join(f"{int(x)},{float(y)!r}\n"
+                                            for x, y in zip(b, s, strict=True)))
+    gp = gaussian_pair(b, s, DELTA, 1 - 0.05 / 6).epsilon   # 6 deciding rows of 9
+    assert main(["one-run", str(f), "--distribution", "--simultaneous",
+                 "--claimed-epsilon", f"{gp - 0.5:.3f}"]) == 0
+    out = capsys.readouterr().out
+    assert f"~ {gp:.4f}" in out and "no violation" in out
+    assert "gaussian_pair is an estimate" in out
+    assert main(["one-run", str(f), "--distribution", "--json"]) == 0
+    row = {r["method"]: r for r in json.loads(capsys.readouterr().out)["results"]}
+    assert row["gaussian_pair"]["details"]["estimate"] is True
+    assert main(["one-run", str(f), "--methods", "gaussian_pair,tight"]) == 2
+    assert capsys.readouterr().err.startswith("error:")
+
+
+@pytest.mark.slow
+def test_false_violations_on_dpsgd_scores_with_the_distribution_rows():
+    """Correct DP-SGD (simulator) audited against its own epsilon by the Bonferroni verdict over
+    every one-run row that may decide plus the Gaussian-pair estimate: P[false violation] <=
+    5%, at most 8 of 40 (Binomial(40, 0.05) exceeds 8 with probability < 2e-4), while the
+    unequal-variance estimate alone is above the true epsilon in nearly every trial."""
+    from dpaudit.curves import dpsgd_curve
+    from dpaudit.estimators.verdict import one_run_verdict
+
+    true_eps = float(dpsgd_curve(_SIG, _Q, _T).epsilon(DELTA))
+    assert true_eps == pytest.approx(10.71, abs=0.01)
+    false_violations = over = 0
+    for t in range(40):
+        b, s = _dpsgd_scores(t)
+        v, rows = one_run_verdict(b, s, true_eps, rule="bonferroni", methods=(
+            "tight", "steinke", "hockey_stick", "gaussian_pair_equal", "gaussian_pair"))
+        false_violations += v.violation
+        over += rows[-1].epsilon > true_eps
+    assert false_violations <= 8
+    assert over >= 30   # the misspecification the estimate label is for

@@ -69,6 +69,7 @@ def _cli(capsys, *argv):
     return out
 
 
+@pytest.mark.slow
 def test_report_renders_and_matches_json(chromium, tmp_path, capsys):
     from dpaudit.report.browser import inspect_report
 
@@ -96,6 +97,7 @@ def test_report_renders_and_matches_json(chromium, tmp_path, capsys):
     assert c.print_overflows == 0 and c.print_overlaps == 0   # ... and printed
 
 
+@pytest.mark.slow
 def test_hostile_strings_run_no_script_and_show_as_text(chromium, tmp_path):
     from dpaudit.cli.common import json_payload
     from dpaudit.estimators.multi_run import multi_run

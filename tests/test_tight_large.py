@@ -66,6 +66,7 @@ def test_paper_mode_refuses_huge_r_clearly():
         E.tight_p_value(GaussianDP(1.0), n=BIG, r=BIG, u=10, mode="hoeffding")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("u", [0, 1, 3])
 @pytest.mark.parametrize("n,r", [(1000, 100), (10000, 1000), (500, 500)])
 def test_paper_and_hoeffding_never_tighter_than_exact(n, r, u):

@@ -83,13 +83,17 @@ def test_placement_takes_the_always_zero_pixels_first() -> None:
     assert (np.delete(act, coords) > 0).mean() > 0.9
 
 
-def _record_steps(cfg: TrainingConfig) -> tuple[np.ndarray, np.ndarray, int]:
-    """Per-step canary observations y (T x n) of one run, recorded through the planter."""
+def _record_steps(cfg: TrainingConfig, coordinates: list[np.ndarray] | None = None
+                  ) -> tuple[np.ndarray, np.ndarray, int]:
+    """Per-step canary observations y (T x n) of one run, recorded through the planter
+    (the canaries' coordinates appended to ``coordinates`` if given)."""
     ys: list[np.ndarray] = []
     orig = GradientCanaries._record
 
     def rec(self: GradientCanaries, opt: object) -> None:
         ys.append(self._gather(lambda p: p.grad) * (self._batch_unit(opt) / self.clip))
+        if coordinates is not None and not coordinates:
+            coordinates.append(np.asarray(self.coordinates).copy())
         orig(self, opt)
 
     GradientCanaries._record = rec  # type: ignore[method-assign]
@@ -103,10 +107,21 @@ def _record_steps(cfg: TrainingConfig) -> tuple[np.ndarray, np.ndarray, int]:
 def test_opacus_clips_canaries_to_the_clip_norm() -> None:
     # nearly no noise: a sampled included canary must move its coordinate by exactly C
     # (its gradient is 1000 C before Opacus's clipping), an excluded one by nothing but the
-    # noise (1e-4) and, on the few coordinates fed by rarely-lit pixels, tiny real gradients.
+    # noise (sigma C = 1e-4 in units of C) and, on the few coordinates fed by rarely-lit
+    # pixels, tiny real gradients.
+    coords: list[np.ndarray] = []
     y, b, _ = _record_steps(TrainingConfig(canaries=60, hidden=32, steps=60,
-                                           noise_multiplier=1e-4, seed=3))
-    assert np.quantile(np.abs(y[:, ~b]), 0.99) < 1e-3 and np.abs(y[:, ~b]).max() < 0.05
+                                           noise_multiplier=1e-4, seed=3), coords)
+    assert np.abs(y[:, ~b]).max() < 0.05
+    # an excluded canary on a first-layer weight fed by a pixel that is 0 in every training
+    # image (W1[h, j] = flat coordinate 64 h + j) gets no real gradient at all: its readings
+    # are the noise alone, N(0, (1e-4)^2)
+    c = coords[0]
+    x = load_digits_data(3).x_train.numpy()
+    dark = (c < 32 * 64) & (x[:, c % 64].max(axis=0) == 0)
+    assert np.count_nonzero(dark & ~b) >= 10
+    noise = y[:, dark & ~b]
+    assert noise.std() == pytest.approx(1e-4, rel=0.1) and abs(noise.mean()) < 2e-5
     hits = y[:, b]
     assert np.allclose(hits, np.round(hits), atol=0.05) and set(np.round(hits).ravel()) <= {0, 1}
     rate = hits.round().mean()
@@ -135,14 +150,16 @@ def test_white_box_real_training_matches_the_simulator_and_holds() -> None:
     simulator's: per class, the real lr scores pass a two-sample KS test against 20 simulated
     runs (p > 1e-3), and at every grid point of the audit the real number of wrong guesses
     lies within 4 standard deviations of the simulator's (20 runs).  The verdict: no
-    violation, with a tight bound that is a real fraction of the claim."""
+    violation.  (The bound itself is not asserted to be a fixed fraction of the claim: at
+    these settings, 200 canaries, the simulator's own primary bound is 0 in about half of its
+    runs -- 21 of 40 measured -- and above 0.3 times the claim in the rest.)"""
     from scipy import stats
 
     cfg = TrainingConfig(**SMALL, seed=1)
     audit = train_audit(cfg)
     run = audit.run
     assert run is not None and not audit.violation
-    assert 0.3 * audit.claimed_epsilon < audit.results[0].epsilon < audit.claimed_epsilon
+    assert 0.0 <= audit.results[0].epsilon < audit.claimed_epsilon
     mech = DPSGDSimulator(noise_multiplier=1.0, sampling_rate=0.05, steps=150, score_kind="lr")
     grid = default_grid(cfg.canaries)
     sims = [mech.transmit(run.member.astype(int), np.random.default_rng(100 + i))

@@ -30,6 +30,7 @@ SHARED = {"canary": "gradient", "threat": "white_box", "canaries": 1000,
           "input_kind": "flip", "canary_scale": 1000.0}
 
 
+@pytest.mark.slow
 def test_common_imports_neither_torch_nor_jax() -> None:
     import subprocess
 

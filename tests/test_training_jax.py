@@ -38,6 +38,7 @@ SMALL = {"hidden": 16, "canaries": 200, "steps": 40}
 FLAWED = dict(noise_multiplier=3.0, sampling_rate=0.1, **SMALL)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bands, steps", [(1, 50), (4, 50)])
 def test_claim_is_the_plans_event_and_matches_dpsgd_curve(bands: int, steps: int) -> None:
     plan = make_plan(strategy_for(steps, bands, optimizer_steps=20), noise_multiplier=1.2,
@@ -50,6 +51,7 @@ def test_claim_is_the_plans_event_and_matches_dpsgd_curve(bands: int, steps: int
     assert a.claimed_epsilon == pytest.approx(want, rel=1e-3)
 
 
+@pytest.mark.slow
 def test_privatiser_update_does_not_depend_on_the_plans_seed() -> None:
     """The compiled step is shared across seeds: jax_privacy's streaming privatiser keeps its
     key in the state, so plan(seed 0).update == plan(seed 5).update on seed 5's state."""

@@ -53,6 +53,7 @@ def _readings(cfg: TrainingConfig) -> tuple[np.ndarray, GradientCanaries]:
     return np.array(ys), seen[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("flaw", "expected"), [(None, 1.0),
                                                 ("per_tensor_clipping", np.sqrt(3))])
 def test_spread_canaries_read_sqrt3_under_per_tensor_clipping(flaw: str | None,
@@ -69,6 +70,7 @@ def test_spread_canaries_read_sqrt3_under_per_tensor_clipping(flaw: str | None,
     assert np.abs(y[:, ~pl.bits]).max() < 1e-2
 
 
+@pytest.mark.slow
 def test_claim_checks_report_lowered_sigma_and_too_few_steps_first() -> None:
     small = dict(canaries=60, hidden=32, steps=50, seed=0)
     low = train_audit(TrainingConfig(**small, flawed="lowered_sigma"))
@@ -84,6 +86,7 @@ def test_claim_checks_report_lowered_sigma_and_too_few_steps_first() -> None:
     assert ok.accountant_epsilon == pytest.approx(ok.opacus_epsilon, rel=1e-6)
 
 
+@pytest.mark.slow
 def test_train_audit_json_records_the_rerun_and_configuration_errors(
         capsys: pytest.CaptureFixture[str], tmp_path: object) -> None:
     scores = tmp_path / "s.csv"  # type: ignore[operator]
@@ -142,6 +145,7 @@ def _example_run(sigma: float, *, poisson: bool = True, steps_epochs: int = 3,
     return can, np.array(ys), engine, len(train), before, model, 1 / len(loader)
 
 
+@pytest.mark.slow
 def test_example_canaries_travel_through_the_users_loader() -> None:
     # nearly no noise: an excluded canary's column gets nothing (no real example and no other
     # canary touches it); an included one moves only at the steps the user's Poisson sampler
@@ -153,6 +157,7 @@ def test_example_canaries_travel_through_the_users_loader() -> None:
     assert (hit > -1e-2).all()
 
 
+@pytest.mark.slow
 def test_example_canaries_non_members_read_pure_noise_and_audit_holds() -> None:
     from scipy import stats
 
@@ -168,6 +173,7 @@ def test_example_canaries_non_members_read_pure_noise_and_audit_holds() -> None:
                                   steps=can.steps).violation
 
 
+@pytest.mark.slow
 def test_shuffled_fixed_size_batches_are_a_configuration_error() -> None:
     # opacus #80: shuffled fixed-size batches accounted as Poisson.  The batch sizes the
     # canaries observe have no Binomial variance: reported before any statistics.

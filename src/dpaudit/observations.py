@@ -3,6 +3,9 @@
 * :class:`MembershipObservations` -- per-canary ``member`` (truth bit: 1 = included / bit 1) and
   ``score`` (higher = more likely member / bit 1).  Used by the multi-run audit and, as
   per-canary truth bits and scores, by the one-run audits.
+* :class:`SortedObservations` -- membership observations validated once (both classes
+  present) and sorted once by score: what the public estimator entry points build and pass
+  inward, so that no inner layer re-validates or re-sorts.
 * :class:`LiftedObservations` -- LiDP trial-by-canary 0/1 matrices ``x`` (tests on the model
   trained with the K canaries) and ``y`` (tests on the model with K - 1 canaries plus fresh
   ones), Pillutla et al..
@@ -19,7 +22,7 @@ import numpy as np
 
 from dpaudit.validation import check_binary_array, check_finite_array, check_same_length
 
-__all__ = ["MembershipObservations", "LiftedObservations"]
+__all__ = ["MembershipObservations", "SortedObservations", "LiftedObservations"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,6 +56,57 @@ class MembershipObservations:
         if self.n_members == 0 or self.n_nonmembers == 0:
             raise ValueError(f"member must contain both 0 and 1 entries; got "
                              f"{self.n_members} members and {self.n_nonmembers} non-members")
+
+
+@dataclass(frozen=True, eq=False)
+class SortedObservations:
+    """Membership observations validated once and sorted once (ascending score).
+
+    Attributes:
+      obs: the validated observations (input order).
+      scores: the scores sorted ascending.
+      member: the member flags in the same order.
+      pos, neg: the members' and the non-members' scores, sorted ascending.
+
+    Any sort order within a run of equal scores will do: equal scores are interchangeable in
+    every array kept here (the sorted scores, the sorted member / non-member scores, and the
+    member count of each run of equal scores), so the faster unstable sort gives the same
+    results as a stable one.
+    """
+
+    obs: MembershipObservations
+    scores: np.ndarray
+    member: np.ndarray
+    pos: np.ndarray
+    neg: np.ndarray
+
+    @classmethod
+    def from_arrays(cls, member: Any, score: Any) -> SortedObservations:
+        """Validate (:meth:`MembershipObservations.from_arrays`, both classes required) and
+        sort: the public boundary's one pass."""
+        obs = MembershipObservations.from_arrays(member, score)
+        obs.require_both_classes()
+        return cls.of(obs)
+
+    @classmethod
+    def of(cls, obs: MembershipObservations) -> SortedObservations:
+        """Sort observations that are already valid (no check)."""
+        order = np.argsort(obs.score)
+        ss = obs.score[order]
+        mem = obs.member[order]
+        return cls(obs, ss, mem, ss[mem], ss[~mem])
+
+    def run_starts(self) -> np.ndarray:
+        """True at the first position of every run of equal sorted scores."""
+        ss = self.scores
+        keep = np.empty(ss.size, dtype=bool)
+        keep[:1] = True
+        np.not_equal(ss[1:], ss[:-1], out=keep[1:])
+        return keep
+
+    def unique(self) -> np.ndarray:
+        """np.unique(score) from the sorted scores."""
+        return self.scores[self.run_starts()]
 
 
 def _read_only(a: np.ndarray) -> np.ndarray:

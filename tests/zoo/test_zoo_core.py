@@ -6,7 +6,7 @@ import pytest
 
 from dpaudit.zoo import entries
 from dpaudit.zoo.audit import audit_entry, search_seed_of
-from dpaudit.zoo.entry import Cause, Pair, ZooEntry, finite_score, locate
+from dpaudit.zoo.entry import Cause, OffGrid, Pair, ZooEntry, finite_score, locate
 from dpaudit.zoo.entry import tested_claim as claim_for
 from dpaudit.zoo.reference_zoo import SimulatorRun
 from dpaudit.zoo.run import markdown, run_zoo
@@ -47,6 +47,32 @@ def test_locate_finds_the_line_or_nothing():
     assert inspect.getsource(m).splitlines()[where[1] - 1].startswith("def finite_score")
     assert locate(Cause("dpaudit.zoo.entry", "no such line here", "e", "r")) is None
     assert locate(Cause("no_such_module_xyz", "x", "e", "r")) is None
+
+
+def test_compiled_cause_needs_the_tagged_version():
+    import numpy as np
+
+    ok = Cause("dpaudit.zoo.entry", "def finite_score(x: Any) -> float:", "e", "r",
+               compiled=("numpy", np.__version__, "src/x.rs", 7))
+    assert locate(ok) == (f"src/x.rs (v{np.__version__} tag)", 7)
+    other = Cause("dpaudit.zoo.entry", "def finite_score(x: Any) -> float:", "e", "r",
+                  compiled=("numpy", "0.0.1", "src/x.rs", 7))
+    assert locate(other) is None
+    unbound = Cause("dpaudit.zoo.entry", "no such line here", "e", "r",
+                    compiled=("numpy", np.__version__, "src/x.rs", 7))
+    assert locate(unbound) is None
+
+
+def test_opendp_04_entries_are_skipped_with_the_reason_elsewhere():
+    import importlib.metadata
+
+    from zoo_needs import need
+
+    need("opendp")
+    if importlib.metadata.version("opendp").startswith("0.4."):
+        pytest.skip("opendp 0.4.x installed")
+    out, skipped = entries(("opendp-0.4",))
+    assert out == [] and "need opendp 0.4.x" in skipped["opendp-0.4"]
 
 
 def test_search_stream_is_its_own_purpose():
@@ -101,3 +127,17 @@ def test_cli_zoo_json(tmp_path, capsys):
     assert [r["key"] for r in doc["results"]] == ["dpaudit/LaplaceMechanism",
                                                    "dpaudit/RandomizedResponse"]
     assert doc["violations"] == [] and out.read_text().startswith("# The zoo")
+
+
+def test_offgrid_score():
+    s = OffGrid()
+    assert s(0.25) == 0.0 and s(0.25 + 2.0**-54) == 1.0 and s(0.6 + 2.0**-52) == 0.0
+    assert s(float("nan")) == 0.0 and s(-(2.0**-60)) == 1.0 and s(0.0) == 0.0
+
+
+@pytest.mark.parametrize("kw", [dict(grid=0.0), dict(grid=float("nan")), dict(limit=-1.0),
+                                dict(limit=float("inf")), dict(grid="1e-16"), dict(limit=True)])
+def test_offgrid_bad_input(kw):
+    name = next(iter(kw))
+    with pytest.raises(ValueError, match=name):
+        OffGrid(**kw)

@@ -67,3 +67,22 @@ def test_blackbox_bound_above_the_claim_with_located_cause(key, line):
     # tested claim = 2 x 0.5 (a replaced record; diffprivlib does not state its adjacency)
     assert r.tested_epsilon == 1.0
     assert r.epsilon_lb > 3.0 and r.verdict == "violation" and r.cause == line
+
+
+def test_laplace_precision_outputs_near_zero_are_coarse_for_value_one():
+    # value 1: 1 - scale * noise is exact in (-1/2, 1/2) and a multiple of 2^-53; value 0: the
+    # noise alone, finer than 2^-53 in most draws near 0 (Haney et al. 2022, Section 3)
+    e = E["diffprivlib/Laplace-precision"]
+    score = e.scores[0]
+    one = np.array([score(e.mechanism(1.0, np.random.default_rng(s))) for s in range(3000)])
+    zero = np.array([score(e.mechanism(0.0, np.random.default_rng(s))) for s in range(3000)])
+    assert one.sum() == 0
+    # P(|noise| < 1/2) = 1 - e^-1/2 = 0.393 for Laplace(1); more than half of those are off-grid
+    assert 0.15 < zero.mean() < 0.393
+
+
+def test_laplace_precision_blackbox_bound_with_located_cause():
+    r = audit_entry(E["diffprivlib/Laplace-precision"], trials=1200, seed=0, confidence=0.99)
+    assert r.tested_epsilon == 1.0
+    assert r.epsilon_lb > 2.0 and r.verdict == "violation"
+    assert r.cause == "diffprivlib/mechanisms/laplace.py:149"

@@ -100,7 +100,8 @@ def assumption_notes(rs: Sequence[AuditResult]) -> list[str]:
             groups.setdefault((r.assumption, fam), []).append(r.method)
     for (text, fam), names in groups.items():
         verb = "assumes" if len(names) == 1 else "assume"
-        out.append(f"note: {', '.join(names)} {verb} {text} (null family {fam}): not valid for "
+        tag = f" (null family {fam})" if fam else ""
+        out.append(f"note: {', '.join(names)} {verb} {text}{tag}: not valid for "
                    f"every mechanism meeting an (epsilon, delta) claim, as the default family "
                    f"eps_delta is")
     return out

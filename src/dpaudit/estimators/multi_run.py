@@ -53,7 +53,7 @@ from scipy import stats
 from dpaudit.curves.families import GDP_ASSUMPTION
 from dpaudit.curves.gaussian import GaussianDP
 from dpaudit.estimators.split_rule import SPLIT_COMBINE, combine_splits, per_split_confidence
-from dpaudit.observations import MembershipObservations
+from dpaudit.observations import MembershipObservations, SortedObservations
 from dpaudit.randomness import split_seeds
 from dpaudit.results import AuditResult
 from dpaudit.stats.binomial import clopper_pearson
@@ -129,47 +129,14 @@ class _Sweep:
     n_neg: int
 
 
-@dataclass(frozen=True, eq=False)
-class _Sorted:
-    """The scores sorted once (ascending), with the member / non-member scores as sorted
-    sub-arrays: every threshold sweep, candidate set and ROC summary reads from this."""
-
-    scores: np.ndarray
-    pos: np.ndarray
-    neg: np.ndarray
-    member: np.ndarray
-
-    @classmethod
-    def of(cls, obs: MembershipObservations) -> _Sorted:
-        # any sort order will do: equal scores are interchangeable in every array kept here
-        # (the sorted scores, the sorted member / non-member scores, and the member count of
-        # each run of equal scores), so the faster unstable sort gives the same results
-        order = np.argsort(obs.score)
-        ss = obs.score[order]
-        mem = obs.member[order]
-        return cls(ss, ss[mem], ss[~mem], mem)
-
-    def run_starts(self) -> np.ndarray:
-        """True at the first position of every run of equal sorted scores."""
-        ss = self.scores
-        keep = np.empty(ss.size, dtype=bool)
-        keep[:1] = True
-        np.not_equal(ss[1:], ss[:-1], out=keep[1:])
-        return keep
-
-    def unique(self) -> np.ndarray:
-        """np.unique(score) from the sorted scores."""
-        return self.scores[self.run_starts()]
-
-
-def _sweep(srt: _Sorted, thresholds: np.ndarray) -> _Sweep:
+def _sweep(srt: SortedObservations, thresholds: np.ndarray) -> _Sweep:
     pos, neg = srt.pos, srt.neg
     tp = pos.size - np.searchsorted(pos, thresholds, side="left")
     fp = neg.size - np.searchsorted(neg, thresholds, side="left")
     return _Sweep(thresholds, tp.astype(float), fp.astype(float), int(pos.size), int(neg.size))
 
 
-def _candidates(srt: _Sorted, max_thresholds: int) -> np.ndarray:
+def _candidates(srt: SortedObservations, max_thresholds: int) -> np.ndarray:
     """The ``"quantiles"`` grid: the distinct pooled scores, thinned to ``max_thresholds``
     evenly spaced pooled-score quantiles."""
     u = srt.unique()
@@ -193,7 +160,7 @@ def geometric_ranks(n: int, ratio: float = GEOMETRIC_RATIO) -> np.ndarray:
     return ranks[(ranks >= 1) & (ranks <= n // 2)]
 
 
-def _geometric_candidates(srt: _Sorted) -> np.ndarray:
+def _geometric_candidates(srt: SortedObservations) -> np.ndarray:
     """The ``"geometric"`` grid (the default): the thresholds with k pooled scores at or above
     them (the k-th largest score) and with k below them (the (k+1)-th smallest), ties aside,
     for k on the geometric ranks 1, 2, 3, 5, 8, ... (ratio 1.5) up to n / 2, plus 30 evenly
@@ -229,12 +196,10 @@ def _evaluate(sw: _Sweep, fail: float, delta: float, direction: str,
 def roc_summary(member: Any, score: Any, fprs: tuple[float, ...] = (1e-3, 1e-2, 1e-1)
                 ) -> dict[str, Any]:
     """Empirical AUROC (Mann-Whitney) and TPR at the given FPRs (largest TPR with FPR <= f)."""
-    obs = MembershipObservations.from_arrays(member, score)
-    obs.require_both_classes()
-    return _roc_summary(_Sorted.of(obs), fprs)
+    return _roc_summary(SortedObservations.from_arrays(member, score), fprs)
 
 
-def _roc_summary(srt: _Sorted, fprs: tuple[float, ...] = (1e-3, 1e-2, 1e-1)
+def _roc_summary(srt: SortedObservations, fprs: tuple[float, ...] = (1e-3, 1e-2, 1e-1)
                  ) -> dict[str, Any]:
     """:func:`roc_summary` from the sorted scores (the ROC core,
     :mod:`dpaudit.stats.roc`: counts per distinct score)."""
@@ -306,20 +271,33 @@ def multi_run(member: Any, score: Any, delta: float = 0.0, confidence: float = 0
       max_thresholds: size of the "quantiles" grid, and of the selection grid of the split
         strategies.
     """
-    obs = MembershipObservations.from_arrays(member, score)
-    obs.require_both_classes()
+    srt = SortedObservations.from_arrays(member, score)  # validated and sorted once
     delta, confidence = check_delta(delta), check_confidence(confidence)
     check_choice("direction", direction, DIRECTIONS)
     check_choice("estimate", estimate, ESTIMATES)
     check_choice("grid", grid, GRIDS)
+    if threshold == "multi_split":  # S seeded splits combined validly (estimators.split_rule)
+        return _multi_run_splits(srt, delta, confidence, n_splits=10, combine="median",
+                                 split_fraction=split_fraction, seed=seed,
+                                 direction=direction, estimate=estimate,
+                                 max_thresholds=max_thresholds)
+    return _multi_run(srt, _roc_summary(srt), delta, confidence, threshold,
+                      direction=direction, estimate=estimate, split_fraction=split_fraction,
+                      seed=seed, max_thresholds=max_thresholds, grid=grid)
+
+
+def _multi_run(srt: SortedObservations, summary: dict[str, Any], delta: float,
+               confidence: float, threshold: str | float, *, direction: str, estimate: str,
+               split_fraction: float, seed: int, max_thresholds: int,
+               grid: str = "geometric") -> AuditResult:
+    """:func:`multi_run` on observations validated and sorted by the caller (the public
+    boundary), with ``delta``, ``confidence``, ``direction``, ``estimate`` and ``grid`` checked
+    there
+    and ``summary`` = ``_roc_summary(srt)`` (computed once for every split)."""
+    obs = srt.obs
     fail = 1 - confidence
-    srt = _Sorted.of(obs)
     settings: dict[str, Any] = {"n": obs.n, "n_members": obs.n_members, "direction": direction,
                                 "estimate": estimate, "interval": "clopper_pearson"}
-    if threshold == "multi_split":  # S seeded splits combined validly (estimators.split_rule)
-        return multi_run_splits(obs.member, obs.score, delta, confidence, seed=seed,
-                                split_fraction=split_fraction, direction=direction,
-                                estimate=estimate, max_thresholds=max_thresholds)
     if isinstance(threshold, str):
         check_choice("threshold", threshold, ("bonferroni", "split", "multi_split"))
         settings["threshold"] = threshold
@@ -346,11 +324,11 @@ def multi_run(member: Any, score: Any, delta: float = 0.0, confidence: float = 0
             if min(a.n_members, a.n_nonmembers, c.n_members, c.n_nonmembers) == 0:
                 raise ValueError("split leaves a part without members or non-members; "
                                  "use more trials or threshold='bonferroni'")
-            srt_a = _Sorted.of(a)
+            srt_a = SortedObservations.of(a)
             cands = _candidates(srt_a, max_thresholds)
             vals_a, _, _ = _evaluate(_sweep(srt_a, cands), fail, delta, direction, estimate)
             chosen = float(cands[int(np.argmax(vals_a))])
-            sw = _sweep(_Sorted.of(c), np.array([chosen]))
+            sw = _sweep(SortedObservations.of(c), np.array([chosen]))
             vals, _, b = _evaluate(sw, fail, delta, direction, estimate)
             value = float(vals[0])
             tp, fp, n_pos, n_neg = sw.tp[0], sw.fp[0], sw.n_pos, sw.n_neg
@@ -372,7 +350,7 @@ def multi_run(member: Any, score: Any, delta: float = 0.0, confidence: float = 0
         b_i = [float(x[0]) for x in b]
     details = {"threshold": chosen, "tp": int(tp), "fp": int(fp), "n_members": n_pos,
                "n_nonmembers": n_neg, "tpr_bounds": b_i[:2], "fpr_bounds": b_i[2:],
-               **_roc_summary(srt)}
+               **summary}
     return _result(value, n_pos, n_neg, delta, confidence, estimate, settings, details)
 
 
@@ -383,15 +361,28 @@ def multi_run_splits(member: Any, score: Any, delta: float = 0.0, confidence: fl
     """S seeded ``threshold="split"`` audits combined by :mod:`dpaudit.estimators.split_rule`
     (``multi_run(threshold="multi_split")`` and :func:`dpaudit.estimators.multi_split.
     multi_split`)."""
-    obs = MembershipObservations.from_arrays(member, score)
-    obs.require_both_classes()
-    delta, gamma = check_delta(delta), check_confidence(confidence)
+    srt = SortedObservations.from_arrays(member, score)  # validated and sorted once
+    delta, confidence = check_delta(delta), check_confidence(confidence)
+    check_choice("direction", direction, DIRECTIONS)
+    check_choice("estimate", estimate, ESTIMATES)
+    return _multi_run_splits(srt, delta, confidence, n_splits=n_splits, combine=combine,
+                             split_fraction=split_fraction, seed=seed, direction=direction,
+                             estimate=estimate, max_thresholds=max_thresholds)
+
+
+def _multi_run_splits(srt: SortedObservations, delta: float, gamma: float, *, n_splits: int,
+                      combine: str, split_fraction: float, seed: int, direction: str,
+                      estimate: str, max_thresholds: int) -> AuditResult:
+    """:func:`multi_run_splits` on observations validated and sorted once by the caller:
+    every split's row is :func:`_multi_run` with ``threshold="split"`` on the same sorted
+    observations and the same ROC summary of all the trials."""
     how = check_choice("combine", combine, SPLIT_COMBINE)
     s_count = check_count("n_splits", n_splits, minimum=1)
     per = per_split_confidence(gamma, how, s_count)
     seeds = split_seeds(seed, s_count)
-    rows = [multi_run(obs.member, obs.score, delta=delta, confidence=per, threshold="split",
-                      direction=direction, estimate=estimate, split_fraction=split_fraction,
-                      seed=sd, max_thresholds=max_thresholds) for sd in seeds]
+    summary = _roc_summary(srt)
+    rows = [_multi_run(srt, summary, delta, per, "split", direction=direction,
+                       estimate=estimate, split_fraction=split_fraction, seed=sd,
+                       max_thresholds=max_thresholds) for sd in seeds]
     return combine_splits(rows, delta=delta, confidence=gamma, combine=how, per=per, seed=seed,
                           seeds=seeds)

@@ -20,10 +20,12 @@ ci)``;
 
 Distribution-aware rows (``DISTRIBUTION_METHODS``, docs/one_run_distribution.md) use the
 scores themselves rather than guesses: ``"hockey_stick"`` (finite-sample, model-free),
-``"gaussian_pair"`` / ``"gaussian_pair_equal"`` (finite-sample under a Gaussian model) and the
-plug-in estimates ``"gaussian_pair_fit"`` / ``"hockey_stick_histogram"``
-(``guarantee="asymptotic"``: never the primary row unless ``allow_asymptotic=True``, and not
-counted in the ``simultaneous`` split).
+``"gaussian_pair_equal"`` (finite-sample under an equal-variance Gaussian model, printed as an
+assumption), ``"gaussian_pair"`` (unequal variances: an estimate, ``ESTIMATE_METHODS``, never
+the primary row nor a verdict: it over-claims on DP-SGD scores) and the plug-in estimates
+``"gaussian_pair_fit"`` / ``"hockey_stick_histogram"`` (``guarantee="asymptotic"``: never the
+primary row unless ``allow_asymptotic=True``).  Neither kind is counted in the
+``simultaneous`` split.
 
 Choosing (k_plus, k_minus) after seeing the data is a multiple-testing problem: reporting the
 best of G bounds each computed at confidence gamma over-claims.  Here each method evaluates a
@@ -70,12 +72,15 @@ from dpaudit.validation import (
 )
 
 __all__ = ["audit_one_run", "guess_counts", "default_grid", "ONE_RUN_METHODS",
-           "DEFAULT_FRACTIONS", "DISTRIBUTION_METHODS", "ASYMPTOTIC_METHODS"]
+           "DEFAULT_FRACTIONS", "DISTRIBUTION_METHODS", "ASYMPTOTIC_METHODS",
+           "ESTIMATE_METHODS"]
 
 ONE_RUN_METHODS = ("tight", "bits", "steinke", "mahloujifar")
 DISTRIBUTION_METHODS = ("hockey_stick", "gaussian_pair", "gaussian_pair_equal",
                         "gaussian_pair_fit", "hockey_stick_histogram")
 ASYMPTOTIC_METHODS = ("gaussian_pair_fit", "hockey_stick_histogram")
+#: rows that are estimates under a model the audited mechanism need not meet: never a verdict
+ESTIMATE_METHODS = ("gaussian_pair",)
 DEFAULT_FRACTIONS = (0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0)
 
 
@@ -244,11 +249,16 @@ def audit_one_run(member: Any, score: Any, delta: float = 1e-5, confidence: floa
         raise ValueError(f"methods: the first (primary, verdict) method {methods[0]!r} has no "
                          f"finite-sample guarantee; put a finite-sample method first or pass "
                          f"allow_asymptotic=True")
+    if methods[0] in ESTIMATE_METHODS:
+        raise ValueError(f"methods: the first (primary, verdict) method {methods[0]!r} is an "
+                         f"estimate under a Gaussian model that DP-SGD scores do not meet, "
+                         f"never the basis of a verdict; put another method first")
     if len(set(methods)) != len(methods):
         raise ValueError(f"methods must not repeat a method; got {list(methods)}")
     dist = [m for m in methods if m in DISTRIBUTION_METHODS]
     methods_all, methods = methods, tuple(m for m in methods if m not in DISTRIBUTION_METHODS)
-    n_split = len([m for m in methods_all if m not in ASYMPTOTIC_METHODS]) or 1
+    n_split = len([m for m in methods_all
+                   if m not in ASYMPTOTIC_METHODS + ESTIMATE_METHODS]) or 1
     if any(m != "steinke" for m in methods):
         resolve_family(family, delta)  # validate early, with the family's own message
     if bits_threshold is not None:

@@ -149,7 +149,10 @@ def verdict_from_results(results: Sequence[AuditResult], claimed_epsilon: float,
     Rows with ``guarantee="asymptotic"`` (plug-in estimates without a finite-sample
     guarantee) never decide: as the primary row they are refused, and the Bonferroni rule
     leaves them out, unless ``allow_asymptotic=True`` (then, under "bonferroni", they are
-    compared with the claim like any other row, which carries no guarantee).
+    compared with the claim like any other row, which carries no guarantee).  Other
+    estimates (``is_estimate`` with a finite-sample ``guarantee`` under a model, e.g. the
+    unequal-variance ``gaussian_pair``) never decide, whatever the flags: refused as the
+    primary row, left out by the Bonferroni rule.
     """
     rs = list(results)
     if not rs or not all(isinstance(r, AuditResult) for r in rs):
@@ -165,6 +168,13 @@ def verdict_from_results(results: Sequence[AuditResult], claimed_epsilon: float,
                              "pass allow_asymptotic=True to take a verdict from them")
     claimed = check_nonnegative("claimed_epsilon", claimed_epsilon)
     check_choice("rule", rule, VERDICT_RULES)
+    if rule == "bonferroni":
+        # estimates (AuditResult.is_estimate) never decide: left out like asymptotic rows
+        rs = [r for r in rs if not r.is_estimate
+              or (allow_asymptotic and r.guarantee == "asymptotic")]
+        if not rs:
+            raise ValueError("results: every row is an estimate, none is a lower bound: no "
+                             "verdict")
     methods = tuple(r.method for r in rs)
     if rule == "primary":
         basis = rs[0]

@@ -124,7 +124,7 @@ def auroc(member: Any, score: Any, *, convention: str = "mann_whitney") -> float
     check_choice("convention", convention, AUROC_CONVENTIONS)
     obs = _obs(member, score)
     if convention == "convex_hull":
-        f, t = roc_convex_hull(obs.member, obs.score)
+        f, t = _roc_convex_hull(obs)
         return float(np.sum((f[1:] - f[:-1]) * (t[1:] + t[:-1])) / 2)
     order = np.argsort(obs.score)
     return auroc_from_counts(counts_from_sorted(obs.score[order], obs.member[order]))
@@ -133,7 +133,11 @@ def auroc(member: Any, score: Any, *, convention: str = "mann_whitney") -> float
 def roc_points(member: Any, score: Any) -> tuple[np.ndarray, np.ndarray]:
     """(FPR, TPR) of every threshold rule "score >= t", t over the distinct scores and +inf,
     from (0, 0) to (1, 1), FPR non-decreasing (one sort, cumulative counts)."""
-    obs = _obs(member, score)
+    return _roc_points(_obs(member, score))
+
+
+def _roc_points(obs: MembershipObservations) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`roc_points` of validated observations."""
     values, inv = np.unique(-obs.score, return_inverse=True)  # descending scores
     c1 = np.bincount(inv, weights=obs.member.astype(float), minlength=values.size)
     c0 = np.bincount(inv, minlength=values.size) - c1
@@ -148,9 +152,14 @@ def roc_convex_hull(member: Any, score: Any) -> tuple[np.ndarray, np.ndarray]:
     (Provost & Fawcett 2001).  Qhull (``scipy.spatial.ConvexHull``) on the ROC points plus the
     corner (1, 0): the hull's other vertices are exactly the upper chain, since every ROC point
     has TPR >= 0 and FPR <= 1."""
+    return _roc_convex_hull(_obs(member, score))
+
+
+def _roc_convex_hull(obs: MembershipObservations) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`roc_convex_hull` of validated observations."""
     from scipy.spatial import ConvexHull, QhullError
 
-    fpr, tpr = roc_points(member, score)
+    fpr, tpr = _roc_points(obs)
     pts = np.unique(np.column_stack([fpr, tpr]), axis=0)
     pts = np.vstack([pts, [[1.0, 0.0]]])
     try:
@@ -172,8 +181,8 @@ def max_accuracy(member: Any, score: Any, prevalence: float | None = None) -> fl
     """max over thresholds of prevalence TPR + (1 - prevalence)(1 - FPR); ``prevalence``
     defaults to the members' share (then it is the best empirical accuracy of one threshold).
     A linear objective: the hull vertices give the same maximum as all the ROC points."""
-    fpr, tpr = roc_points(member, score)
     obs = _obs(member, score)
+    fpr, tpr = _roc_points(obs)
     p = obs.n_members / obs.n if prevalence is None else check_probability("prevalence",
                                                                            prevalence)
     return float(np.max(p * tpr + (1 - p) * (1 - fpr)))
@@ -204,6 +213,12 @@ def auroc_interval(member: Any, score: Any, confidence: float = 0.95, method: st
     obs = _obs(member, score)
     gamma = check_confidence(confidence)
     check_choice("method", method, AUROC_METHODS)
+    return _auroc_interval(obs, gamma, method, n_resamples, seed)
+
+
+def _auroc_interval(obs: MembershipObservations, gamma: float, method: str,
+                    n_resamples: int, seed: Any) -> MetricInterval:
+    """:func:`auroc_interval` of validated observations (``gamma``, ``method`` checked)."""
     x, y = obs.score[obs.member], obs.score[~obs.member]
     order = np.argsort(obs.score)
     counts = counts_from_sorted(obs.score[order], obs.member[order])
@@ -243,7 +258,7 @@ def tpr_at_fpr(member: Any, score: Any, fpr: float, *, convention: str = "step")
     obs = _obs(member, score)
     f = check_probability("fpr", fpr)
     if convention == "interpolated":
-        hf, ht = roc_convex_hull(obs.member, obs.score)
+        hf, ht = _roc_convex_hull(obs)
         return float(np.interp(f, hf, ht))
     return float(_tpr_xy(obs.score[obs.member], obs.score[~obs.member], f))
 
@@ -261,6 +276,13 @@ def tpr_at_fpr_interval(member: Any, score: Any, fpr: float, confidence: float =
     f = check_probability("fpr", fpr)
     gamma = check_confidence(confidence)
     how = check_choice("method", method, ("bca", "percentile"))
+    return _tpr_at_fpr_interval(obs, f, gamma, how, n_resamples, seed)
+
+
+def _tpr_at_fpr_interval(obs: MembershipObservations, f: float, gamma: float, how: str,
+                         n_resamples: int, seed: Any) -> MetricInterval:
+    """:func:`tpr_at_fpr_interval` of validated observations (``f``, ``gamma``, ``how``
+    checked)."""
     x, y = obs.score[obs.member], obs.score[~obs.member]
     est = float(_tpr_xy(x, y, f))
 
@@ -297,16 +319,21 @@ def attack_metrics(member: Any, score: Any, confidence: float = 0.95, *,
                    bootstrap: bool = True, n_resamples: int = 2000, seed: Any = 0
                    ) -> dict[str, Any]:
     """AUROC and TPR at each FPR of ``fprs``, with intervals, as a JSON-ready dict (for
-    results' ``details`` and reports).  ``bootstrap=False`` skips the TPR bootstrap."""
-    out: dict[str, Any] = {"auroc": auroc_interval(member, score, confidence, auroc_method,
-                                                   n_resamples=n_resamples,
-                                                   seed=seed).to_dict()}
+    results' ``details`` and reports).  ``bootstrap=False`` skips the TPR bootstrap.
+    The observations are validated once, here, and passed to every metric."""
+    obs = _obs(member, score)
+    gamma = check_confidence(confidence)
+    check_choice("method", auroc_method, AUROC_METHODS)
+    out: dict[str, Any] = {"auroc": _auroc_interval(obs, gamma, auroc_method, n_resamples,
+                                                    seed).to_dict()}
+    x, y = obs.score[obs.member], obs.score[~obs.member]
     for f in fprs:
         key = f"tpr_at_fpr_{f:g}"
+        fv = check_probability("fpr", f)
         if bootstrap:
-            out[key] = tpr_at_fpr_interval(member, score, f, confidence,
-                                           n_resamples=n_resamples, seed=seed).to_dict()
+            out[key] = _tpr_at_fpr_interval(obs, fv, gamma, "bca", n_resamples,
+                                            seed).to_dict()
         else:
-            out[key] = {"estimate": tpr_at_fpr(member, score, f), "low": None, "high": None,
+            out[key] = {"estimate": float(_tpr_xy(x, y, fv)), "low": None, "high": None,
                         "confidence": confidence, "method": None}
     return out

@@ -20,6 +20,8 @@ LIBRARIES: dict[str, tuple[str, str]] = {
     "dpaudit": ("dpaudit.zoo.reference_zoo", "numpy"),
     "diffprivlib": ("dpaudit.zoo.diffprivlib_zoo", "diffprivlib"),
     "opendp": ("dpaudit.zoo.opendp_zoo", "opendp"),
+    # imports only with opendp 0.4.x installed (a known violation fixed in 0.5.0)
+    "opendp-0.4": ("dpaudit.zoo.opendp_legacy_zoo", "dpaudit.zoo.opendp_legacy_zoo"),
     "python-dp": ("dpaudit.zoo.pydp_zoo", "pydp"),
     "pipeline-dp": ("dpaudit.zoo.pipelinedp_zoo", "pipeline_dp"),
     "smartnoise-sql": ("dpaudit.zoo.smartnoise_zoo", "snsql"),

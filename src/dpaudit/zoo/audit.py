@@ -53,7 +53,7 @@ def search_seed_of(seed: int) -> int:
     (a stream independent of the final audit's trial streams of ``seed``)."""
     from dpaudit.randomness import seed_sequence
 
-    return int(seed_sequence(int(seed), "zoo_search").generate_state(1, np.uint64)[0] >> 1)
+    return int(seed_sequence(int(seed), "zoo_search").generate_state(1, np.uint64)[0]) >> 1
 
 
 def _search_trial(k: int, side: int, t: int) -> int:

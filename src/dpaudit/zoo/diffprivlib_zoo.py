@@ -26,7 +26,16 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.zoo.entry import Cause, Coordinate, Identity, NegAbs, Negate, Pair, ZooEntry
+from dpaudit.zoo.entry import (
+    Cause,
+    Coordinate,
+    Identity,
+    NegAbs,
+    Negate,
+    OffGrid,
+    Pair,
+    ZooEntry,
+)
 
 __all__ = ["entries", "float_sum_pair"]
 
@@ -184,6 +193,19 @@ def entries() -> list[ZooEntry]:
                             Pair("value 1e15 vs 1e15 + 1 (float Laplace, large magnitude)",
                                  1e15, 1e15 + 1.0, V)),
                  "mechanisms.Laplace, sensitivity 1", adjacency=V),
+        ZooEntry("diffprivlib/Laplace-precision", LIB,
+                 Mech("Laplace", eps, (("sensitivity", 1.0),)), eps, 0.0,
+                 (Pair("value 1 vs 0 (float precision of value + noise)", 1.0, 0.0, V),),
+                 "mechanisms.Laplace, sensitivity 1, precision of the output",
+                 scores=(OffGrid(),), adjacency=V,
+                 cause=Cause("diffprivlib.mechanisms.laplace",
+                             "return value - scale * standard_laplace",
+                             "value - scale * noise is computed in floats: for value 1 every "
+                             "output in (-1/2, 1/2) is a multiple of 2^-53, for value 0 most "
+                             "are not, so the output set 'finer than 2^-53 near 0' has "
+                             "probability about 0.2 vs 0",
+                             "Haney, Desfontaines, Hartman, Shrestha, Hay 2022 (precision-based "
+                             "attacks); IBM/differential-privacy-library issue #94 (open)")),
         ZooEntry("diffprivlib/Laplace-eps20", LIB,
                  Mech("Laplace", 20.0, (("sensitivity", 1.0),)), 20.0, 0.0,
                  (Pair("value 0 vs 1", 0.0, 1.0, V),), "mechanisms.Laplace, extreme epsilon 20",

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Pair", "Cause", "ZooEntry", "Identity", "Negate", "NegAbs", "Coordinate",
+__all__ = ["Pair", "Cause", "ZooEntry", "Identity", "Negate", "NegAbs", "Coordinate", "OffGrid",
            "finite_score", "library_version", "locate", "tested_claim"]
 
 _BIG = 1.0e300
@@ -93,6 +93,35 @@ class Coordinate:
         return f"{'-' if self.sign < 0 else ''}output[{self.index}]"
 
 
+@dataclass(frozen=True)
+class OffGrid:
+    """score = 1 when |output| < limit and output is not a multiple of ``grid``, else 0.
+
+    The precision-based test of Haney, Desfontaines, Hartman, Shrestha and Hay, "Precision-based
+    attacks and interval refining: how to break, then fix, differential privacy on finite
+    computers" (2022), Section 3: a float x + noise with x = 1 and |x + noise| < 1/2 is exact and
+    a multiple of 2^-53, while noise alone (x = 0) is finer near 0."""
+
+    grid: float = 2.0**-53
+    limit: float = 0.5
+
+    def __post_init__(self) -> None:
+        for name in ("grid", "limit"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
+                    or v <= 0:
+                raise ValueError(f"{name} must be a finite number > 0; got {v!r}")
+
+    def __call__(self, output: Any) -> float:
+        v = float(output)
+        if not math.isfinite(v) or abs(v) >= self.limit:
+            return 0.0
+        return 0.0 if (v / self.grid).is_integer() else 1.0
+
+    def __str__(self) -> str:
+        return f"1[|output| < {self.limit:g}, output not a multiple of {self.grid:.3g}]"
+
+
 DEFAULT_SCORES = (Identity(), Negate())
 
 
@@ -116,13 +145,20 @@ class Cause:
 
     ``module`` is the importable module holding the faulty code and ``snippet`` a string on the
     faulty line; :func:`locate` finds the file and line in the installed package, so the
-    report shows the line of the version actually audited (or says it was not found)."""
+    report shows the line of the version actually audited (or says it was not found).
+
+    ``compiled = (distribution, version, path, line)`` is for a cause in compiled code whose
+    source is not installed: the line of ``path`` in the library's repository at that
+    version's tag, read there by hand.  It is reported only when the installed version is
+    exactly ``version`` and ``snippet`` (the binding that calls the compiled function) is
+    found in ``module``; any other version leaves the cause unlocated."""
 
     module: str
     snippet: str
     explanation: str
     reference: str
     known: bool = True
+    compiled: tuple[str, str, str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -194,7 +230,15 @@ def library_version(dist: str) -> str:
 
 def locate(cause: Cause) -> tuple[str, int] | None:
     """(path relative to site-packages, 1-based line) of ``cause.snippet`` in the installed
-    ``cause.module``, or None when the snippet is not found (the cause is then not located)."""
+    ``cause.module``, or None when the snippet is not found (the cause is then not located).
+    For a ``compiled`` cause: (path in the repository at the tag, line) when the installed
+    version is the tagged one and the binding's snippet is found, else None."""
+    if cause.compiled is not None:
+        dist, version, cpath, cline = cause.compiled
+        found = locate(Cause(cause.module, cause.snippet, cause.explanation, cause.reference))
+        if found is None or library_version(dist) != version:
+            return None
+        return f"{cpath} (v{version} tag)", int(cline)
     try:
         mod = importlib.import_module(cause.module)
         src, _ = inspect.getsourcelines(mod)

@@ -73,6 +73,23 @@ def _sn_variance_scale() -> tuple[bool, str]:
     return (not ok), f"declared sensitivities of VAR's noisy sums: {[round(s, 6) for s in sens]}"
 
 
+def _odp_sized_float_sum() -> tuple[bool, str]:
+    """Casacuberta et al. 2022 on OpenDP <= 0.4: the sized float sum stated the ideal
+    sensitivity (d_in / 2)(U - L) although rounding moves it by 1024 (U - L) here."""
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    big, n = 2.0**50, 4096
+    t = (dp.vector_domain(dp.atom_domain(T=float, nan=False), size=n),
+         dp.symmetric_distance()) >> dp.t.then_clamp((big, big + 1.0)) >> dp.t.then_sum()
+    a = [big + 0.25] * n
+    moved = abs(float(t(a)) - float(t([big] + a[1:])))
+    sens = float(t.map(2))
+    return sens < moved, (f"n = {n}, bounds [2^50, 2^50 + 1], one record replaced: the sum "
+                          f"moves by {moved:g}, the stated sensitivity at d_in = 2 is "
+                          f"{sens:.6g}")
+
+
 FIXED: tuple[FixedViolation, ...] = (
     FixedViolation("smartnoise-sql", "opendp/smartnoise-sdk issue #317",
                    "SUM over a column with no bounds in the metadata was released with no "
@@ -94,6 +111,13 @@ FIXED: tuple[FixedViolation, ...] = (
                    "PR #624 (Feb 2026), released in smartnoise-synth 1.0.6 "
                    "(snsynth/models/dp_covariance.py:115 uses the censored data); not run "
                    "here: smartnoise-synth <= 1.0.5 needs opacus < 0.15 (an old torch)", None),
+    FixedViolation("opendp", "Casacuberta, Shoemate, Vadhan, Wagaman, CCS 2022 (rounding "
+                   "attack on sized float sums)",
+                   "make_sized_bounded_sum / _mean stated the ideal sensitivity (d_in / 2) "
+                   "(U - L); the float sum moves by 1024 (U - L) at n = 4096, |x| ~ 2^50 "
+                   "(reproduced on opendp 0.4.0: docs/zoo-opendp-0.4.md)",
+                   "OpenDP 0.5.0 (PRs #467 sum, #476 mean: the relation includes the "
+                   "rounding error)", _odp_sized_float_sum),
 )
 
 

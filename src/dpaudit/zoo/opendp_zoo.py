@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.zoo.entry import Coordinate, Identity, Negate, Pair, ZooEntry
+from dpaudit.zoo.entry import Cause, Coordinate, Identity, Negate, Pair, ZooEntry
 
 __all__ = ["entries"]
 
@@ -63,7 +63,8 @@ class Built:
 
 
 _CACHE: dict[Built, Any] = {}
-_INT_IN = {"count", "sum", "sum_sized", "histogram", "quantile", "discrete_laplace"}
+_INT_IN = {"count", "sum", "sum_sized", "histogram", "quantile", "discrete_laplace",
+           "variance_sized", "ssd_sized"}
 
 
 def _build(kind: str, p: dict[str, Any]) -> Any:
@@ -93,6 +94,12 @@ def _build(kind: str, p: dict[str, Any]) -> Any:
         sized = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=p["size"])
         return (sized, dp.symmetric_distance()) >> dp.t.then_clamp(p["bounds"]) >> \
             dp.t.then_sum() >> dp.m.then_laplace(p["scale"])
+    if kind in ("variance_sized", "ssd_sized"):
+        sized = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=p["size"])
+        stat = dp.t.then_variance() if kind == "variance_sized" else \
+            dp.t.then_sum_of_squared_deviations()
+        return (sized, dp.symmetric_distance()) >> dp.t.then_clamp(p["bounds"]) >> stat >> \
+            dp.m.then_laplace(p["scale"])
     if kind == "histogram":
         cats = list(p["categories"])
         return (dp.vector_domain(dp.atom_domain(T=str)), dp.symmetric_distance()) >> \
@@ -101,6 +108,25 @@ def _build(kind: str, p: dict[str, Any]) -> Any:
         return (vec, dp.symmetric_distance()) >> dp.m.then_private_quantile(
             dp.max_divergence(), candidates=list(p["candidates"]), alpha=0.5, scale=p["scale"])
     raise ValueError(f"unknown OpenDP measurement kind {kind!r}")
+
+
+def _ssd_cause(which: str) -> Cause:
+    """OpenDP issue #2923: the sum of squared deviations (and the variance built on it)
+    accounts for the rounding of the sums but not for the rounding of the empirical mean it
+    subtracts; replacing one record can flip that rounding and move every deviation.  The
+    line is the v0.14.2 tag's; at any other installed version the cause is not located (the
+    verdict is then "unexplained", never a finding)."""
+    return Cause(
+        module="opendp.transformations", snippet=f"def make_{which}(",
+        explanation="the function computes mean = sum / n in floats and sums (x - mean)^2; "
+        "the stability map (d_in / 2) range'^2 (n - 1) / n + relaxation widens the range by the "
+        "error of the sum but not by the rounding of the mean: replacing 2^50 + 1/4 by "
+        "2^50 + 1/2 in 4096 x (2^50 + 1/4) moves the sum of squared deviations by 255.9 > the "
+        "stated 54.4 (the variance by 0.0625 > 0.0133)",
+        reference="opendp/opendp issue #2923 (open; Casacuberta et al. 2022 class of attacks)",
+        known=True,
+        compiled=("opendp", "0.14.2",
+                  "rust/src/transformations/sum_of_squared_deviations/mod.rs", 112))
 
 
 def _entry(key: str, built: Built, pairs: tuple[Pair, ...], description: str,
@@ -148,6 +174,22 @@ def entries() -> list[ZooEntry]:
                      (big,) + fl0[1:], "replace_one"),),
                "sized (n = 4096) clamp [2^50, 2^50 + 1] >> sum >> laplace(24600); claim at "
                "d_in = 2 (one record replaced)", "replace_one", trials_scale=0.5),
+        _entry("opendp/variance-float-sized",
+               Built("variance_sized", (("bounds", (big, big + 1.0)), ("size", n),
+                                        ("scale", 0.0133), ("d_in", 2))),
+               (Pair(f"float mean: {n} x (2^50+1/4) vs one record 2^50+1/2", fl0,
+                     (big + 0.5,) + fl0[1:], "replace_one"),),
+               "sized (n = 4096) clamp [2^50, 2^50 + 1] >> variance >> laplace(0.0133); claim "
+               "at d_in = 2 (one record replaced)", "replace_one", trials_scale=0.5,
+               cause=_ssd_cause("variance")),
+        _entry("opendp/ssd-float-sized",
+               Built("ssd_sized", (("bounds", (big, big + 1.0)), ("size", n),
+                                   ("scale", 54.4), ("d_in", 2))),
+               (Pair(f"float mean: {n} x (2^50+1/4) vs one record 2^50+1/2", fl0,
+                     (big + 0.5,) + fl0[1:], "replace_one"),),
+               "sized (n = 4096) clamp [2^50, 2^50 + 1] >> sum_of_squared_deviations >> "
+               "laplace(54.4); claim at d_in = 2 (one record replaced)", "replace_one",
+               trials_scale=0.5, cause=_ssd_cause("sum_of_squared_deviations")),
         _entry("opendp/histogram", Built("histogram", (("categories", ("a", "b")),
                                                       ("scale", 1.0))),
                (Pair("empty vs ['a']", (), ("a",), A),),

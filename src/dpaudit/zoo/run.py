@@ -33,6 +33,10 @@ COVERAGE_NOTES = (
     "2-core machine, so the thousands of runs of a black-box audit would take many hours.",
     "OpenDP 0.16.0 (outside the zoo extra: smartnoise-sql 1.0.10 requires opendp 0.14.x) is "
     "audited with the same entries from a venv with opendp==0.16.0: docs/zoo-opendp-0.16.md.",
+    "OpenDP 0.4.0 (the version before the fix of Casacuberta et al. 2022) still installs "
+    "(numpy < 2); its sized float sum and mean are audited by the library `opendp-0.4` "
+    "from a venv with opendp==0.4.0 (command in dpaudit.zoo.opendp_legacy_zoo): "
+    "docs/zoo-opendp-0.4.md.",
     "diffprivlib LinearRegression with fit_intercept=True spends its intercept slice twice "
     "(IBM/differential-privacy-library issue #104, item 2: the X and y means each get "
     "epsilon / (d + 1)), i.e. 1.5 epsilon for one feature.  Not counted: diffprivlib does not "
@@ -42,6 +46,14 @@ COVERAGE_NOTES = (
     "2 epsilon, VAR 3 epsilon); this is documented (PrivateReader.get_privacy_cost) and the "
     "zoo's claims are those costs, not a violation.",
 )
+
+
+# Libraries outside the `zoo` extra: how their venv is built (printed when a run has them).
+VENVS = {
+    "opendp-0.4": "python3 -m venv /tmp/venv-odp04 && /tmp/venv-odp04/bin/pip install "
+                  "opendp==0.4.0 \"numpy<2\" -e . && /tmp/venv-odp04/bin/python -m dpaudit zoo "
+                  "--only opendp-0.4 --out docs/zoo-opendp-0.4.md",
+}
 
 
 @dataclass(frozen=True)
@@ -106,7 +118,7 @@ def run_zoo(*, trials: int = 4000, seed: int = 0, only: tuple[str, ...] | None =
         if partial is not None:
             partial(ZooRun(tuple(out), tuple(gbs), (), skipped, trials, seed, confidence, conf))
     fixed = tuple(check_all()) if only is None or any(
-        o.split("/")[0] == "smartnoise-sql" for o in only) else ()
+        o.split("/")[0] in ("smartnoise-sql", "opendp") for o in only) else ()
     return ZooRun(tuple(out), tuple(gbs), fixed, skipped, trials, seed, confidence, conf)
 
 
@@ -142,6 +154,11 @@ def markdown(run: ZooRun, *, command: str) -> str:
         "installed library source; \"unexplained\" (bound above, no located cause) is not a "
         "finding.",
         "",
+    ]
+    groups = sorted({r.key.split("/")[0] for r in run.results} & set(VENVS))
+    lines += [f"The `{_md(g)}` entries need a venv of their own: `{_md(VENVS[g])}`."
+              for g in groups] + ([""] if groups else [])
+    lines += [
         "| library | version | mechanism | neighbours | score | claimed eps (delta) | "
         "tested eps | audit eps lower bound | trials (search) | time s | verdict | cause | "
         "grey-box |",
