@@ -14,11 +14,12 @@ statistically when the bound exceeds the claim; the claim check (batch sizes wit
 Binomial spread) is counted separately.  Resumable JSONL, one row per seed.
 
 **theory** -- how big a gap there is to find, and how big an audit finds it.  The
-worst-case canary of shuffled DP-SGD (Chua et al., "How Private are DP-SGD
-Implementations?", ICML 2024, §3: the differing example's gradient is C on a coordinate no
-other example moves) is released once per epoch in one of b = 1/q batches at a uniformly
-random position: per epoch the auditor sees P = N(0, sigma^2 I_b) without it and
-Q = (1/b) sum_j N(e_j, sigma^2 I_b) with it (in units of C), epochs independent.  Its
+canary of these audits (its gradient is C on a coordinate no other example moves; lower
+bounds for shuffling in Chua et al., "How Private are DP-SGD Implementations?", ICML 2024,
+are built on such one-coordinate instances) is released once per epoch in one of b = 1/q
+batches at a uniformly random position: per epoch the auditor sees
+P = N(0, sigma^2 I_b) without it and Q = (1/b) sum_j N(e_j, sigma^2 I_b) with it (in units
+of C), epochs independent.  Its
 privacy loss L = sum_epochs [logsumexp_j((x_j - 1/2) / sigma^2) - log b] is sampled under Q
 (Monte Carlo, ``--samples``); delta(eps) = E_Q[(1 - e^(eps - L))_+] gives the shuffled
 run's epsilon (an estimate of a lower bound on the true epsilon of shuffling, with a
