@@ -254,3 +254,13 @@ def test_sparse_planting_equals_dense_rows_through_opacus_clipping(clip: float) 
     # the planted C = 1), an excluded one 0 (noise 1e-9)
     np.testing.assert_allclose(y_sparse, np.where(bits, clip, 0.0), atol=1e-4)
     assert 10 < bits.sum() < 50
+
+
+def test_sparse_planting_sums_a_repeated_coordinate_once() -> None:
+    # the dense rows add values at a repeated coordinate (index_put accumulate); the sparse
+    # path merges them into the first slot, so the clipping norm sees |(1 + 2, 3)| = sqrt(18)
+    from dpaudit.training.canaries import _merge_repeats
+
+    merged = _merge_repeats(np.array([[5, 5, 7], [2, 3, 2]]),
+                            np.array([[1.0, 2.0, 3.0], [4.0, 0.5, -1.0]]))
+    np.testing.assert_array_equal(merged, [[3.0, 0.0, 3.0], [3.0, 0.5, 0.0]])
