@@ -44,11 +44,11 @@ VENV_ZOO := .venv-zoo
 $(VENV_ZOO)/.installed-zoo: pyproject.toml
 	$(PY) -m venv $(VENV_ZOO)
 	$(VENV_ZOO)/bin/python -m pip install --quiet --upgrade pip
-	$(VENV_ZOO)/bin/python -m pip install --quiet -e ".[zoo]" pytest
+	$(VENV_ZOO)/bin/python -m pip install --quiet -e ".[zoo-test]"
 	touch $@
 
 zoo-test: $(VENV_ZOO)/.installed-zoo
-	$(VENV_ZOO)/bin/python -m pytest tests/zoo -q
+	$(VENV_ZOO)/bin/python -m pytest -n 2 -q tests/zoo
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
