@@ -31,9 +31,17 @@ Streams (the derivations are frozen: changing one changes every seeded result):
 * ``"split"`` -- the seeds of the S threshold splits of
   :func:`dpaudit.estimators.multi_run.multi_run_splits`:
   ``SeedSequence(seed).generate_state(S)`` (32-bit words);
-* ``"training"``, ``"input_canaries"`` -- real DP-SGD training (:mod:`dpaudit.training`):
-  ``SeedSequence([seed, 0x7A1])`` and ``SeedSequence([seed, 0xB175])``, spawned into the
-  streams of one run.
+* ``"training"`` -- one Opacus training run (:func:`dpaudit.training.train_with_canaries`):
+  ``SeedSequence([seed, 0x7A1])``, spawned into the run's streams (model init, placement,
+  bits, sampling, noise); ``"jax_training"`` -- one JAX run
+  (:mod:`dpaudit.training.jax`): ``SeedSequence([seed, 0x4A58])``, spawned likewise;
+* ``"input_canaries"`` -- the own-loop gradient canaries' placement and bits
+  (``GradientCanaries.for_model``): ``SeedSequence([seed, 0xB175])`` (the name is historical:
+  it first drew input canaries; the derivation is kept so seeded runs reproduce);
+* ``"canary_sampling"`` -- the planted gradient canaries' own Poisson coins
+  (``GradientCanaries``): ``SeedSequence([seed, 0xCA7])``;
+* ``"example_canaries"`` -- the reserved-feature canary examples' plan
+  (``ExampleCanaries.for_model``): ``SeedSequence([seed, 0xE8A])``.
 * ``"zoo_search"`` -- the neighbour search of a zoo audit (:mod:`dpaudit.zoo.audit`): trial
   streams of the seed ``SeedSequence([seed, 0x2005]).generate_state(1, uint64) >> 1``, so the
   final audit's trials (the ``"trial"`` streams of ``seed``) never reuse them.
@@ -59,7 +67,10 @@ PURPOSES: dict[str, str] = {
     "tie_break": "SeedSequence(seed, spawn_key=(TIE_BREAK_KEY,))",
     "split": "SeedSequence(seed).generate_state(S, uint32)",
     "training": "SeedSequence([seed, 0x7A1])",
+    "jax_training": "SeedSequence([seed, 0x4A58])",
     "input_canaries": "SeedSequence([seed, 0xB175])",
+    "canary_sampling": "SeedSequence([seed, 0xCA7])",
+    "example_canaries": "SeedSequence([seed, 0xE8A])",
     "zoo_search": "trial streams of SeedSequence([seed, 0x2005]).generate_state(1, uint64) >> 1",
 }
 
@@ -67,7 +78,8 @@ PURPOSES: dict[str, str] = {
 TIE_BREAK_KEY = 0x74696562
 
 #: entropy tags of the purposes derived as SeedSequence([seed, tag]).
-_TAGS = {"training": 0x7A1, "input_canaries": 0xB175, "zoo_search": 0x2005}
+_TAGS = {"training": 0x7A1, "jax_training": 0x4A58, "input_canaries": 0xB175,
+         "canary_sampling": 0xCA7, "example_canaries": 0xE8A, "zoo_search": 0x2005}
 
 
 def as_rng(rng: np.random.Generator | int | None) -> np.random.Generator:
@@ -83,7 +95,7 @@ def as_rng(rng: np.random.Generator | int | None) -> np.random.Generator:
 
 def seed_sequence(seed: int, purpose: str) -> np.random.SeedSequence:
     """The SeedSequence of (seed, purpose) for the purposes derived from one (``"main"``,
-    ``"tie_break"``, ``"training"``, ``"input_canaries"``)."""
+    ``"tie_break"`` and those derived as ``SeedSequence([seed, tag])``)."""
     seed = check_count("seed", seed)
     if purpose == "main":
         return np.random.SeedSequence(seed)
@@ -91,7 +103,7 @@ def seed_sequence(seed: int, purpose: str) -> np.random.SeedSequence:
         return np.random.SeedSequence(seed, spawn_key=(TIE_BREAK_KEY,))
     if purpose in _TAGS:
         return np.random.SeedSequence([seed, _TAGS[purpose]])
-    raise ValueError(f"purpose must be one of main, tie_break, training, input_canaries (the "
+    raise ValueError(f"purpose must be one of main, tie_break, {', '.join(_TAGS)} (the "
                      f"streams derived from a SeedSequence); got {purpose!r}")
 
 

@@ -56,6 +56,7 @@ from dpaudit.canaries import (
     least_active,
     plan_gradient_canaries,
 )
+from dpaudit.randomness import seed_sequence, stream
 from dpaudit.training.common import INPUT_KINDS
 from dpaudit.training.models import count_coordinates, trainable_parameters
 from dpaudit.validation import check_choice, check_count, check_positive, check_probability
@@ -235,8 +236,7 @@ class GradientCanaries:
         self.q = q
         self.clip = check_positive("max_grad_norm", max_grad_norm)
         self.scale = float(scale)
-        self._rng = np.random.default_rng(np.random.SeedSequence([check_count("seed", seed),
-                                                                   0xCA7]))
+        self._rng = stream(seed, "canary_sampling")
         self.n = plan.n
         self._acc = WhiteBoxAccumulator(self.n, sampling_rate=q, amplitude=plan.amplitude)
         t, local = self.layout.split(plan.read_coords.ravel())
@@ -269,7 +269,7 @@ class GradientCanaries:
         clipping and wrong norms; :mod:`dpaudit.canaries.plan`).  Warns, with the remedy,
         when real data moves the read coordinates.  Call before ``make_private`` or after
         (the parameters are the same tensors)."""
-        rng = np.random.default_rng(np.random.SeedSequence([check_count("seed", seed), 0xB175]))
+        rng = np.random.default_rng(seed_sequence(seed, "input_canaries"))
         params = trainable_parameters(model)
         if not params:
             raise ValueError("model has no trainable parameters (requires_grad) to plant "

@@ -41,6 +41,7 @@ from dpaudit.canaries import (
     plan_reserved_examples,
     unit_rows,
 )
+from dpaudit.randomness import stream
 from dpaudit.training.canaries import _batch_size, _batch_unit, _clip_norms, _hook_free_copy
 from dpaudit.validation import check_count, check_positive
 
@@ -99,8 +100,7 @@ class ExampleCanaries:
         w = branch[0].weight
         plan = plan_reserved_examples(
             n, reserved=w.shape[1], num_classes=num_classes, sampling_rate=sampling_rate,
-            rng=np.random.default_rng(np.random.SeedSequence([check_count("seed", seed),
-                                                              0xE8A])), value=value)
+            rng=stream(seed, "example_canaries"), value=value)
         return cls(model, w, plan, in_features=inner.in_features, max_grad_norm=max_grad_norm)
 
     # -- the examples ----------------------------------------------------------------------

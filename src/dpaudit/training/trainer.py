@@ -23,6 +23,7 @@ import torch
 from torch.nn import functional as F
 
 from dpaudit.canaries import DEFAULT_SHAPES, Layout, RunFacts, plan_gradient_canaries
+from dpaudit.randomness import seed_sequence
 from dpaudit.training.canaries import (
     GradientCanaries,
     choose_coordinates,
@@ -115,7 +116,7 @@ class TrainingRun:
 
 
 def _seeds(seed: int) -> np.random.SeedSequence:
-    return np.random.SeedSequence([seed, 0x7A1])
+    return seed_sequence(seed, "training")
 
 
 def train_with_canaries(config: TrainingConfig, data: Dataset | None = None, *,

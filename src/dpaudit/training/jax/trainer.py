@@ -47,6 +47,7 @@ from dpaudit.canaries import (
     draw_bits,
     last_iterate_scores,
 )
+from dpaudit.randomness import seed_sequence
 from dpaudit.training.common import (
     CANARY_TYPES,
     INPUT_KINDS,
@@ -239,7 +240,7 @@ def train_jax_with_canaries(config: JaxTrainingConfig, data: DigitsArrays | None
 
     cfg = config
     start = time.perf_counter()
-    ss = np.random.SeedSequence([cfg.seed, 0x4A58]).spawn(5)
+    ss = seed_sequence(cfg.seed, "jax_training").spawn(5)
     rng_place, rng_bits, rng_input = (np.random.default_rng(s) for s in ss[:3])
     noise_seed, batch_seed = (int(v) for v in ss[3].generate_state(2))
     data = data if data is not None else load_digits_arrays(cfg.seed)
