@@ -22,6 +22,7 @@ need("jax_privacy")
 from dpaudit.canaries import correlated as K  # noqa: E402
 from dpaudit.cli import main  # noqa: E402
 from dpaudit.curves import dpsgd_curve  # noqa: E402
+from dpaudit.estimators.verdict import verdict_sentence  # noqa: E402
 from dpaudit.training.jax import (  # noqa: E402
     JaxTrainingConfig,
     audit_scores,
@@ -167,6 +168,13 @@ def test_cli_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert out["claimed_epsilon"] == pytest.approx(
         dpsgd_curve(3.0, 0.1, 10).epsilon(1e-5), rel=1e-3)
     assert set(out["scores_compared"]) == {"whitened", "naive", "sum"}
+    # the typed outcome's verdict (one wording, shared with every other audit kind)
+    basis = out["results"][0]
+    assert out["verdict_method"] == basis["method"] and out["verdict_rule"] == "primary"
+    assert out["violation"] == (basis["epsilon"] > out["claimed_epsilon"])
+    assert out["verdict"] == verdict_sentence(basis["epsilon"], out["claimed_epsilon"],
+                                              None, confidence=0.95)
+    assert out["verdict_guarantee"].startswith("P[false violation] <= 0.05")
 
 
 @pytest.mark.parametrize("argv, needle", [

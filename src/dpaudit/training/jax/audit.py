@@ -41,6 +41,7 @@ from dpaudit.curves.accounting import dpsgd_family
 from dpaudit.curves.families import claim_family
 from dpaudit.estimators.one_run import ONE_RUN_METHODS, audit_one_run
 from dpaudit.observations import MembershipObservations
+from dpaudit.outcome import Audit
 from dpaudit.results import AuditResult
 from dpaudit.training.common import TrainingAuditOutcome
 from dpaudit.training.jax.plan import claim_rounds, event_epsilon
@@ -88,6 +89,13 @@ class JaxTrainAudit(TrainingAuditOutcome):
     def checks(self) -> list[ClaimCheck]:
         """The deterministic claim checks (``claim_checks``), failed first."""
         return self.claim_checks
+
+    def to_audit(self) -> Audit:
+        """The typed outcome (:class:`dpaudit.outcome.Audit`, the verdict worded once); its
+        ``to_dict()`` is the ``train-audit --framework jax --json`` document."""
+        settings = {k: v for k, v in self.settings.items() if k != "null"}
+        return Audit.of(self.results, self.claimed_epsilon, observations=self.observations,
+                        settings=settings, extra=_jax_keys(self))
 
 
 def dpsgd_curve_epsilon(noise_multiplier: float, sampling_rate: float, rounds: int,
@@ -193,18 +201,15 @@ def run_claim_checks(run: JaxTrainingRun) -> list[ClaimCheck]:
 
 
 def jax_train_audit_dict(audit: JaxTrainAudit) -> dict[str, Any]:
-    """The ``train-audit --framework jax --json`` document (see module docstring)."""
-    from dpaudit.estimators.verdict import verdict_sentence
+    """The ``train-audit --framework jax --json`` document (see module docstring): the typed
+    outcome's (:meth:`JaxTrainAudit.to_audit`) ``to_dict()``."""
+    return audit.to_audit().to_dict()
 
-    basis = audit.verdict_result
+
+def _jax_keys(audit: JaxTrainAudit) -> dict[str, Any]:
+    """The JAX audit's keys beyond the results and the verdict (the ``extra`` of its
+    :class:`~dpaudit.outcome.Audit`)."""
     out: dict[str, Any] = {
-        "results": [r.to_dict() for r in audit.results],
-        "claimed_epsilon": audit.claimed_epsilon,
-        "violation": audit.violation,
-        "verdict": verdict_sentence(basis.epsilon, audit.claimed_epsilon,
-                                    getattr(basis, "assumption", None)),
-        "verdict_assumption": getattr(basis, "assumption", None),  # None: eps_delta null
-        "verdict_method": basis.method,
         "family": audit.settings.get("family", FAMILY),
         "delta": audit.delta,
         "confidence": audit.confidence,
