@@ -260,6 +260,7 @@ def test_binary_entropy_and_inverse():
     assert binary_entropy_inv(1.0) == 0.5
 
 
+@pytest.mark.slow
 def test_information_floor_below_bayes_for_asymmetric_curve():
     # p_f^e <= e* always; strictly for the (asymmetric) ordered subsampled Gaussian pair.
     c = SubsampledGaussianDP(1.0, 0.5)
@@ -297,6 +298,7 @@ TABLE_E = [(1000, 1000, 700, 0.7317, 0.7320), (1000, 200, 180, 1.7963, 1.7989),
            (10000, 1000, 900, 2.0152, 2.0212), (100000, 100000, 98200, 3.9565, 3.9600)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("m,r,v,e5,e0", TABLE_E)
 def test_table_e_steinke_values(m, r, v, e5, e0):
     assert _steinke_eps(m, r, v, D5) == pytest.approx(e5, abs=2e-4)
@@ -364,6 +366,7 @@ def _exact_coverage(p_true, n, ci):
     return float(pmf[keep][ups >= p_true].sum())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("p_true,n,lit,exact,hoef", TABLE_H)
 def test_table_h_exact_coverage(p_true, n, lit, exact, hoef):
     assert _exact_coverage(p_true, n, "aci") == pytest.approx(lit, abs=6e-5)

@@ -57,6 +57,7 @@ def test_audit_group_level(cli, capsys, records):
     assert d["results"][0]["epsilon"] == pytest.approx(want.epsilon, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_audit_parquet_and_multi_split(cli, capsys, records, tmp_path):
     pd = need("pandas")
     need("pyarrow")

@@ -49,6 +49,7 @@ def test_audit_verdicts(cli, capsys, scores_csv):
     assert rc == 0 and "no violation detected" in out
 
 
+@pytest.mark.slow
 def test_audit_grid_option(cli, capsys, scores_csv):
     """`--grid quantiles` is the library's grid="quantiles" (the 1000-quantile grid before the
     geometric default); the default is the library default."""

@@ -51,6 +51,7 @@ def test_wrong_and_correct_are_the_same_count(cli, capsys):
     assert rc == 2 and err.startswith("error: give exactly one of --wrong and --correct")
 
 
+@pytest.mark.slow
 def test_aliases_are_hidden_from_help(cli, capsys):
     for path, table in OPTION_ALIASES.items():
         rc, out, _ = cli(*path.split(), "--help")
@@ -89,6 +90,7 @@ def test_reproduce_size_option(cli, capsys):
     assert rc == 2 and "--full" in err
 
 
+@pytest.mark.slow
 def test_tables_have_no_constant_columns(cli, capsys):
     rc, out, _ = cli("simulate", "laplace", "--canaries", "2000")
     header = next(line for line in out.splitlines() if "method" in line)

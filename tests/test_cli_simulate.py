@@ -30,6 +30,7 @@ def test_flawed_gaussian_violation_json(capsys: pytest.CaptureFixture[str]) -> N
                                       "p_value", "settings", "details"}
 
 
+@pytest.mark.slow
 def test_correct_laplace_no_violation_table(capsys: pytest.CaptureFixture[str]) -> None:
     rc = main(["simulate", "laplace", "--epsilon", "2", "--canaries", "2000", "--seed", "1"])
     assert rc == 0
@@ -38,6 +39,7 @@ def test_correct_laplace_no_violation_table(capsys: pytest.CaptureFixture[str]) 
     assert "epsilon >=" in text and "claimed_epsilon" in text
 
 
+@pytest.mark.slow
 def test_svt_flawed_and_correct(capsys: pytest.CaptureFixture[str]) -> None:
     bad = run_json(capsys, "svt", "--flawed", "alg6", "--canaries", "10000")
     assert bad["violation"] is True and bad["results"][0]["epsilon"] > 1.0

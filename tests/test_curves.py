@@ -126,6 +126,7 @@ def test_numeric_delta_matches_closed_form(curve, eps):
     assert numeric_delta(curve, eps) == pytest.approx(curve.delta(eps), abs=1e-9)
 
 
+@pytest.mark.slow
 def test_bit_error_generic_matches_closed_forms():
     for c in CLOSED_FORM_CURVES:
         generic = 0.5 * (1 - numeric_delta(c, 0.0))
@@ -136,6 +137,7 @@ def test_bit_error_generic_matches_closed_forms():
         assert direct == pytest.approx(c.bit_error(), abs=1e-5)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(mu=st.floats(0.05, 6.0), q=st.floats(0.05, 1.0), eps=st.floats(0.05, 8.0))
 def test_tradeoff_is_a_tradeoff_function(mu, q, eps):

@@ -23,6 +23,7 @@ def test_tiny_noise_many_steps_refused():
         dpsgd_curve(0.05, 0.01, 1000)
 
 
+@pytest.mark.slow
 def test_tiny_noise_single_step_is_the_gaussian_mechanism():
     # q = 1, one step: the Gaussian mechanism with sensitivity 1 and sigma = 0.05, i.e.
     # 20-GDP; the coarsened grid is pessimistic, so epsilon is at least the exact one and close.

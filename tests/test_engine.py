@@ -49,6 +49,7 @@ def test_streams_pure_function_of_seed_and_trial() -> None:
     assert not np.isin(trial_rng(5, 8).random(4), big).any()
 
 
+@pytest.mark.slow
 def test_identical_across_executors_workers_chunking() -> None:
     want = _expected(ea.FAST, 11, 1500)
     runs = [execute(ea.FAST, trials=1500, seed=11, executor="inline"),
@@ -65,6 +66,7 @@ def test_identical_across_executors_workers_chunking() -> None:
     np.testing.assert_array_equal(obs.member, want[:, 0] > 0.5)
 
 
+@pytest.mark.slow
 def test_store_resume_computes_only_missing(tmp_path) -> None:
     path = tmp_path / "a.sqlite"
     want = _expected(ea.FAST, 3, 2000)
@@ -118,6 +120,7 @@ def test_driver_lock_refuses_second_driver(tmp_path) -> None:
     assert execute(ea.FAST, trials=20, seed=0, executor="inline", store=path).computed == 20
 
 
+@pytest.mark.slow
 def test_failures_retried_then_reported(tmp_path) -> None:
     n = 600
     # which trials fail: the mechanism's first draw (after the bit) is < 0.05
@@ -172,6 +175,7 @@ def test_run_chunk_retries_transient_failures() -> None:
     assert res.ok.all() and not res.failures
 
 
+@pytest.mark.slow
 def test_run_audit_fixed_n_matches_multi_run_and_mechanism() -> None:
     ar = run_audit(ea.FAST, trials=4000, seed=2, executor="process", workers=2,
                    claimed_epsilon=1.0, delta=1e-5)
@@ -319,6 +323,7 @@ def test_run_chunk_reports_wrong_sized_records() -> None:
     assert np.isnan(res.records[[3, 5]]).all()
 
 
+@pytest.mark.slow
 def test_failures_as_output_prevent_a_false_violation() -> None:
     """A mechanism that fails more often without the canary (engine_audits.FAILS) is exactly
     ln(2.5)-DP with failure as an output, ln(3)-DP conditioned on success.  The fixed-n audit

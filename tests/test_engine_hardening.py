@@ -130,6 +130,7 @@ def test_driver_death_leaves_no_worker_and_no_lock(tmp_path, capsys, sig) -> Non
     assert eng["reused"] >= 1 and eng["reused"] + eng["computed"] == eng["trials"] == stored + 3
 
 
+@pytest.mark.slow
 def test_commits_every_few_seconds_whatever_the_chunk_size(tmp_path) -> None:
     """An interrupted run keeps the trials of every finished chunk: chunks are sized to about
     ``commit_seconds`` of work (before: trials / 8 per chunk, nothing stored)."""
@@ -192,6 +193,7 @@ def test_sys_exit_in_a_trial_is_a_failure(tmp_path, capsys) -> None:
     assert "SystemExit: 3" in err[0]
 
 
+@pytest.mark.slow
 def test_trial_timeout(tmp_path, capsys) -> None:
     from dpaudit.cli import main
 

@@ -118,6 +118,7 @@ def test_second_driver_refused_then_sigkill_driver_then_resume(tmp_path, capsys)
         assert st.info().runs == 2  # the refused driver never registered a run
 
 
+@pytest.mark.slow
 def test_worker_dies_mid_run(tmp_path) -> None:
     from dpaudit.engine import ProcessExecutor
     from dpaudit.games.blackbox import BlackBoxAudit

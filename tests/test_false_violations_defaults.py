@@ -137,6 +137,7 @@ def _cli_json(capsys, argv):
     return json.loads(out)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0])
 @pytest.mark.parametrize("name", ["randomized_response", "laplace"])
 def test_issue_commands_report_no_violation(tmp_path, capsys, name, seed):

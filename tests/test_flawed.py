@@ -79,6 +79,7 @@ def test_all_methods_side_by_side() -> None:
     assert all(r.epsilon <= good.claimed_epsilon for r in good.results)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant,trials", [("alg3", 200_000), ("alg4", 20_000),
                                             ("alg5", 20_000), ("alg6", 20_000)])
 def test_flawed_svt_detected(variant: str, trials: int) -> None:
@@ -90,6 +91,7 @@ def test_flawed_svt_detected(variant: str, trials: int) -> None:
         assert r.epsilon <= SparseVector("alg4", epsilon=1.0, cutoff=10).true_epsilon
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("construction,trials", [("alternating", 20_000), ("probe", 200_000)])
 def test_correct_svt_not_detected(construction: str, trials: int) -> None:
     obs = svt_audit("alg1", trials, 5, epsilon=1.0, construction=construction)

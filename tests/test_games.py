@@ -107,6 +107,7 @@ def test_replace_one_adjacency_and_decoder_checks() -> None:
         CanaryGenerator([])
 
 
+@pytest.mark.slow
 def test_parallel_driver_reproducible_across_worker_counts() -> None:
     audit = gaussian_count_audit(sigma=1.0)
     a = run_trials(audit, 3000, seed=11, workers=1, progress=False)
@@ -145,6 +146,7 @@ def test_blackbox_bad_input() -> None:
         BlackBoxAudit(float, float, float, adjacency="swap")
 
 
+@pytest.mark.slow
 def test_blackbox_svt_equals_vectorised_game_in_law() -> None:
     # same game, trial-by-trial through the driver: detection of alg5 in both
     obs = run_trials(svt_blackbox_audit("alg5", queries=60), 4000, seed=3, workers=2,

@@ -197,6 +197,7 @@ def test_unequal_variances_is_an_estimate_never_a_verdict():
         verdict_from_results([rows[2], rows[0]], claim)
 
 
+@pytest.mark.slow
 def test_cli_prints_the_unequal_row_as_an_estimate(tmp_path, capsys):
     import json
 

@@ -103,6 +103,7 @@ def test_every_branch_equals_reference(monkeypatch, kind):
         _assert_same(t, s, kp, kn, int(rng.integers(0, 2**31)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stride", [1, 2, 3, 7, 32])
 def test_sampled_brackets_and_fallback_equal_reference(monkeypatch, stride):
     """The sampled brackets (taken from m = 1 on here, sample sizes m / stride), including

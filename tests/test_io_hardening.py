@@ -101,6 +101,7 @@ def test_npz_header_claiming_1e12_elements(tmp_path, capsys) -> None:
     assert "declares shape" in _one_error(capsys)
 
 
+@pytest.mark.slow
 def test_zip_bomb_npz_checked_from_the_directory(tmp_path, monkeypatch, capsys) -> None:
     from dpaudit.cli import main
 

@@ -230,6 +230,7 @@ def test_gaussian_calibration_table_spec_2_11() -> None:
         assert gaussian_sigma_for_epsilon(eps, 1e-5) ** 2 == pytest.approx(s2, rel=2e-3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["direct", "wishart"])
 def test_gaussian_scores_variance_and_exchangeability(method: str) -> None:
     # LiDP notes §5.13: marginal variance sigma^2 + (K-1)/d; §5.2: exchangeable tests
@@ -252,6 +253,7 @@ def test_gaussian_scores_variance_and_exchangeability(method: str) -> None:
     assert mu[1] > mu[0] ** 2
 
 
+@pytest.mark.slow
 def test_black_box_game_matches_vectorised_simulator() -> None:
     k, d, sigma, n = 4, 30, 0.7, 3000
     sphere = UnitSphereCanaries(d)

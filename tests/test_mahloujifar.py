@@ -68,6 +68,7 @@ def test_inverse_blowup_is_f_of_one_minus_y():
     assert np.allclose(inverse_blowup(lap, y), lap.tradeoff(1 - y))
 
 
+@pytest.mark.slow
 def test_other_families():
     lap = E.mahloujifar(m=1000, guesses=200, correct=180, family="laplace", delta=0.0)
     gdp = E.mahloujifar(m=1000, guesses=200, correct=180, family="gdp")

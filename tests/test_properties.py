@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.special import ndtr
@@ -35,6 +36,7 @@ EPS_TOL = 1e-9  # float slack when comparing two bounds computed by the same sea
 
 
 # ------------------------------------------------------------------------ monotone in evidence
+@pytest.mark.slow
 @FAST
 @given(n=st.integers(200, 3000), frac=st.floats(0.05, 1.0), acc=st.floats(0.5, 1.0),
        extra=st.integers(1, 20))
@@ -57,6 +59,7 @@ def test_bits_monotone_in_errors(n, rate, extra, family):
     assert b <= a + EPS_TOL
 
 
+@pytest.mark.slow
 @FAST
 @given(m=st.integers(100, 20_000), gfrac=st.floats(0.01, 1.0), acc=st.floats(0.3, 1.0),
        extra=st.integers(1, 30))
@@ -104,6 +107,7 @@ def test_lifted_monotone_in_hits(seed, trials, k, p1, p0):
         assert E.lifted(x2, y, delta=DELTA, order=order).epsilon >= a - EPS_TOL
 
 
+@pytest.mark.slow
 @FAST
 @given(n=st.integers(200, 5000), mu=st.floats(0.2, 3.0),
        c1=st.sampled_from([0.8, 0.9, 0.95]), dc=st.sampled_from([0.04, 0.049]))
@@ -159,6 +163,7 @@ def test_steinke_below_true_epsilon_at_expected_correct(m, eps, gfrac):
     assert res.epsilon <= LaplaceDP(eps).epsilon(0.0) + 1e-6
 
 
+@pytest.mark.slow
 @FAST
 @given(m=st.integers(500, 20_000), mu=st.floats(0.3, 3.0), gfrac=st.floats(0.05, 1.0))
 def test_mahloujifar_below_true_epsilon_at_expected_correct(m, mu, gfrac):

@@ -37,6 +37,7 @@ def _auc(pos, neg):
     return stats.mannwhitneyu(pos, neg).statistic / (pos.size * neg.size)
 
 
+@pytest.mark.slow
 def test_calibrated_on_fresh_non_members():
     rng = np.random.default_rng(0)
     xp, sp = _population(2000, rng)
@@ -47,6 +48,7 @@ def test_calibrated_on_fresh_non_members():
     assert np.mean(model.score(xf, sf) > 0) == pytest.approx(0.1, abs=0.025)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("standardize", [False, True])
 def test_beats_a_global_threshold_by_the_analytic_margin(standardize):
     rng = np.random.default_rng(1)

@@ -30,6 +30,7 @@ def _fam(f):
     return f if isinstance(f, str) else tuple(f)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("row", PINS["tight"],
                          ids=lambda r: f"{r[0]}-{r[1]}-{r[2]}-{r[3]}-{r[4]}")
 def test_tight_pinned(row):
@@ -75,6 +76,7 @@ def test_steinke_pinned(row):
     assert res.p_value < 0.05 if eps > 0 else res.p_value == pytest.approx(p, rel=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("row", PINS["mahloujifar"], ids=lambda r: f"{r[0]}-{r[1]}-{r[2]}")
 def test_mahloujifar_pinned(row):
     fam, m, g, c, eps = row
@@ -150,6 +152,7 @@ def test_lifted_pinned():
     assert got == pytest.approx(want["sym"], rel=STRICT)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["cont", "ties", "ties_gen", "laplace"])
 def test_audit_one_run_pinned(case):
     # The pins were recorded when the default null family was "gdp"; since issue 21 the

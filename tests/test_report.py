@@ -177,6 +177,7 @@ def _scripts(page: str) -> list[str]:
     return re.findall(r"<script[^>]*>(.*?)</script>", page, flags=re.S)
 
 
+@pytest.mark.slow
 def test_html_escapes_every_user_string(tmp_path):
     payload, obs = _payload()
     payload = {**payload, "mechanism": XSS, "note": XSS}
@@ -216,6 +217,7 @@ def test_html_embeds_plotly_once_and_no_remote_resource():
     assert "https://" not in ours and "http://" not in ours   # watches the requests too)
 
 
+@pytest.mark.slow
 def test_report_size_at_a_million_canaries(tmp_path):
     rng = np.random.default_rng(1)
     n = 1_000_000
@@ -313,6 +315,7 @@ def test_cli_one_run_and_simulate_reports(capsys, tmp_path, scores_file):
     assert rc == 0 and card2.read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.slow
 def test_cli_report_bad_input_one_line(capsys, tmp_path, scores_file):
     rc, _, err = _run(capsys, "audit", str(scores_file), "--report", "x.html", "--format", "pdf")
     assert rc == 2 and "--format must be one of" in err and err.count("\n") == 1

@@ -238,6 +238,7 @@ def test_figure1_curves(eps: float) -> None:
             pytest.approx(c34, abs=6e-6)
 
 
+@pytest.mark.slow
 def test_tangent_alpha_equals_brute_force() -> None:
     rng = np.random.default_rng(5)
     for n, a, b in [(50, 1, 1), (400, 0.3, 3), (3500, 2, 2)]:

@@ -112,6 +112,7 @@ def test_windowed_equals_exact_dp_on_small_inputs() -> None:
         assert got.min() >= 0
 
 
+@pytest.mark.slow
 def test_windowed_equals_previous_windowed_and_unwindowed_fft() -> None:
     rng = np.random.default_rng(12)
     for p in (rng.uniform(0.01, 0.3, 65_536), rng.beta(0.5, 2.0, 40_000)):
@@ -171,6 +172,7 @@ def test_beta_of_checked_is_bitwise_beta(eps: float) -> None:
         np.testing.assert_allclose(got, ref, rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_alpha_when_t1_rounds_below_one() -> None:
     # below the windowed FFT's support the summed pmf is a constant that may round below 1:
     # T = c < 1 on [1, u0] (a flat run), T(0) = 1.  Tangent search == brute force.

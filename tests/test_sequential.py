@@ -139,6 +139,7 @@ def test_failure_as_output_keeps_eq3_skipping_would_not() -> None:
     assert skipped > 1.016
 
 
+@pytest.mark.slow
 def test_flawed_mechanism_detected_early_and_bound_consistent() -> None:
     rng = np.random.default_rng(2)
     stops = []

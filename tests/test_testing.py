@@ -30,6 +30,7 @@ FLAWED = [("laplace wrong sensitivity", WrongSensitivityMechanism("laplace", 1.0
            0.01)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, sim, delta", CORRECT, ids=[c[0] for c in CORRECT])
 def test_correct_simulators_pass(name, sim, delta):
     res = assert_dp(*blackbox(sim), epsilon=sim.claimed_epsilon(delta), delta=delta)
@@ -37,6 +38,7 @@ def test_correct_simulators_pass(name, sim, delta):
     assert res.settings["n"] == 10_000
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, sim, delta", FLAWED, ids=[f[0] for f in FLAWED])
 def test_flawed_simulators_fail_with_evidence(name, sim, delta):
     claimed = sim.claimed_epsilon(delta)

@@ -126,6 +126,7 @@ def test_independence_caveat_table(mu, n, r, u, exact, pb, ch):
     (1, 10000, 2946, 1.272e-3, 8.92e-4, 7.31e-3),
     (0.5, 10000, 3816, 2.93e-5, 2.45e-5, 2.52e-4),
 ])
+@pytest.mark.slow
 def test_deep_tail_r_equals_n(mu, n, u, exact, pb, ch):
     curve = GaussianDP(mu)
     # 3-4 significant digits printed
@@ -287,6 +288,7 @@ def test_tight_gdp_mu1(n, r, u, ref):
     assert res.epsilon == pytest.approx(GaussianDP(res.params["mu"]).epsilon(1e-5))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n,r,u,ref", [(1000, 100, 10, 2.8232), (1000, 250, 36, 3.3514),
                                        (1000, 1000, 309, 3.3860)])
 def test_tight_paper_mode(n, r, u, ref):

@@ -45,6 +45,7 @@ def test_closed_form_mean_error_matches_brent(mu):
     np.testing.assert_allclose(ours[ok], ref[ok], rtol=1e-11)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mu", (0.3, 1.0, 2.0, 4.0))
 def test_grid_profile_is_a_lower_envelope_of_the_closed_form(mu):
     """score_profile's lower envelope is a lower bound of H, hence of gamma_bar, and within
@@ -63,6 +64,7 @@ def test_grid_profile_is_a_lower_envelope_of_the_closed_form(mu):
         assert float(prof.error_mass(top)) == pytest.approx(h, rel=1e-8, abs=1e-13)
 
 
+@pytest.mark.slow
 def test_tail_probability_against_monte_carlo_of_the_game():
     """P[T <= u] of the dominating game, simulated directly: n Gaussian channels with a
     uniform secret bit each, the MAP decoder's confidence |L| = mu |x - mu/2|, the r most

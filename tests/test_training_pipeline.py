@@ -240,6 +240,7 @@ def _one_step(dense: bool, max_grad_norm_at_step: float
     return grad, can.sum, can.bits
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("clip", [1.0, 0.25])
 def test_sparse_planting_equals_dense_rows_through_opacus_clipping(clip: float) -> None:
     # Opacus's stock clipping: the canaries' clipped gradients are added at their few
