@@ -285,3 +285,31 @@ def test_no_trainable_parameters_is_rejected() -> None:
     with pytest.raises(ValueError, match="no trainable parameters"):
         choose_coordinates(model, data.x_train, data.y_train, 10, max_grad_norm=1.0,
                            rng=np.random.default_rng(0))
+
+
+@pytest.mark.slow
+def test_flawed_run_outside_the_family_gets_a_valid_any_mechanism_bound() -> None:
+    # A 5x step under-count, simulated (white box, lr score, 10,000 canaries): 100 steps run,
+    # the claim is for 20 (claimed eps 2.00, true eps 3.53 at delta 1e-5).  The claim's DP-SGD
+    # family refutes the claim, but its number is the eps of the DP-SGD curve the run fails to
+    # meet (~6.9 on these seeds: above the run's own eps, since the run is not a DP-SGD curve
+    # at 20 steps); any_mechanism_epsilon (tight under the (eps, delta) null) bounds the run's
+    # own eps whatever it is.
+    sig, q, delta = 0.9966, 0.05, 1e-5
+    true_eps = dpsgd_curve(sig, q, 100).epsilon(delta)
+    assert true_eps == pytest.approx(3.527, abs=2e-3)
+    sim = DPSGDSimulator(noise_multiplier=sig, sampling_rate=q, steps=100, score_kind="lr")
+    for seed in (0, 1):
+        rng = np.random.default_rng(seed)
+        bits = rng.random(10_000) < 0.5
+        a = audit_training(bits, sim.score(sim.run(bits, rng)), noise_multiplier=sig,
+                           sampling_rate=q, steps=20, delta=delta)
+        assert a.claimed_epsilon == pytest.approx(2.0007, abs=1e-3) and a.violation
+        assert a.results[0].epsilon > true_eps          # the family's number: not a bound
+        assert a.any_mechanism_epsilon is not None
+        assert 0 < a.any_mechanism_epsilon < true_eps    # the run's own eps: a valid bound
+        assert a.to_dict()["any_mechanism_epsilon"] == a.any_mechanism_epsilon
+    # with a family given, the rows already are what the user asked for: nothing extra
+    b = audit_training(bits, sim.score(sim.run(bits, rng)), noise_multiplier=sig,
+                       sampling_rate=q, steps=20, delta=delta, family="eps_delta")
+    assert b.any_mechanism_epsilon is None

@@ -174,6 +174,8 @@ def train_audit_cmd(
     extra = {"claimed_epsilon (dp_accounting PLD)": out["claimed_epsilon"],
              "opacus_epsilon (PRV accountant)": tr["opacus_epsilon"],
              "accountant_epsilon (the run's own accountant)": tr.get("accountant_epsilon"),
+             "any_mechanism_epsilon (tight, (eps, delta) null: the run's own epsilon >=)":
+                 out.get("any_mechanism_epsilon"),
              "test_accuracy": tr["test_accuracy"], "seconds": tr["seconds"]}
     _print_rows(out, title, extra)
     console.print(f"[bold]{out['verdict']}[/bold] (based on {out['verdict_method']})")

@@ -78,6 +78,11 @@ class TrainAudit(TrainingAuditOutcome):
     checks: list[ClaimCheck] = field(default_factory=list)
     accountant_epsilon: float | None = None
     facts: RunFacts | None = None
+    #: the run's own epsilon lower bound at ``delta`` for ANY mechanism (``tight`` under the
+    #: (epsilon, delta) null, at ``confidence``): under the claim's DP-SGD family the rows'
+    #: epsilon is that of the DP-SGD curve the run is shown not to meet, which bounds the
+    #: run's own epsilon only if the run is a DP-SGD curve -- a flawed run need not be
+    any_mechanism_epsilon: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The ``train-audit --json`` document (:func:`train_audit_dict`)."""
@@ -145,6 +150,13 @@ def audit_training(member: Any, score: Any, *, noise_multiplier: float, sampling
     results = audit_one_run(np.asarray(member), np.asarray(score), delta=delta,
                             confidence=confidence, methods=tuple(methods), family=fam,
                             seed=seed)
+    any_eps = None
+    if family is None:
+        # the claim's family decides the verdict (valid); the run's own epsilon, valid for any
+        # mechanism (a flawed run lies outside the family), comes from the (eps, delta) null
+        any_eps = float(audit_one_run(np.asarray(member), np.asarray(score), delta=delta,
+                                      confidence=confidence, methods=("tight",),
+                                      family="eps_delta", seed=seed)[0].epsilon)
     settings = {"family": getattr(fam, "name", fam if isinstance(fam, str) else repr(fam)),
                 "noise_multiplier": noise_multiplier, "sampling_rate": sampling_rate,
                 "steps": steps, "threat": threat, "max_grad_norm": max_grad_norm,
@@ -152,7 +164,8 @@ def audit_training(member: Any, score: Any, *, noise_multiplier: float, sampling
     return TrainAudit(results, claimed, opacus, delta, confidence, threat,
                       settings=settings,
                       observations=MembershipObservations.from_arrays(member, score),
-                      checks=checks, accountant_epsilon=acc_eps, facts=facts)
+                      checks=checks, accountant_epsilon=acc_eps, facts=facts,
+                      any_mechanism_epsilon=any_eps)
 
 
 def train_audit(config: TrainingConfig, *, delta: float = 1e-5, confidence: float = 0.95,
@@ -172,7 +185,8 @@ def train_audit(config: TrainingConfig, *, delta: float = 1e-5, confidence: floa
                        family=family)
     return TrainAudit(a.results, a.claimed_epsilon, a.opacus_epsilon, delta, confidence,
                       config.threat, run, {**a.settings, **config.to_dict()},
-                      a.observations, a.checks, a.accountant_epsilon, a.facts)
+                      a.observations, a.checks, a.accountant_epsilon, a.facts,
+                      a.any_mechanism_epsilon)
 
 
 def train_audit_dict(audit: TrainAudit) -> dict[str, Any]:
@@ -190,6 +204,7 @@ def _training_keys(audit: TrainAudit) -> dict[str, Any]:
     out["configuration_errors"] = audit.configuration_errors
     out["claim_checks"] = [c.to_dict() for c in audit.checks]
     out["accountant_epsilon"] = audit.accountant_epsilon
+    out["any_mechanism_epsilon"] = audit.any_mechanism_epsilon
     if audit.facts is not None:
         out["run_facts"] = audit.facts.to_dict()
     obs = audit.observations
