@@ -21,7 +21,7 @@ import pytest
 
 from dpaudit.cli import main
 from dpaudit.report.browser import find_chromium
-from needs import in_ci
+from needs import in_ci, skip_outside_ci
 
 XSS = ('<script>alert("xss")</script>\'"&amp;<img src=x onerror="window.__dpaudit_xss=1">'
        '</script><script>window.__dpaudit_xss=2</script>')
@@ -38,7 +38,7 @@ def _browser_required() -> bool:
 @pytest.fixture(scope="module")
 def chromium() -> str:
     if os.environ.get("DPAUDIT_SKIP_BROWSER") == "1" and not in_ci():
-        pytest.skip("browser tests skipped: DPAUDIT_SKIP_BROWSER=1")
+        skip_outside_ci("browser tests skipped: DPAUDIT_SKIP_BROWSER=1")
     exe = find_chromium()
     try:
         import playwright.sync_api  # noqa: F401
@@ -49,7 +49,7 @@ def chromium() -> str:
     if exe is None:
         if _browser_required():
             pytest.fail(f"browser test required here (CI=true or root with apt-get) but {why}")
-        pytest.skip(f"browser tests skipped: {why}")
+        skip_outside_ci(f"browser tests skipped: {why}")
     return exe
 
 
