@@ -38,6 +38,7 @@ import copy
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -329,8 +330,6 @@ class GradientCanaries:
         self._optimizer = optimizer
         dp_ids = {id(p) for p in optimizer.params}
         self._dp = np.array([id(p) in dp_ids for p in self.params])
-        original_clip = optimizer.clip_and_accumulate
-        previous_hook = optimizer.step_hook
         self._sparse = _stock_clipping(optimizer)
         flat_t = self._plant_t.ravel()
         # per DP tensor, once: its planted (canary, slot) cells and their offsets in it
@@ -339,13 +338,8 @@ class GradientCanaries:
                              for j in np.unique(flat_t) if self._dp[j]]
         self._all_dp = bool(self._dp[flat_t].all())
 
-        def clip_and_accumulate() -> None:
-            if self._pending:
-                original_clip()
-                return
-            self._batch_sizes.append(_batch_size(optimizer))
+        def first_clip(original_clip: Callable[[], None]) -> None:
             active = self._draw()
-            self._pending = True
             if self._sparse and np.ndim(optimizer.max_grad_norm) == 0:
                 original_clip()
                 self._add_clipped(optimizer, active)
@@ -353,14 +347,7 @@ class GradientCanaries:
                 self._plant(optimizer, active)
                 original_clip()
 
-        def step_hook(opt: DPOptimizer) -> None:
-            self._record(opt)
-            self._pending = False
-            if previous_hook is not None:
-                previous_hook(opt)
-
-        optimizer.clip_and_accumulate = clip_and_accumulate  # type: ignore[method-assign]
-        optimizer.step_hook = step_hook
+        hook_dp_optimizer(optimizer, self, first_clip)
         return self
 
     def _batch_unit(self, opt: object) -> float:
@@ -513,6 +500,34 @@ def _batch_unit(opt: object) -> float:
     if getattr(opt, "loss_reduction", "mean") == "mean":
         return float(opt.expected_batch_size * max(1, opt.accumulated_iterations))
     return 1.0
+
+
+def hook_dp_optimizer(optimizer: Any, canaries: Any,
+                      first_clip: Callable[[Callable[[], None]], None]) -> None:
+    """Wrap an Opacus ``DPOptimizer`` for canaries (``GradientCanaries``, ``ExampleCanaries``):
+    at the first ``clip_and_accumulate`` of each step the batch size is recorded in
+    ``canaries._batch_sizes`` and ``first_clip(original_clip)`` runs (it must call
+    ``original_clip`` once); later calls of the step (gradient accumulation) clip only; the
+    step hook calls ``canaries._record(opt)`` before any hook already set."""
+    original_clip = optimizer.clip_and_accumulate
+    previous_hook = optimizer.step_hook
+
+    def clip_and_accumulate() -> None:
+        if canaries._pending:
+            original_clip()
+            return
+        canaries._batch_sizes.append(_batch_size(optimizer))
+        canaries._pending = True
+        first_clip(original_clip)
+
+    def step_hook(opt: Any) -> None:
+        canaries._record(opt)
+        canaries._pending = False
+        if previous_hook is not None:
+            previous_hook(opt)
+
+    optimizer.clip_and_accumulate = clip_and_accumulate  # type: ignore[method-assign]
+    optimizer.step_hook = step_hook
 
 
 def _batch_size(opt: object) -> int:

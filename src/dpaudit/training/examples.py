@@ -42,7 +42,7 @@ from dpaudit.canaries import (
     unit_rows,
 )
 from dpaudit.randomness import stream
-from dpaudit.training.canaries import _batch_size, _batch_unit, _clip_norms, _hook_free_copy
+from dpaudit.training.canaries import _batch_unit, _clip_norms, _hook_free_copy, hook_dp_optimizer
 from dpaudit.validation import check_count, check_positive
 
 __all__ = ["ExampleCanaries"]
@@ -150,23 +150,7 @@ class ExampleCanaries:
         if not any(p is self.weight for p in optimizer.params):
             raise ValueError("the reserved weight must be trained by the DP optimizer")
         self._optimizer = optimizer
-        original_clip = optimizer.clip_and_accumulate
-        previous_hook = optimizer.step_hook
-
-        def clip_and_accumulate() -> None:
-            if not self._pending:
-                self._batch_sizes.append(_batch_size(optimizer))
-                self._pending = True
-            original_clip()
-
-        def step_hook(opt: DPOptimizer) -> None:
-            self._record(opt)
-            self._pending = False
-            if previous_hook is not None:
-                previous_hook(opt)
-
-        optimizer.clip_and_accumulate = clip_and_accumulate  # type: ignore[method-assign]
-        optimizer.step_hook = step_hook
+        hook_dp_optimizer(optimizer, self, lambda original_clip: original_clip())
         return self
 
     def _record(self, opt: object) -> None:
