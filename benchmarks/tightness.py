@@ -42,11 +42,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import time
 from pathlib import Path
 from typing import Any
 
+import journal  # benchmarks/journal.py (scripts run from benchmarks/)
 import numpy as np
 
 from dpaudit.curves import GaussianDP, LaplaceDP, dpsgd_curve
@@ -123,22 +123,8 @@ def claimed_for(sigma: float, q: float = Q, steps: int = T) -> float:
                    lambda: dpsgd_curve(sigma, q, steps).epsilon(DELTA))
 
 
-def _jsonl(path: Path) -> dict[str, dict[str, Any]]:
-    done: dict[str, dict[str, Any]] = {}
-    if path.exists():
-        for line in path.read_text().splitlines():
-            if line.strip():
-                row = json.loads(line)
-                done[row["id"]] = row
-    return done
-
-
-def _append(path: Path, row: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as fh:
-        fh.write(json.dumps(row) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
+_jsonl = journal.load
+_append = journal.append
 
 
 # -- coverage ---------------------------------------------------------------------------------

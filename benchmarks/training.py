@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import journal  # benchmarks/journal.py (scripts run from benchmarks/)
 import numpy as np
 
 from dpaudit.training import (
@@ -51,21 +52,8 @@ def sigma_for_epsilon(eps: float, q: float = Q, steps: int = T) -> float:
     return solve(eps, q, steps, DELTA)
 
 
-def _load(path: Path) -> dict[str, dict[str, Any]]:
-    done: dict[str, dict[str, Any]] = {}
-    if path.exists():
-        for line in path.read_text().splitlines():
-            if line.strip():
-                row = json.loads(line)
-                done[row["id"]] = row
-    return done
-
-
-def _append(path: Path, row: dict[str, Any]) -> None:
-    with path.open("a") as fh:
-        fh.write(json.dumps(row) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
+_load = journal.load
+_append = journal.append
 
 
 def _real(cfg: TrainingConfig) -> dict[str, Any]:

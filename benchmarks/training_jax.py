@@ -24,12 +24,12 @@ The machine is shared; seconds are wall-clock.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from pathlib import Path
 from typing import Any
 
+import journal  # benchmarks/journal.py (scripts run from benchmarks/)
 import numpy as np
 
 from dpaudit.training.jax import JaxTrainingConfig, train_audit_jax
@@ -68,13 +68,7 @@ def _key(part: str, label: str, seed: int, family: str) -> str:
 
 
 def _load(path: Path) -> dict[str, dict[str, Any]]:
-    done: dict[str, dict[str, Any]] = {}
-    if path.exists():
-        for line in path.read_text().splitlines():
-            if line.strip():
-                row = json.loads(line)
-                done[row["key"]] = row
-    return done
+    return journal.load(path, key="key")
 
 
 def _run(part: str, label: str, cfg: dict[str, Any], seed: int, path: Path,
@@ -93,10 +87,7 @@ def _run(part: str, label: str, cfg: dict[str, Any], seed: int, path: Path,
            "dpsgd_curve_epsilon": a.dpsgd_curve_epsilon, "violation": a.violation,
            "compared": a.compared, "accuracy": a.run.test_accuracy if a.run else None,
            "seconds": time.perf_counter() - t0}
-    with path.open("a") as f:  # durable progress: one line per finished run
-        f.write(json.dumps(row) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
+    journal.append(path, row)  # durable progress: one line per finished run
     done[key] = row
     return row
 
