@@ -20,12 +20,11 @@ part 2 on the simulators runs.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import time
 
 from dpaudit.stats.binomial import clopper_pearson
-from dpaudit.zoo import reference_zoo
 from dpaudit.zoo.audit import audit_entry
+from dpaudit.zoo.controls import correct_entries
 
 
 def greybox_vs_blackbox() -> None:
@@ -70,33 +69,7 @@ def false_violation_rate(seeds: int) -> None:
     """Randomized response (each output's likelihood ratio is exactly e^eps, so one threshold
     attains eps and the bound approaches the claim: the most demanding case) at 4000 trials;
     the others at 300."""
-    ents = list(reference_zoo.entries())
-    try:
-        from dpaudit.zoo.diffprivlib_zoo import entries
-
-        ents += [dataclasses.replace(e, pairs=e.pairs[:1]) for e in entries()
-                 if e.key in ("diffprivlib/Laplace", "diffprivlib/Geometric")]
-    except ImportError:
-        pass
-    from dpaudit.zoo.entry import OffGrid, Pair
-
-    for mod, key in (("opendp_zoo", "opendp/laplace"),
-                     ("pydp_zoo", "python-dp/LaplaceMechanism")):
-        try:
-            import importlib
-
-            m = importlib.import_module(f"dpaudit.zoo.{mod}")
-            ents += [dataclasses.replace(e, key=f"{e.key}+offgrid", scores=(OffGrid(),),
-                                         pairs=(Pair("value 1 vs 0", 1.0, 0.0, e.adjacency),))
-                     for e in m.entries() if e.key == key]
-        except ImportError:
-            pass
-    try:
-        from dpaudit.zoo.pipelinedp_zoo import entries as pdp_entries
-
-        ents += [e for e in pdp_entries() if e.key == "pipeline-dp/VARIANCE-control"]
-    except ImportError:
-        pass
+    ents = correct_entries()
     total = flagged = 0
     for e in ents:
         n = 4000 if "Randomized" in e.key else 300

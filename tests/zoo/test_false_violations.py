@@ -14,50 +14,21 @@ than the limits below would show a broken procedure.  benchmarks/zoo.py measures
 more seeds.
 """
 
-import dataclasses
-
 import pytest
 
-from dpaudit.zoo import reference_zoo
 from dpaudit.zoo.audit import audit_entry
+from dpaudit.zoo.controls import correct_entries
 
 
-def _entries():
-    out = list(reference_zoo.entries())
-    try:
-        from dpaudit.zoo import diffprivlib_zoo
-
-        keep = {"diffprivlib/Laplace", "diffprivlib/Geometric"}
-        out += [dataclasses.replace(e, pairs=e.pairs[:1]) for e in diffprivlib_zoo.entries()
-                if e.key in keep]
-    except ImportError:
-        pass
-    # the precision score of diffprivlib/Laplace-precision on Laplace mechanisms built to
-    # resist it (OpenDP: exact arithmetic then one rounding; PyDP: a granularity grid)
-    from dpaudit.zoo.entry import OffGrid, Pair
-
-    for mod, key in (("opendp_zoo", "opendp/laplace"),
-                     ("pydp_zoo", "python-dp/LaplaceMechanism")):
-        try:
-            import importlib
-
-            m = importlib.import_module(f"dpaudit.zoo.{mod}")
-            out += [dataclasses.replace(e, key=f"{e.key}+offgrid", scores=(OffGrid(),),
-                                        pairs=(Pair("value 1 vs 0", 1.0, 0.0, e.adjacency),))
-                    for e in m.entries() if e.key == key]
-        except ImportError:
-            pass
-    try:
-        from dpaudit.zoo import pipelinedp_zoo
-
-        out += [e for e in pipelinedp_zoo.entries() if e.key == "pipeline-dp/VARIANCE-control"]
-    except ImportError:
-        pass
-    return out
+def test_controls_cover_every_installed_library():
+    # the zoo venv installs every library of the `zoo` extra: each contributes its controls
+    keys = {e.key for e in correct_entries()}
+    assert {"diffprivlib/Laplace", "diffprivlib/Geometric", "opendp/laplace+offgrid",
+            "python-dp/LaplaceMechanism+offgrid", "pipeline-dp/VARIANCE-control"} <= keys
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("entry", _entries(), ids=lambda e: e.key)
+@pytest.mark.parametrize("entry", correct_entries(), ids=lambda e: e.key)
 def test_no_false_violations_over_seeds(entry):
     rr = "Randomized" in entry.key
     seeds, trials, limit = (100, 2000, 4) if rr else (60, 300, 3)
