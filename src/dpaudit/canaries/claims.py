@@ -24,10 +24,12 @@ runs:
   Poisson accounting does not cover (opacus issue #80; Chua et al. 2024, "How Private are
   DP-SGD Implementations?").
 
-Normalisation.  Opacus divides the noisy sum by ``expected_batch_size``, computed from the
-(private) data set size; the accountant assumes the plain subsampled Gaussian.  When
-floor(N q) differs from floor((N +- 1) q) the released scale differs between neighbouring
-data sets (opacus issues #571 and #819): reported as a configuration finding when N is known.
+Normalisation.  Opacus divides the noisy sum by ``expected_batch_size`` = int(N q), computed
+from the (private) data set size; the accountant assumes the plain subsampled Gaussian.  When
+int(N q) differs from int((N +- 1) q) the released scale differs between neighbouring data
+sets (opacus issues #571 and #819): reported as a configuration finding when N is known.
+(``make_private``'s sampling rate 1 / ceil(N / b) also depends on N; the exact arithmetic per
+DataLoader batch size b is ``dpaudit.training.opacus_normalisation.normalisation_finding``.)
 """
 
 from __future__ import annotations
@@ -182,11 +184,17 @@ def _batch_checks(claim: Claim, facts: RunFacts) -> list[ClaimCheck]:
         here = math.floor(n * q)
         neighbours = {math.floor((n - 1) * q), math.floor((n + 1) * q)}
         ok = neighbours == {here}
+        moved = max((abs(v - here) / max(v, here, 1) for v in neighbours), default=0.0)
         out.append(ClaimCheck(
             "normalisation", ok, "a public divisor", facts.expected_batch_size,
-            f"normalisation: the noisy sum is divided by floor(N q) = {here} computed from "
-            f"the data set size" + ("" if ok else
-                                    f"; a neighbouring data set (N +- 1) gives "
-                                    f"{sorted(neighbours - {here})}, so the released scale "
-                                    f"depends on private data (opacus #571, #819)")))
+            f"normalisation: the noisy sum is divided by int(N q) = {here} computed from "
+            f"the private data set size N = {n}" + ("" if ok else
+                f"; a neighbouring data set (N +- 1) gives {sorted(neighbours - {here})}, so "
+                f"the released scale depends on one record (a {100 * moved:.1f}% change; "
+                "opacus #571, #819). Fix: divide by a public constant "
+                "(optimizer.expected_batch_size = your batch size after make_private, or "
+                "loss_reduction=\"sum\" with your own public normalisation) and sample at a "
+                "public rate (DPDataLoader(dataset, sample_rate=q)); "
+                "dpaudit.training.opacus_normalisation.normalisation_finding(N, batch_size) "
+                "lists which N and batch sizes leak")))
     return out
