@@ -23,7 +23,7 @@ from typing import Any
 from dpaudit.report.figures import figures
 from dpaudit.report.model import ReportModel
 
-__all__ = ["render_html", "script_json", "plotly_js"]
+__all__ = ["render_html", "page_html", "script_json", "plotly_js"]
 
 _E = html.escape
 
@@ -315,31 +315,39 @@ def render_html(models: Sequence[ReportModel] | ReportModel, *, title: str | Non
         raise ValueError("render_html needs at least one report model")
     figs: dict[str, Any] = {}
     cards = "\n".join(_card(m, i, figs) for i, m in enumerate(ms))
-    js = plotly_js() if plotlyjs is None else plotlyjs
     page_title = title or (ms[0].title if len(ms) == 1 else f"dpaudit report: {len(ms)} audits")
-    csp = (f"default-src 'none'; script-src {_csp_hash(js)} {_csp_hash(_BOOT)}; "
-           f"style-src 'unsafe-inline'; img-src data: blob:; font-src data:; "
-           f"base-uri 'none'; form-action 'none'")
     summary = _summary(ms) if len(ms) > 1 else ""
     heading = title or ("dpaudit audit card" if len(ms) == 1
                         else f"dpaudit report: {len(ms)} audits")
+    return page_html(page_title, heading, "dpaudit audit card", ms[0].provenance.date,
+                     ms[0].provenance.version, f"{summary}\n{cards}", figs, plotlyjs=plotlyjs)
+
+
+def page_html(page_title: str, heading: str, kind: str, date: str, version: str, body: str,
+              figs: dict[str, Any], *, plotlyjs: str | None = None, css: str = "") -> str:
+    """The page shell every card shares: CSP (the two scripts by hash, no network), the style
+    sheet (+ ``css``), the escaped title and header, ``body`` (HTML the caller escaped), the
+    figures as an inert JSON block and plotly.js embedded once."""
+    js = plotly_js() if plotlyjs is None else plotlyjs
+    csp = (f"default-src 'none'; script-src {_csp_hash(js)} {_csp_hash(_BOOT)}; "
+           f"style-src 'unsafe-inline'; img-src data: blob:; font-src data:; "
+           f"base-uri 'none'; form-action 'none'")
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{csp}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="dpaudit {_E(ms[0].provenance.version)}">
+<meta name="generator" content="dpaudit {_E(version)}">
 <title>{_E(page_title)}</title>
-<style>{_CSS}</style>
+<style>{_CSS}{css}</style>
 </head>
 <body data-plots="pending">
 <main>
 <header class="page"><h1>{_E(heading)}</h1>
-<p>dpaudit audit card &middot; {_E(ms[0].provenance.date)} &middot; dpaudit
-{_E(ms[0].provenance.version)}</p></header>
-{summary}
-{cards}
+<p>{_E(kind)} &middot; {_E(date)} &middot; dpaudit
+{_E(version)}</p></header>
+{body}
 </main>
 <script>{js}</script>
 <script type="application/json" id="dpaudit-figures">{script_json(figs)}</script>
