@@ -220,6 +220,29 @@ TARGETS += [
            dict(member="binary_array", score="float_array", prevalence="probability")),
 ]
 
+# the curator's inverse questions (issue 37) and Opacus's normalisation arithmetic (issue 38)
+from dpaudit.risk import inverse as RI  # noqa: E402
+from dpaudit.training import opacus_normalisation as ON  # noqa: E402
+
+TARGETS += [
+    Target("risk.largest_epsilon_for_attacked", RI.largest_epsilon_for_attacked,
+           dict(priors=[0.1] * 20, delta=1e-5, max_attacked=10),
+           dict(priors="float_array", delta="delta", max_attacked="count",
+                confidence="confidence", delta_multiplier="positive"), {"priors": "prior"}),
+    Target("risk.largest_epsilon_for_success", RI.largest_epsilon_for_success,
+           dict(priors=[0.1] * 20, delta=1e-5, max_success=0.5),
+           dict(priors="float_array", delta="delta", max_success="probability"),
+           {"priors": "prior"}),
+    Target("opacus_normalisation.opacus_arithmetic", ON.opacus_arithmetic,
+           dict(n=999, batch_size=50), dict(n="count", batch_size="count")),
+    Target("opacus_normalisation.normalisation_finding", ON.normalisation_finding,
+           dict(n=999, batch_size=50, weights=4000),
+           dict(n="count", batch_size="count", weights="count", delta="delta")),
+    Target("opacus_normalisation.scale_pair_epsilon", ON.scale_pair_epsilon,
+           dict(weights=4000, divisors=(49, 50), delta=1e-5),
+           dict(weights="count", delta="delta")),
+]
+
 # kinds that do not apply to an argument (documented exceptions)
 SKIP = {
     # a 0-d float array is accepted as one entry by design
@@ -306,6 +329,8 @@ def _files(tmp: Any) -> dict[str, str]:
     p["dev_zero"] = "/dev/zero"
     (tmp / "x.txt").write_text("0.1\nabc\n")
     p["bad_priors"] = str(tmp / "x.txt")
+    (tmp / "priors.txt").write_text("0.1\n0.2\n0.05\n")
+    p["priors"] = str(tmp / "priors.txt")
     _hostile_files(tmp, p)
     return p
 
@@ -427,6 +452,20 @@ def cli_cases() -> list[tuple[str, list[str]]]:
                 argv += [opt, v]
             cases.append((f"risk {opt} {case}", argv))
     cases.append(("risk --targets 0", [*risk_base, "--targets", "0"]))
+    # sweeps, the inverse questions and the risk card (issue 37)
+    for spec in ("1,1", "2,1", "0:1:0", "1:0:1", "0:1", "0:100000:0.001", "1,,2"):
+        cases.append((f"risk --epsilon {spec}", ["risk", "--epsilon", spec, "--prior", "0.1"]))
+    inv = ["risk", "--delta", "1e-5", "--prior", "0.56", "--targets", "100"]
+    for case, v in {**NUMBER_BAD, "fraction": "2.5", "targets": "100",
+                    "unmet": "10"}.items():
+        cases.append((f"risk --max-attacked {case}", [*inv, "--max-attacked", v]))
+    for case, v in {**NUMBER_BAD, "zero": "0", "one": "1", "unmet": "0.5"}.items():
+        cases.append((f"risk --max-success {case}", [*inv, "--max-success", v]))
+    cases.append(("risk without --epsilon or an inverse", inv))
+    for case, v in (("directory", "FILE:directory"), ("png", "card.png"),
+                    ("the prior file", "FILE:priors")):
+        cases.append((f"risk --report {case}", ["risk", "--epsilon", "1", "--prior-file",
+                                                "FILE:priors", "--report", v]))
     cases.append(("risk --prior-file bad", ["risk", "--epsilon", "1", "--prior-file",
                                             "FILE:bad_priors"]))
     cases.append(("risk --prior-file /dev/zero", ["risk", "--epsilon", "1", "--prior-file",
