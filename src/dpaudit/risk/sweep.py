@@ -79,9 +79,12 @@ def risk_sweep(epsilons: Any, delta: float, priors: np.ndarray, *, confidence: f
 def plain_sentence(epsilon: float, v_ub: int, targets: int, confidence: float,
                    success_bound: float, prior_max: float) -> str:
     """The guarantee in words for a non-specialist (no symbols but epsilon's value)."""
+    def pct(x: float) -> str:
+        return f"{x:.1%}" if x >= 1e-3 else f"{100 * x:.2g}%"
+
     people = "person" if targets == 1 else "people"
     return (f"At privacy level epsilon = {epsilon:g}, with {100 * confidence:g}% confidence no "
             f"attacker reconstructs the records of more than {v_ub:,} of your {targets:,} "
             f"{people}, and any single person's record is guessed right with probability at "
-            f"most {success_bound:.1%} (without the data, the best guess is right "
-            f"{prior_max:.1%} of the time).")
+            f"most {pct(success_bound)} (without the data, the best guess is right "
+            f"{pct(prior_max)} of the time).")
