@@ -73,7 +73,7 @@ class OpacusArithmetic:
       sample_rate: q_s = 1 / k, the Poisson sampler's rate.
       steps_per_epoch: s = len(DPDataLoader) = int(1 / q_s).
       accountant_rate: 1 / s, the rate the accountant is told.
-      divisor: D = expected_batch_size = int(N / s) in float arithmetic (0 possible).
+      divisor: D = expected_batch_size = int(N * (1 / s)) in float arithmetic (0 possible).
     """
 
     n: int
