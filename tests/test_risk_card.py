@@ -47,6 +47,7 @@ def test_figures_carry_the_bounds() -> None:
         answers[1].epsilon]
 
 
+@pytest.mark.slow
 def test_page_is_self_contained_and_escaped() -> None:
     card, rows, answers = _card()
     page = render_risk_card(card, plotlyjs="/* plotly */")

@@ -38,6 +38,7 @@ def test_sweep_rows_equal_the_single_epsilon_command(cli_json) -> None:  # type:
     assert round(four["epsilon_protect"], 2) == 0.42
 
 
+@pytest.mark.slow
 def test_sweep_with_a_prior_file(cli_json, tmp_path) -> None:  # type: ignore[no-untyped-def]
     pri = tmp_path / "priors.csv"
     np.savetxt(pri, np.random.default_rng(0).uniform(0.01, 0.3, 50), fmt="%.6f")
@@ -54,6 +55,7 @@ def test_paper_value_in_a_sweep() -> None:
     assert rows[1] == risk_summary(1.0, 1e-5, np.full(100, 0.56))
 
 
+@pytest.mark.slow
 def test_sweep_table(cli) -> None:  # type: ignore[no-untyped-def]
     rc, out, err = cli("risk", "--epsilon", "1,4", *BASE)
     assert rc == 0, err
