@@ -82,7 +82,9 @@ def main() -> None:
         print(json.dumps({"N": n, "batch_size": b, "sigma": sigma, "outputs": outputs,
                           "fixed": args.fixed,
                           "sample_rate": [f.here.sample_rate, nb.here.sample_rate],
-                          "divisor": [f.here.divisor, nb.here.divisor], "leaks": f.leaks,
+                          "divisor": ([b, b] if args.fixed
+                                      else [f.here.divisor, nb.here.divisor]),
+                          "leaks_unfixed": f.leaks,
                           "claimed_epsilon_prv": prv, "claimed_epsilon_rdp": rdp,
                           "analytic_epsilon": analytic,
                           "epsilon_lower_bound": r.result.epsilon,
