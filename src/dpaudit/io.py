@@ -16,8 +16,9 @@ bomb, a header claiming 1e12 elements) is refused.  JSON objects with a repeated
 booleans given as scores are refused.
 
 Outputs never overwrite inputs: every file read through this module (and every trial store
-opened) is noted, and :func:`check_output_path` refuses to write a report or an export over one
-of them, naming both.
+opened) is noted (:func:`dpaudit.output.note_input`), and :func:`check_output_path`
+(= :func:`dpaudit.output.check_output_target`) refuses to write a report or an export over one
+of them, naming both, or onto anything but a regular file.
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ from pathlib import Path
 import numpy as np
 
 from dpaudit.observations import LiftedObservations, MembershipObservations
+from dpaudit.output import check_output_target, note_input, reset_inputs
+
+#: the one output-path check (kept under its old name): :func:`dpaudit.output.check_output_target`
+check_output_path = check_output_target
 
 __all__ = ["load_scores", "write_scores", "load_lifted", "check_readable_file", "read_text",
            "read_json",
@@ -70,37 +75,6 @@ def max_file_bytes() -> int:
     if v <= 0:
         raise ValueError(f"DPAUDIT_MAX_FILE_BYTES must be a positive integer, got {env!r}")
     return v
-
-
-#: resolved paths of the files read (and trial stores opened) since :func:`reset_inputs`
-_INPUTS: dict[str, str] = {}
-
-
-def note_input(path: str | Path) -> None:
-    """Remember ``path`` as an input of the current command (see :func:`check_output_path`)."""
-    try:
-        _INPUTS[os.path.realpath(path)] = str(path)
-    except (OSError, ValueError):  # pragma: no cover - unresolvable path
-        pass
-
-
-def reset_inputs() -> None:
-    """Forget the noted inputs (the command line calls this once per command)."""
-    _INPUTS.clear()
-
-
-def check_output_path(out: str | Path, *inputs: str | Path | None,
-                      what: str = "output") -> Path:
-    """``out`` unless it is one of the command's inputs (a file read or a store opened, or one
-    of ``inputs``): then a ValueError naming both, so that an output never replaces an input."""
-    p = Path(out)
-    real = os.path.realpath(p)
-    named = {os.path.realpath(i): str(i) for i in inputs if i is not None}
-    named.update(_INPUTS)
-    if real in named:
-        raise ValueError(f"{what} {p} is the input {named[real]}; refusing to overwrite an "
-                         f"input -- choose another output path")
-    return p
 
 
 def check_readable_file(path: str | Path, what: str = "scores file") -> Path:
@@ -369,10 +343,14 @@ def score_direction_warning(member: object, score: object, source: str,
 
 def write_scores(path: str | Path, member: object, score: object) -> None:
     """Per-canary scores as ``member,score`` CSV (what :func:`load_scores` and
-    ``dpaudit one-run SCORES.csv`` read); scores keep every digit (``%.17g``)."""
+    ``dpaudit one-run SCORES.csv`` read); scores keep every digit (``%.17g``).  Written
+    atomically, only onto a regular file or a new path (:mod:`dpaudit.output`)."""
+    from dpaudit.output import atomic_output
+
     rows = np.column_stack([np.asarray(member, dtype=int), np.asarray(score, dtype=float)])
-    np.savetxt(path, rows, delimiter=",", header="member,score", comments="",
-               fmt=["%d", "%.17g"])
+    with atomic_output(path, what="scores file") as tmp:
+        np.savetxt(tmp, rows, delimiter=",", header="member,score", comments="",
+                   fmt=["%d", "%.17g"])
 
 
 def load_scores(path: str | Path) -> MembershipObservations:

@@ -38,6 +38,9 @@ def reproduce(
         raise ValueError(f"--full means --size full; it contradicts --size {size}")
     size = "full" if full else size
     exp = get_experiment(name)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} exists and is not a directory (the CSV and PNG files "
+                         f"go into a directory)")
     out.mkdir(parents=True, exist_ok=True)
     paths = exp.run(out, size=size, seed=seed)
     if as_json:

@@ -180,7 +180,7 @@ class TrialStore:
             raise OSError(f"directory {self.path.parent} does not exist")
         if self.path.exists() and not self.path.is_file():
             raise OSError(f"trial store {self.path} is not a regular file")
-        from dpaudit.io import note_input
+        from dpaudit.output import note_input
 
         note_input(self.path)
         uri = f"file:{self.path}?mode=ro" if readonly else str(self.path)
@@ -459,9 +459,11 @@ class TrialStore:
         table = pa.table(cols).replace_schema_metadata(
             {"dpaudit_audit_id": aid, "dpaudit_config": canonical_json(cfg),
              "dpaudit_version": version})
-        out = Path(out)
-        pq.write_table(table, out)
-        return out
+        from dpaudit.output import atomic_output
+
+        with atomic_output(out, what="export", suffix=".parquet") as tmp:
+            pq.write_table(table, tmp)
+        return Path(out)
 
 
 def _guarded(fn: Any) -> Any:
