@@ -101,8 +101,10 @@ class SubsampledGaussianDP(Curve):
         q, mu = self.q, self.mu
         shift = eps + math.log1p((q - 1) * math.exp(-eps)) - math.log(q)
         l1 = math.log(q) + float(gdp_log_delta(mu, shift))
-        c = -math.expm1(eps + math.log1p(-q)) if q < 1 else -math.inf
-        if c > 0:  # only for eps < -log(1 - q)
+        # c = 1 - e^eps (1 - q) > 0 only for eps < -log(1 - q): e^eps is never formed beyond
+        t = eps + math.log1p(-q) if q < 1 else math.inf
+        c = -math.expm1(t) if t < 0 else 0.0
+        if c > 0:
             l2 = math.log(c) + float(gdp_log_delta(mu, eps + math.log(q) - math.log(c)))
             return max(l1, l2)
         return l1
