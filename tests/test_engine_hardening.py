@@ -336,3 +336,22 @@ def test_run_non_factory_refused(capsys) -> None:
 
     assert main(["run", "os:system", "--trials", "10"]) == 2
     assert "nor a zero-argument factory" in capsys.readouterr().err
+
+
+def test_lock_holds_across_a_hard_link(tmp_path) -> None:
+    """Issue 32: a hard link is another name of the same file with its own NAME.lock; the
+    driver also locks the database file itself (flock is keyed by the file)."""
+    store = tmp_path / "real.sqlite"
+    execute(ea.FAST, trials=10, seed=0, executor="inline", store=store)
+    (tmp_path / "other").mkdir()
+    link = tmp_path / "other" / "hard.sqlite"
+    os.link(store, link)
+    holder = TrialStore(store)
+    holder.acquire()
+    try:
+        with pytest.raises(StoreLockedError, match="hard link"):
+            execute(ea.FAST, trials=20, seed=0, executor="inline", store=link, resume=True)
+    finally:
+        holder.close()
+    run = execute(ea.FAST, trials=20, seed=0, executor="inline", store=link, resume=True)
+    assert run.computed == 10  # the lock is gone with its holder; the 10 stored trials count
