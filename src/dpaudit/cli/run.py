@@ -94,6 +94,10 @@ def run_cmd(
                                                "(Unix; default: no limit)."),
     ray_address: str | None = typer.Option(None, "--ray-address", help="Ray cluster "
                                            "address (default: RAY_ADDRESS, else local)."),
+    identity_env: list[str] | None = typer.Option(
+        None, "--identity-env", help="An environment variable the mechanism reads (repeat "
+        "for several): its value joins the store's identity, so --resume with another value "
+        "is refused."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     report: Path | None = report_option(),
     report_format: str = format_option(),
@@ -110,6 +114,12 @@ def run_cmd(
                          "process)")
     if not 0 <= retries <= 100:
         raise ValueError(f"--retries must be in [0, 100]; got {retries}")
+    from dpaudit.engine.identity import check_env_names
+
+    env = check_env_names(identity_env or ())
+    if env and store is None:
+        raise ValueError("--identity-env declares what a trial store's identity covers: give "
+                         "--store PATH")
     obj = load_audit(audit)
     if not as_json:
         console.print(f"Auditing {audit}: up to {trials:,} trials on the {executor} executor"
@@ -119,8 +129,12 @@ def run_cmd(
                     store=store, resume=resume, sequential=sequential,
                     claimed_epsilon=claimed_epsilon, delta=delta, confidence=confidence,
                     chunk_size=chunk_size, retries=retries, ray_address=ray_address,
-                    trial_timeout=trial_timeout,
+                    trial_timeout=trial_timeout, identity_env=env,
                     progress=not as_json and sys.stderr.isatty())
+    if resume:
+        from dpaudit.engine.identity import coverage_note
+
+        print(f"note: {coverage_note(run.run.config)}", file=sys.stderr)
     doc = run_result(run, spec=audit)
     maybe_write_report(report, report_format, doc, observations=run.observations,
                        title=f"Multi-run audit of {audit}")

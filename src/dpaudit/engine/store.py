@@ -22,9 +22,10 @@ refused too; the file holds the driver's pid), and one on the database file itse
 keyed by the file, not its name: a driver reaching the store through a hard link is refused
 too; SQLite's own fcntl byte-range locks are independent of it).  The locks are released by
 the operating system when the driver dies, even by SIGKILL, and are never inherited by
-processes the driver forks (worker processes close them at fork).  A second driver on the same store is refused with a clear error.  Readers (``dpaudit
-store info``, :meth:`TrialStore.records`) need no lock.  A store holds one audit: opening it
-for a different configuration is refused.
+processes the driver forks (worker processes close them at fork).  A second driver on the
+same store is refused with a clear error.  Readers (``dpaudit store info``,
+:meth:`TrialStore.records`) need no lock.  A store holds one audit: opening it for a different
+configuration is refused.
 
 Safety: an existing SQLite database that is not a dpaudit trial store (other tables, no
 ``meta`` schema row) is refused before anything is written into it; a damaged file (random
@@ -328,7 +329,8 @@ class TrialStore:
         if old_id != aid:
             from dpaudit.engine.identity import describe_changes
 
-            keys = [k for k in _diff_keys(old_cfg, cfg) if k not in ("identity", "versions")]
+            keys = [k for k in _diff_keys(old_cfg, cfg)
+                    if k not in ("identity", "versions", "declared")]
             what = describe_changes(old_cfg, cfg)
             if keys:
                 what.insert(0, f"the configuration differs in: {', '.join(keys)}")
