@@ -42,7 +42,8 @@ check_output_path = check_output_target
 __all__ = ["load_scores", "write_scores", "load_lifted", "check_readable_file", "read_text",
            "read_json",
            "max_file_bytes", "DEFAULT_MAX_FILE_BYTES", "read_npz", "check_output_path",
-           "note_input", "reset_inputs", "score_direction_warning", "scan_binary"]
+           "note_input", "reset_inputs", "score_direction_warning", "scan_binary",
+           "check_no_text_scores"]
 
 
 def __getattr__(name: str) -> object:
@@ -284,6 +285,8 @@ def _load_npz(path: Path) -> MembershipObservations:
     if "score" in cols and cols["score"] is not None and cols["score"].dtype == bool:
         raise ValueError(f"{path}: 'score' holds booleans; scores are real numbers (higher = "
                          f"more likely a member)")
+    if cols.get("score") is not None:
+        check_no_text_scores(cols["score"], "score", str(path))
     return _from_columns(cols, str(path))
 
 
@@ -295,11 +298,31 @@ def _load_json(path: Path) -> MembershipObservations:
         except (KeyError, TypeError):
             raise ValueError(f"{path}: each record must have 'member' and 'score'") from None
         _no_boolean_scores(cols["score"], path)
+        check_no_text_scores(cols["score"], "score", str(path))
         return _from_columns(cols, str(path))
     if not isinstance(obj, dict):
         raise ValueError(f"{path}: JSON must be an object with 'member' and 'score' arrays")
     _no_boolean_scores(obj.get("score"), path)
+    if obj.get("score") is not None:
+        check_no_text_scores(obj["score"], "score", str(path))
     return _from_columns(obj, str(path))
+
+
+def check_no_text_scores(values: object, column: str, source: str) -> None:
+    """The one rule for text scores: in a typed format (.npz, JSON, Parquet, a DataFrame) a
+    score is a number, never a string -- not even ``"0.5"`` (CSV cells are text, and numbers
+    there may be quoted)."""
+    a = np.asarray(values) if not isinstance(values, list) else None
+    if a is not None and a.dtype.kind in "US":
+        bad: object = a.reshape(-1)[0] if a.size else ""
+    else:
+        flat = a.reshape(-1) if a is not None else values
+        bad = next((v for v in flat if isinstance(v, (str, bytes))), None)  # type: ignore[union-attr]
+        if bad is None:
+            return
+    raise ValueError(f"{source}: column {column!r} holds text ({str(bad)[:40]!r}); scores in "
+                     f".npz, JSON and Parquet files must be numbers (only CSV cells are read "
+                     f"as text) -- write the scores as numbers")
 
 
 def _no_boolean_scores(score: object, path: Path) -> None:
@@ -353,17 +376,26 @@ def write_scores(path: str | Path, member: object, score: object) -> None:
                    fmt=["%d", "%.17g"])
 
 
-def load_scores(path: str | Path) -> MembershipObservations:
-    """Load per-canary membership (or truth bit) and score from CSV, .npz or JSON."""
+def load_scores(path: str | Path, *, allow_duplicates: bool = False) -> MembershipObservations:
+    """Load per-canary membership (or truth bit) and score from CSV, .npz or JSON.
+
+    A file whose rows are k >= 2 copies of one block, or with many rows repeating an earlier
+    row to the score's full precision, is refused unless ``allow_duplicates``
+    (:mod:`dpaudit.repeats`: repeated canaries break the independence every bound assumes)."""
     p = check_readable_file(path, "scores file")
     suffix = p.suffix.lower()
     if suffix == ".npz":
-        return _load_npz(p)
-    if suffix == ".json":
-        return _load_json(p)
-    if suffix in (".csv", ".txt", ""):
-        return _load_csv(p)
-    raise ValueError(f"scores file must be .csv, .npz or .json; got {p.name!r}")
+        obs = _load_npz(p)
+    elif suffix == ".json":
+        obs = _load_json(p)
+    elif suffix in (".csv", ".txt", ""):
+        obs = _load_csv(p)
+    else:
+        raise ValueError(f"scores file must be .csv, .npz or .json; got {p.name!r}")
+    from dpaudit.repeats import check_repeats
+
+    check_repeats(obs.member, obs.score, str(p), allow=allow_duplicates)
+    return obs
 
 
 def load_lifted(path: str | Path) -> LiftedObservations:

@@ -97,7 +97,7 @@ def report_cmd(
         if len(audits) > 1:
             raise ValueError("--scores applies to a single audit; RESULT holds "
                              f"{len(audits)} audits")
-        obs = load_scores(scores)
+        obs = load_scores(scores, allow_duplicates=True)  # the audit decided; this renders it
         inputs.append(hash_file(scores))
     for name, payload in audits:
         check_payload(payload, name or str(result))
