@@ -326,6 +326,12 @@ def _issue32_files(tmp: Any, p: dict[str, str]) -> None:
     (tmp / "result.json").write_text('{"results": [{"method": "tight", "epsilon": 1.0, '
                                      '"delta": 1e-05, "confidence": 0.95}]}')
     p["result"] = str(tmp / "result.json")
+    rng = np.random.default_rng(7)
+    body = "".join(f"{i % 2},{float(v)!r}\n" for i, v in enumerate(rng.normal(size=100)))
+    (tmp / "doubled.csv").write_text("member,score\n" + body + body)
+    p["doubled"] = str(tmp / "doubled.csv")
+    (tmp / "one_member.csv").write_text("member,score\n1,0.5\n0,0.1\n0,0.3\n0,0.2\n")
+    p["one_member"] = str(tmp / "one_member.csv")
 
 
 def _hostile_files(tmp: Any, p: dict[str, str]) -> None:
@@ -541,6 +547,13 @@ def cli_cases() -> list[tuple[str, list[str]]]:
         ("report --out directory", ["report", "FILE:result", "--out", "FILE:directory"]),
         ("zoo --out FIFO", ["zoo", "--only", "dpaudit", "--out", "FILE:fifo"]),
         ("store export to FIFO", ["store", "export", "FILE:foreign_db", "FILE:fifo"]),
+        # errors that leaked internals now name the argument
+        ("run :X (Empty module name)", ["run", ":X"]),
+        ("run .x:Y (relative import)", ["run", ".x:Y"]),
+        ("reproduce --seed -1 (expected non-negative integer)",
+         ["reproduce", "bits-gaussian", "--size", "tiny", "--seed", "-1"]),
+        ("audit doubled file", ["audit", "FILE:doubled"]),
+        ("one-run doubled file", ["one-run", "FILE:doubled"]),
     ]
     return cases
 
@@ -605,6 +618,12 @@ OVERFLOW_ANSWERS = [
      ["curve", "subsampled_gaussian", "--mu", "40", "--sampling-rate", "0.2"]),
     ("simulate subsampled_gaussian --mu 50", ["simulate", "subsampled_gaussian", "--mu", "50",
                                               "--canaries", "1000"]),
+    ("curve gdp --mu 1e300 (The function value at x=inf is NaN)",
+     ["curve", "gdp", "--mu", "1e300"]),
+    ("curve subsampled_gaussian --sampling-rate 1e-300 (math domain error)",
+     ["curve", "subsampled_gaussian", "--mu", "40", "--sampling-rate", "1e-300"]),
+    ("audit one member (each sample in data must contain two or more observations)",
+     ["audit", "FILE:one_member"]),
     ("simulate dpsgd --steps 1 --sampling-rate 1 --noise-multiplier 0.05",
      ["simulate", "dpsgd", "--steps", "1", "--sampling-rate", "1", "--noise-multiplier",
       "0.05", "--canaries", "1000"]),
@@ -624,7 +643,14 @@ def test_overflow_inputs_answer(label, argv, cli_files, capsys):
     cap = capsys.readouterr()
     assert rc == 0 and "Traceback" not in cap.err, cap.err[-500:]
     doc = _json.loads(cap.out)
-    if argv[0] == "curve":
+    if argv[:2] == ["curve", "gdp"]:  # eps ~ mu^2/2 is beyond the float range: inf
+        assert doc["epsilon"] is None and doc["epsilon_note"] == "inf"
+    elif "1e-300" in argv:  # q ~ 0: the pair is (almost) identical, eps = 0
+        assert doc["epsilon"] == 0.0
+    elif argv[0] == "audit":  # the bound, with the TPR interval skipped and saying why
+        assert doc["results"][0]["epsilon"] >= 0
+        assert "at least 2 members" in doc["tpr_at_fpr_0.01_ci_method"]
+    elif argv[0] == "curve":
         # eps of the subsampled Gaussian at large mu: delta_q(eps) = q delta_G(log(1 + (e^eps
         # - 1)/q)) ~ q delta_G(eps - log q), so eps ~ eps_G(delta / q) + log q
         from dpaudit import GaussianDP

@@ -8,7 +8,7 @@ import typer
 
 from dpaudit.cli.common import app, console, print_json
 from dpaudit.papers.experiments.registry import EXPERIMENTS, SIZES, get_experiment, load_all
-from dpaudit.validation import check_choice
+from dpaudit.validation import check_choice, check_count
 
 
 @app.command("reproduce")
@@ -33,6 +33,7 @@ def reproduce(
             e = EXPERIMENTS[key]
             console.print(f"[bold]{key}[/bold]  {e.source}: {e.description}")
         return
+    seed = check_count("--seed", seed)
     size = check_choice("--size", size, SIZES)
     if full and size not in ("small", "full"):
         raise ValueError(f"--full means --size full; it contradicts --size {size}")

@@ -33,12 +33,18 @@ def load_audit(spec: str) -> Any:
     if ":" not in spec:
         raise ValueError(f"AUDIT must be MODULE:OBJECT (e.g. mymodule:AUDIT), got {spec!r}")
     mod_name, _, attr = spec.partition(":")
+    if not mod_name or mod_name.startswith(".") or not attr:
+        raise ValueError(f"AUDIT must be MODULE:OBJECT with an absolute module name and an "
+                         f"object (e.g. mymodule:AUDIT), got {spec!r}")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
         mod = importlib.import_module(mod_name)
     except ImportError as exc:
         raise ValueError(f"cannot import module {mod_name!r}: {exc}") from None
+    except (TypeError, ValueError) as exc:  # e.g. "a..b" (an empty part of a dotted name)
+        raise ValueError(f"AUDIT {spec!r}: {mod_name!r} is not a module name ({exc})") \
+            from None
     obj: Any = mod
     for part in attr.split("."):
         if not hasattr(obj, part):

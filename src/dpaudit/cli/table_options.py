@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import typer
 
 from dpaudit.observations import MembershipObservations
@@ -87,7 +88,13 @@ def metric_intervals(member: Any, score: Any, confidence: float) -> dict[str, An
 
     a = auroc_interval(member, score, confidence, "delong")
     out: dict[str, Any] = {"auroc_ci": [a.low, a.high], "auroc_ci_method": "delong"}
-    if len(score) <= BOOTSTRAP_MAX_N:
+    m = np.asarray(member, dtype=bool)
+    smallest = int(min(m.sum(), m.size - m.sum()))
+    if smallest < 2:
+        out["tpr_at_fpr_0.01_ci"] = None
+        out["tpr_at_fpr_0.01_ci_method"] = ("not computed: the bootstrap needs at least 2 "
+                                            "members and 2 non-members")
+    elif len(score) <= BOOTSTRAP_MAX_N:
         how = "bca" if len(score) <= BCA_MAX_N else "percentile"
         t = tpr_at_fpr_interval(member, score, 0.01, confidence, n_resamples=2000, seed=0,
                                 method=how)
