@@ -332,6 +332,12 @@ def _issue32_files(tmp: Any, p: dict[str, str]) -> None:
     p["doubled"] = str(tmp / "doubled.csv")
     (tmp / "one_member.csv").write_text("member,score\n1,0.5\n0,0.1\n0,0.3\n0,0.2\n")
     p["one_member"] = str(tmp / "one_member.csv")
+    (tmp / "bigint_g.json").write_text('{"member": [0, 1, 0, 1], "g": [1, 2, 3, 4], '
+                                       '"score": [1, 2, 3, 1' + "0" * 400 + "]}")
+    p["bigint_group"] = str(tmp / "bigint_g.json")
+    (tmp / "mixed.json").write_text('{"member": [0, 1, 0, 1], "g": [1, 2, 3, 4], '
+                                    '"score": [1, 2, 3, "x"]}')
+    p["mixed_json"] = str(tmp / "mixed.json")
 
 
 def _hostile_files(tmp: Any, p: dict[str, str]) -> None:
@@ -553,6 +559,11 @@ def cli_cases() -> list[tuple[str, list[str]]]:
         ("reproduce --seed -1 (expected non-negative integer)",
          ["reproduce", "bits-gaussian", "--size", "tiny", "--seed", "-1"]),
         ("audit doubled file", ["audit", "FILE:doubled"]),
+        ("audit bigint.json --group-col", ["audit", "FILE:bigint_group", "--group-col", "g",
+                                           "--aggregate", "max"]),
+        ("audit text score among numbers (JSON)", ["audit", "FILE:mixed_json", "--group-col",
+                                                   "g", "--aggregate", "max"]),
+        ("zoo --store-dir FIFO", ["zoo", "--only", "dpaudit", "--store-dir", "FILE:fifo"]),
         ("one-run doubled file", ["one-run", "FILE:doubled"]),
     ]
     return cases

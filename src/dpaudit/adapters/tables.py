@@ -54,14 +54,16 @@ def _is_number(v: Any) -> bool:
 
 
 def _score_values(values: Any, column: str, source: str, text_numbers: bool) -> np.ndarray:
+    if not text_numbers:  # a typed format: the values as stored, validated by the caller
+        from dpaudit.io import check_no_text_scores
+
+        check_no_text_scores(values, column, source)
     a = np.asarray(values)
     if a.dtype == bool or (a.dtype.kind == "O" and any(type(v) is bool for v in a.ravel())):
         raise ValueError(f"{source}: column {column!r} holds booleans; scores are real numbers "
                          f"(higher = more likely a member)")
     if not text_numbers:
-        from dpaudit.io import check_no_text_scores
-
-        check_no_text_scores(a, column, source)
+        return a  # numbers (or objects): MembershipObservations.from_arrays checks them
     if a.dtype.kind in "OUS":
         try:
             a = a.astype(float)

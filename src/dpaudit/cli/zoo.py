@@ -40,6 +40,9 @@ def zoo_cmd(
 
     if out is not None:
         check_output_target(out, what="--out")
+    if store_dir is not None and store_dir.exists() and not store_dir.is_dir():
+        raise ValueError(f"--store-dir {store_dir} exists and is not a directory (it holds "
+                         f"one trial store per entry)")
     if resume and store_dir is None:
         raise ValueError("--resume needs --store-dir")
     sel = tuple(s.strip() for s in only.split(",") if s.strip()) if only else None
