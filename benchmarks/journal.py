@@ -22,7 +22,11 @@ def load(path: Path, key: str = "id") -> dict[str, dict[str, Any]]:
 
 
 def append(path: Path, row: dict[str, Any]) -> None:
-    """Append ``row`` to the journal and push it to disk."""
+    """Append ``row`` to the journal and push it to disk (only to a regular file or a new
+    path: :func:`dpaudit.output.writable_target`)."""
+    from dpaudit.output import writable_target
+
+    writable_target(path, what="journal")
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as fh:
         fh.write(json.dumps(row) + "\n")

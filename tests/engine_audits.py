@@ -163,3 +163,15 @@ EXITS_SOME = BlackBoxAudit(ExitsOnDraw(0.05), CountNeighbours(10), identity_scor
 MARKUP = BlackBoxAudit(MarkupError(), CountNeighbours(10), identity_score)
 HANGS = BlackBoxAudit(HangsOnDraw(), CountNeighbours(10), identity_score)
 SLOW20 = BlackBoxAudit(SlowGaussianCount(1.0, 0.02), CountNeighbours(10), identity_score)
+
+
+def env_noise_mechanism(dataset: Any, rng: np.random.Generator) -> float:
+    """Reads its noise scale from the environment at call time (DPAUDIT_TEST_NOISE_SCALE):
+    the code fingerprint cannot see a change; ``--identity-env`` can."""
+    import os
+
+    scale = float(os.environ.get("DPAUDIT_TEST_NOISE_SCALE", "1.0"))
+    return float(len(dataset) + scale * rng.standard_normal())
+
+
+ENV_NOISE = BlackBoxAudit(env_noise_mechanism, CountNeighbours(), identity_score)

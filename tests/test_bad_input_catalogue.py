@@ -332,7 +332,37 @@ def _files(tmp: Any) -> dict[str, str]:
     (tmp / "priors.txt").write_text("0.1\n0.2\n0.05\n")
     p["priors"] = str(tmp / "priors.txt")
     _hostile_files(tmp, p)
+    _issue32_files(tmp, p)
     return p
+
+
+def _issue32_files(tmp: Any, p: dict[str, str]) -> None:
+    """Overflowing inputs and non-regular outputs of issue 32 (hardening round 4)."""
+    import os
+
+    (tmp / "bigint.json").write_text('{"member": [0, 1, 0, 1], "score": [1, 2, 3, 1'
+                                     + "0" * 400 + "]}")
+    p["bigint_json"] = str(tmp / "bigint.json")
+    (tmp / "huge.csv").write_text("member,score\n" + "".join(
+        f"{i % 2},{(1 if i % 3 else -1) * 1.7e308:.17g}\n" for i in range(60)))
+    p["huge_csv"] = str(tmp / "huge.csv")
+    os.mkfifo(tmp / "out.fifo")  # stands in for a device: never written
+    p["fifo"] = str(tmp / "out.fifo")
+    (tmp / "result.json").write_text('{"results": [{"method": "tight", "epsilon": 1.0, '
+                                     '"delta": 1e-05, "confidence": 0.95}]}')
+    p["result"] = str(tmp / "result.json")
+    rng = np.random.default_rng(7)
+    body = "".join(f"{i % 2},{float(v)!r}\n" for i, v in enumerate(rng.normal(size=100)))
+    (tmp / "doubled.csv").write_text("member,score\n" + body + body)
+    p["doubled"] = str(tmp / "doubled.csv")
+    (tmp / "one_member.csv").write_text("member,score\n1,0.5\n0,0.1\n0,0.3\n0,0.2\n")
+    p["one_member"] = str(tmp / "one_member.csv")
+    (tmp / "bigint_g.json").write_text('{"member": [0, 1, 0, 1], "g": [1, 2, 3, 4], '
+                                       '"score": [1, 2, 3, 1' + "0" * 400 + "]}")
+    p["bigint_group"] = str(tmp / "bigint_g.json")
+    (tmp / "mixed.json").write_text('{"member": [0, 1, 0, 1], "g": [1, 2, 3, 4], '
+                                    '"score": [1, 2, 3, "x"]}')
+    p["mixed_json"] = str(tmp / "mixed.json")
 
 
 def _hostile_files(tmp: Any, p: dict[str, str]) -> None:
@@ -548,6 +578,33 @@ def cli_cases() -> list[tuple[str, list[str]]]:
     cases.append(("zoo --trials 0", ["zoo", "--only", "dpaudit", "--trials", "0"]))
     cases.append(("zoo --confidence 2", ["zoo", "--only", "dpaudit", "--confidence", "2"]))
     cases.append(("zoo --resume", ["zoo", "--only", "dpaudit", "--resume"]))
+    # issue 32: overflowing inputs and outputs onto files that are not regular
+    cases += [
+        ("audit bigint.json (10^400)", ["audit", "FILE:bigint_json"]),
+        ("one-run bigint.json (10^400)", ["one-run", "FILE:bigint_json"]),
+        ("curve dpsgd --noise-multiplier 1e-200", ["curve", "dpsgd", "--noise-multiplier",
+                                                   "1e-200", "--sampling-rate", "1",
+                                                   "--steps", "1"]),
+        ("audit --report FIFO", ["audit", "FILE:good", "--report", "FILE:fifo"]),
+        ("one-run --format png --report FIFO", ["one-run", "FILE:good", "--format", "png",
+                                                "--report", "FILE:fifo"]),
+        ("report --out FIFO", ["report", "FILE:result", "--out", "FILE:fifo"]),
+        ("report --out directory", ["report", "FILE:result", "--out", "FILE:directory"]),
+        ("zoo --out FIFO", ["zoo", "--only", "dpaudit", "--out", "FILE:fifo"]),
+        ("store export to FIFO", ["store", "export", "FILE:foreign_db", "FILE:fifo"]),
+        # errors that leaked internals now name the argument
+        ("run :X (Empty module name)", ["run", ":X"]),
+        ("run .x:Y (relative import)", ["run", ".x:Y"]),
+        ("reproduce --seed -1 (expected non-negative integer)",
+         ["reproduce", "bits-gaussian", "--size", "tiny", "--seed", "-1"]),
+        ("audit doubled file", ["audit", "FILE:doubled"]),
+        ("audit bigint.json --group-col", ["audit", "FILE:bigint_group", "--group-col", "g",
+                                           "--aggregate", "max"]),
+        ("audit text score among numbers (JSON)", ["audit", "FILE:mixed_json", "--group-col",
+                                                   "g", "--aggregate", "max"]),
+        ("zoo --store-dir FIFO", ["zoo", "--only", "dpaudit", "--store-dir", "FILE:fifo"]),
+        ("one-run doubled file", ["one-run", "FILE:doubled"]),
+    ]
     return cases
 
 
@@ -602,3 +659,55 @@ def test_catalogue_count(cli_files, capsys):
               f"(library {len(LIB_CASES) - len(lib_bad)}/{len(LIB_CASES)}, "
               f"CLI {len(CLI_CASES) - len(cli_bad)}/{len(CLI_CASES)})")
     assert not lib_bad and not cli_bad, (lib_bad, cli_bad)
+
+
+#: issue 32: inputs that used to overflow and now have a valid answer (exit 0, no traceback)
+OVERFLOW_ANSWERS = [
+    ("one-run huge.csv --distribution", ["one-run", "FILE:huge_csv", "--distribution"]),
+    ("curve subsampled_gaussian --mu 40 --sampling-rate 0.2",
+     ["curve", "subsampled_gaussian", "--mu", "40", "--sampling-rate", "0.2"]),
+    ("simulate subsampled_gaussian --mu 50", ["simulate", "subsampled_gaussian", "--mu", "50",
+                                              "--canaries", "1000"]),
+    ("curve gdp --mu 1e300 (The function value at x=inf is NaN)",
+     ["curve", "gdp", "--mu", "1e300"]),
+    ("curve subsampled_gaussian --sampling-rate 1e-300 (math domain error)",
+     ["curve", "subsampled_gaussian", "--mu", "40", "--sampling-rate", "1e-300"]),
+    ("audit one member (each sample in data must contain two or more observations)",
+     ["audit", "FILE:one_member"]),
+    ("simulate dpsgd --steps 1 --sampling-rate 1 --noise-multiplier 0.05",
+     ["simulate", "dpsgd", "--steps", "1", "--sampling-rate", "1", "--noise-multiplier",
+      "0.05", "--canaries", "1000"]),
+]
+
+
+@pytest.mark.slow  # seconds each (DP-SGD accounting at sigma = 0.05)
+@pytest.mark.parametrize("label,argv", OVERFLOW_ANSWERS, ids=[c[0] for c in OVERFLOW_ANSWERS])
+def test_overflow_inputs_answer(label, argv, cli_files, capsys):
+    import json as _json
+    import math
+
+    from dpaudit.cli import main
+
+    args = [cli_files[a[5:]] if a.startswith("FILE:") else a for a in argv]
+    rc = main([*args, "--json"])
+    cap = capsys.readouterr()
+    assert rc == 0 and "Traceback" not in cap.err, cap.err[-500:]
+    doc = _json.loads(cap.out)
+    if argv[:2] == ["curve", "gdp"]:  # eps ~ mu^2/2 is beyond the float range: inf
+        assert doc["epsilon"] is None and doc["epsilon_note"] == "inf"
+    elif "1e-300" in argv:  # q ~ 0: the pair is (almost) identical, eps = 0
+        assert doc["epsilon"] == 0.0
+    elif argv[0] == "audit":  # the bound, with the TPR interval skipped and saying why
+        assert doc["results"][0]["epsilon"] >= 0
+        assert "at least 2 members" in doc["tpr_at_fpr_0.01_ci_method"]
+    elif argv[0] == "curve":
+        # eps of the subsampled Gaussian at large mu: delta_q(eps) = q delta_G(log(1 + (e^eps
+        # - 1)/q)) ~ q delta_G(eps - log q), so eps ~ eps_G(delta / q) + log q
+        from dpaudit import GaussianDP
+
+        assert doc["epsilon"] == pytest.approx(GaussianDP(40).epsilon(5e-5) + math.log(0.2),
+                                               abs=1e-6)
+    elif argv[0] == "simulate":
+        assert doc["violation"] is False and doc["claimed_epsilon"] > 100
+    else:
+        assert {r["method"] for r in doc["results"]} >= {"gaussian_pair", "hockey_stick"}

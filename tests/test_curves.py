@@ -227,3 +227,26 @@ def test_family_errors(bad, match):
 def test_curve_bad_input(make, match):
     with pytest.raises(ValueError, match=match):
         make()
+
+
+def test_epsilon_beyond_the_float_range_is_inf() -> None:
+    """Issue 32: mu > ~1e154 made the search bracket mu^2/2 infinite (brentq: "function value
+    at x=inf is NaN"); eps(delta) ~ mu^2/2 is then beyond every float: inf, the conservative
+    answer for a guarantee."""
+    from dpaudit.curves import GaussianDP, SubsampledGaussianDP
+
+    assert GaussianDP(1e300).epsilon(1e-5) == math.inf
+    assert SubsampledGaussianDP(1e200, 0.5).epsilon(1e-5) == math.inf
+    assert math.isfinite(GaussianDP(1e150).epsilon(1e-5))
+
+
+def test_subsampled_gaussian_tiny_q_at_eps_zero() -> None:
+    """Issue 32: 1 - (1 - q) e^-eps rounded to 0 at q = 1e-300 ("math domain error"); as a
+    log-sum it is exact: at eps = 0 both orders give log q + log delta_G(0)."""
+    from dpaudit.curves import SubsampledGaussianDP
+    from dpaudit.curves.gaussian import gdp_log_delta
+
+    c = SubsampledGaussianDP(2.0, 1e-300)
+    assert c.log_delta(0.0) == pytest.approx(math.log(1e-300) + gdp_log_delta(2.0, 0.0),
+                                             rel=1e-12)
+    assert c.epsilon(1e-5) == 0.0

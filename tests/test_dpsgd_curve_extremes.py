@@ -37,3 +37,28 @@ def test_interval_is_unchanged_for_ordinary_settings():
     for sigma in (0.6, 1.0, 1.1, 4.0):
         width, _ = _loss_width(sigma, 0.01, 1000)
         assert width / MAX_PLD_POINTS < 1e-4
+
+
+@pytest.mark.parametrize("sigma", [1e-3, 1e-170, 1e-200])
+def test_tiny_noise_is_refused_not_overflowed(sigma) -> None:
+    """Issue 32: e^{1/sigma^2} overflowed (OverflowError) below sigma ~ 0.027, and sigma^2
+    underflows to 0 below ~1e-162; the CLT estimate is now formed in log space and the
+    composition is refused as beyond GDP mu = 100, naming the arguments."""
+    from dpaudit.curves.accounting import dpsgd_curve
+
+    with pytest.raises(ValueError, match="noise_multiplier"):
+        dpsgd_curve(sigma, 1.0, 1)
+
+
+def test_subsampled_gaussian_large_mu_in_log_space() -> None:
+    """Issue 32: log_delta formed e^(eps + log(1 - q)) and overflowed at eps > 709; at large
+    mu, eps(delta) ~ eps_G(delta / q) + log q (delta_q(eps) ~ q delta_G(eps - log q))."""
+    import math
+
+    from dpaudit.curves import GaussianDP, SubsampledGaussianDP
+
+    c = SubsampledGaussianDP(40.0, 0.2)
+    assert c.epsilon(1e-5) == pytest.approx(GaussianDP(40.0).epsilon(5e-5) + math.log(0.2),
+                                            abs=1e-6)
+    # far in the tail, no overflow: ~ log Phi(-(2000 - 800)/40) = log Phi(-30) ~ -454
+    assert -470 < c.log_delta(2000.0) < -440

@@ -220,18 +220,24 @@ def test_markup_in_errors_and_names_printed_literally(capsys) -> None:
     assert "RuntimeError: [/red] closing tag [bold]not" in " ".join(out.split())
 
 
+def _refused_while_held(store, other, match: str, trials: int = 10) -> None:
+    """A driver on ``other`` is refused while one holds ``store``'s lock."""
+    holder = TrialStore(store)
+    holder.acquire()
+    try:
+        with pytest.raises(StoreLockedError, match=match):
+            execute(ea.FAST, trials=trials, seed=0, executor="inline", store=other,
+                    resume=True)
+    finally:
+        holder.close()
+
+
 def test_lock_through_symlink_and_dead_holder(tmp_path) -> None:
     store = tmp_path / "real.sqlite"
     link = tmp_path / "link.sqlite"
     execute(ea.FAST, trials=10, seed=0, executor="inline", store=store)
     link.symlink_to(store)
-    holder = TrialStore(store)
-    holder.acquire()
-    try:
-        with pytest.raises(StoreLockedError, match="in use by another driver"):
-            execute(ea.FAST, trials=10, seed=0, executor="inline", store=link, resume=True)
-    finally:
-        holder.close()
+    _refused_while_held(store, link, "in use by another driver")
     # a forked child never holds the lock: the parent's lock ends with the parent
     holder = TrialStore(store)
     holder.acquire()
@@ -336,3 +342,16 @@ def test_run_non_factory_refused(capsys) -> None:
 
     assert main(["run", "os:system", "--trials", "10"]) == 2
     assert "nor a zero-argument factory" in capsys.readouterr().err
+
+
+def test_lock_holds_across_a_hard_link(tmp_path) -> None:
+    """Issue 32: a hard link is another name of the same file with its own NAME.lock; the
+    driver also locks the database file itself (flock is keyed by the file)."""
+    store = tmp_path / "real.sqlite"
+    execute(ea.FAST, trials=10, seed=0, executor="inline", store=store)
+    (tmp_path / "other").mkdir()
+    link = tmp_path / "other" / "hard.sqlite"
+    os.link(store, link)
+    _refused_while_held(store, link, "hard link", trials=20)
+    run = execute(ea.FAST, trials=20, seed=0, executor="inline", store=link, resume=True)
+    assert run.computed == 10  # the lock is gone with its holder; the 10 stored trials count

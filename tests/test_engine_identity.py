@@ -160,3 +160,76 @@ def test_versions_and_describe_changes() -> None:
     assert "numpy version changed" in msgs[-1] and "-> 0.0" in msgs[-1]
     assert describe_changes(old, old) == []
     assert "no code fingerprints" in describe_changes({"game": {}}, new)[0]
+
+
+# ------------------------------------------------------------------ declared identity (issue 32)
+ENV = "DPAUDIT_TEST_NOISE_SCALE"
+
+
+@pytest.mark.slow  # three inline runs
+def test_identity_env_refuses_a_resume_with_another_value(tmp_path, monkeypatch) -> None:
+    store = tmp_path / "s.sqlite"
+    monkeypatch.setenv(ENV, "1.0")
+    execute(ea.ENV_NOISE, trials=20, seed=0, executor="inline", store=store,
+            identity_env=[ENV])
+    assert execute(ea.ENV_NOISE, trials=30, seed=0, executor="inline", store=store,
+                   resume=True, identity_env=[ENV]).reused == 20
+    monkeypatch.setenv(ENV, "0.25")
+    with pytest.raises(ValueError, match=f"environment variable {ENV} changed"):
+        execute(ea.ENV_NOISE, trials=30, seed=0, executor="inline", store=store, resume=True,
+                identity_env=[ENV])
+    monkeypatch.delenv(ENV)
+    with pytest.raises(ValueError, match=f"environment variable {ENV} was unset"):
+        execute(ea.ENV_NOISE, trials=30, seed=0, executor="inline", store=store, resume=True,
+                identity_env=[ENV])
+    # undeclared, the code alone identifies the audit: the store says so instead of guessing
+    with pytest.raises(ValueError, match="declared .--identity-env. in only one"):
+        execute(ea.ENV_NOISE, trials=30, seed=0, executor="inline", store=store, resume=True)
+
+
+def test_declared_identity_is_a_digest_and_absent_when_nothing_is_declared(monkeypatch) -> None:
+    from dpaudit.engine.runner import default_config
+
+    monkeypatch.setenv(ENV, "secret-value")
+    plain = default_config(ea.ENV_NOISE, 0)
+    assert "declared" not in plain  # audit ids of stores without declarations are unchanged
+    cfg = default_config(ea.ENV_NOISE, 0, [ENV, ENV])
+    assert list(cfg["declared"]["env"]) == [ENV]
+    assert "secret-value" not in json.dumps(cfg)  # compared by digest, never stored
+    with pytest.raises(ValueError, match="identity_env"):
+        default_config(ea.ENV_NOISE, 0, ["A=B"])
+
+
+def test_version_string_on_the_audit_object(tmp_path) -> None:
+    import dataclasses
+
+    store = tmp_path / "v.sqlite"
+    v1 = dataclasses.replace(ea.ENV_NOISE, version="2026-11-01")
+    execute(v1, trials=10, seed=0, executor="inline", store=store)
+    v2 = dataclasses.replace(ea.ENV_NOISE, version="2026-11-27")
+    with pytest.raises(ValueError, match="declared version changed"):
+        execute(v2, trials=10, seed=0, executor="inline", store=store, resume=True)
+    with pytest.raises(ValueError, match="version must be a string"):
+        BlackBoxAudit(GaussianCount(), CountNeighbours(), identity_score, version=2)
+
+
+@pytest.mark.slow  # five CLI runs
+def test_resume_says_what_the_identity_covers(tmp_path, cli, monkeypatch) -> None:
+    monkeypatch.setenv(ENV, "1.0")
+    store = tmp_path / "c.sqlite"
+    base = ["run", "engine_audits:ENV_NOISE", "--trials", "40", "--executor", "inline",
+            "--store", str(store), "--json"]
+    rc, _, err = cli(*base)
+    assert rc == 0 and "note:" not in err
+    rc, _, err = cli(*base, "--resume")
+    assert rc == 0 and "Not covered: what the mechanism reads at call time" in err
+    store2 = tmp_path / "d.sqlite"
+    base2 = [*base[:-3], "--store", str(store2), "--identity-env", ENV, "--json"]
+    assert cli(*base2)[0] == 0
+    rc, _, err = cli(*base2, "--resume")
+    assert rc == 0 and f"the environment variables {ENV}" in err and "Not covered" not in err
+    monkeypatch.setenv(ENV, "0.1")
+    rc, _, err = cli(*base2, "--resume")
+    assert rc == 2 and f"environment variable {ENV} changed" in err
+    rc, _, err = cli(*base[:-3], "--identity-env", "", "--json")
+    assert rc == 2 and "--identity-env" in err

@@ -240,3 +240,27 @@ def test_false_violations_on_dpsgd_scores_with_the_distribution_rows():
         over += rows[-1].epsilon > true_eps
     assert false_violations <= 8
     assert over >= 30   # the misspecification the estimate label is for
+
+
+def test_scores_near_the_float_limit_give_the_same_bounds() -> None:
+    """Issue 32: scores of magnitude ~1e300 overflowed the sample variance; every bound is
+    invariant under a positive rescaling, so scaled scores give the same epsilon (power-of-two
+    scale: exact) and the reported means/SDs scale with them."""
+    from dpaudit.estimators.gaussian_pair import gaussian_pair, gaussian_pair_fit
+    from dpaudit.estimators.hockey_stick import hockey_stick_histogram
+
+    rng = np.random.default_rng(3)
+    m = np.arange(400) % 2
+    s = rng.normal(size=400) + 1.5 * m
+    k = 2.0 ** 1000
+    for fn in (gaussian_pair, gaussian_pair_fit,
+               lambda a, b: gaussian_pair(a, b, variances="equal")):
+        small, big = fn(m, s), fn(m, s * k)
+        assert big.epsilon == pytest.approx(small.epsilon, rel=1e-12)
+        for name, v in small.params.items():
+            if name in ("mu_out", "mu_in", "sd_out", "sd_in"):
+                assert big.params[name] == pytest.approx(v * k, rel=1e-12)
+    assert hockey_stick_histogram(m, s * k).epsilon == hockey_stick_histogram(m, s).epsilon
+    spread = np.where(m == 1, 1.7e308, -1.7e308) * rng.uniform(0.5, 1.0, 400)
+    assert hockey_stick_histogram(m, spread).epsilon > 0
+    assert gaussian_pair(m, spread).epsilon >= 0

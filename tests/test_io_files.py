@@ -54,7 +54,7 @@ def test_npz_roundtrip(tmp_path):
     ("pickle_npz", "pickles"),
     ("nested_json", "nested too deeply"),
     ("binary_csv", "not UTF-8"),
-    ("string_scores_json", "score must be an array of real numbers, got strings"),
+    ("string_scores_json", "scores in .npz, JSON and Parquet files must be numbers"),
     ("complex_scores_npz", "complex"),
     ("directory", "directory"),
     ("missing", "not found"),

@@ -16,8 +16,9 @@ bomb, a header claiming 1e12 elements) is refused.  JSON objects with a repeated
 booleans given as scores are refused.
 
 Outputs never overwrite inputs: every file read through this module (and every trial store
-opened) is noted, and :func:`check_output_path` refuses to write a report or an export over one
-of them, naming both.
+opened) is noted (:func:`dpaudit.output.note_input`), and :func:`check_output_path`
+(= :func:`dpaudit.output.check_output_target`) refuses to write a report or an export over one
+of them, naming both, or onto anything but a regular file.
 """
 
 from __future__ import annotations
@@ -33,11 +34,16 @@ from pathlib import Path
 import numpy as np
 
 from dpaudit.observations import LiftedObservations, MembershipObservations
+from dpaudit.output import check_output_target, note_input, reset_inputs
+
+#: the one output-path check (kept under its old name): :func:`dpaudit.output.check_output_target`
+check_output_path = check_output_target
 
 __all__ = ["load_scores", "write_scores", "load_lifted", "check_readable_file", "read_text",
            "read_json",
            "max_file_bytes", "DEFAULT_MAX_FILE_BYTES", "read_npz", "check_output_path",
-           "note_input", "reset_inputs", "score_direction_warning", "scan_binary"]
+           "note_input", "reset_inputs", "score_direction_warning", "scan_binary",
+           "check_no_text_scores"]
 
 
 def __getattr__(name: str) -> object:
@@ -70,37 +76,6 @@ def max_file_bytes() -> int:
     if v <= 0:
         raise ValueError(f"DPAUDIT_MAX_FILE_BYTES must be a positive integer, got {env!r}")
     return v
-
-
-#: resolved paths of the files read (and trial stores opened) since :func:`reset_inputs`
-_INPUTS: dict[str, str] = {}
-
-
-def note_input(path: str | Path) -> None:
-    """Remember ``path`` as an input of the current command (see :func:`check_output_path`)."""
-    try:
-        _INPUTS[os.path.realpath(path)] = str(path)
-    except (OSError, ValueError):  # pragma: no cover - unresolvable path
-        pass
-
-
-def reset_inputs() -> None:
-    """Forget the noted inputs (the command line calls this once per command)."""
-    _INPUTS.clear()
-
-
-def check_output_path(out: str | Path, *inputs: str | Path | None,
-                      what: str = "output") -> Path:
-    """``out`` unless it is one of the command's inputs (a file read or a store opened, or one
-    of ``inputs``): then a ValueError naming both, so that an output never replaces an input."""
-    p = Path(out)
-    real = os.path.realpath(p)
-    named = {os.path.realpath(i): str(i) for i in inputs if i is not None}
-    named.update(_INPUTS)
-    if real in named:
-        raise ValueError(f"{what} {p} is the input {named[real]}; refusing to overwrite an "
-                         f"input -- choose another output path")
-    return p
 
 
 def check_readable_file(path: str | Path, what: str = "scores file") -> Path:
@@ -310,6 +285,8 @@ def _load_npz(path: Path) -> MembershipObservations:
     if "score" in cols and cols["score"] is not None and cols["score"].dtype == bool:
         raise ValueError(f"{path}: 'score' holds booleans; scores are real numbers (higher = "
                          f"more likely a member)")
+    if cols.get("score") is not None:
+        check_no_text_scores(cols["score"], "score", str(path))
     return _from_columns(cols, str(path))
 
 
@@ -321,11 +298,31 @@ def _load_json(path: Path) -> MembershipObservations:
         except (KeyError, TypeError):
             raise ValueError(f"{path}: each record must have 'member' and 'score'") from None
         _no_boolean_scores(cols["score"], path)
+        check_no_text_scores(cols["score"], "score", str(path))
         return _from_columns(cols, str(path))
     if not isinstance(obj, dict):
         raise ValueError(f"{path}: JSON must be an object with 'member' and 'score' arrays")
     _no_boolean_scores(obj.get("score"), path)
+    if obj.get("score") is not None:
+        check_no_text_scores(obj["score"], "score", str(path))
     return _from_columns(obj, str(path))
+
+
+def check_no_text_scores(values: object, column: str, source: str) -> None:
+    """The one rule for text scores: in a typed format (.npz, JSON, Parquet, a DataFrame) a
+    score is a number, never a string -- not even ``"0.5"`` (CSV cells are text, and numbers
+    there may be quoted)."""
+    a = np.asarray(values) if not isinstance(values, list) else None
+    if a is not None and a.dtype.kind in "US":
+        bad: object = a.reshape(-1)[0] if a.size else ""
+    else:
+        flat = a.reshape(-1) if a is not None else values
+        bad = next((v for v in flat if isinstance(v, (str, bytes))), None)  # type: ignore[union-attr]
+        if bad is None:
+            return
+    raise ValueError(f"{source}: column {column!r} holds text ({str(bad)[:40]!r}); scores in "
+                     f".npz, JSON and Parquet files must be numbers (only CSV cells are read "
+                     f"as text) -- write the scores as numbers")
 
 
 def _no_boolean_scores(score: object, path: Path) -> None:
@@ -369,23 +366,36 @@ def score_direction_warning(member: object, score: object, source: str,
 
 def write_scores(path: str | Path, member: object, score: object) -> None:
     """Per-canary scores as ``member,score`` CSV (what :func:`load_scores` and
-    ``dpaudit one-run SCORES.csv`` read); scores keep every digit (``%.17g``)."""
+    ``dpaudit one-run SCORES.csv`` read); scores keep every digit (``%.17g``).  Written
+    atomically, only onto a regular file or a new path (:mod:`dpaudit.output`)."""
+    from dpaudit.output import atomic_output
+
     rows = np.column_stack([np.asarray(member, dtype=int), np.asarray(score, dtype=float)])
-    np.savetxt(path, rows, delimiter=",", header="member,score", comments="",
-               fmt=["%d", "%.17g"])
+    with atomic_output(path, what="scores file") as tmp:
+        np.savetxt(tmp, rows, delimiter=",", header="member,score", comments="",
+                   fmt=["%d", "%.17g"])
 
 
-def load_scores(path: str | Path) -> MembershipObservations:
-    """Load per-canary membership (or truth bit) and score from CSV, .npz or JSON."""
+def load_scores(path: str | Path, *, allow_duplicates: bool = False) -> MembershipObservations:
+    """Load per-canary membership (or truth bit) and score from CSV, .npz or JSON.
+
+    A file whose rows are k >= 2 copies of one block, or with many rows repeating an earlier
+    row to the score's full precision, is refused unless ``allow_duplicates``
+    (:mod:`dpaudit.repeats`: repeated canaries break the independence every bound assumes)."""
     p = check_readable_file(path, "scores file")
     suffix = p.suffix.lower()
     if suffix == ".npz":
-        return _load_npz(p)
-    if suffix == ".json":
-        return _load_json(p)
-    if suffix in (".csv", ".txt", ""):
-        return _load_csv(p)
-    raise ValueError(f"scores file must be .csv, .npz or .json; got {p.name!r}")
+        obs = _load_npz(p)
+    elif suffix == ".json":
+        obs = _load_json(p)
+    elif suffix in (".csv", ".txt", ""):
+        obs = _load_csv(p)
+    else:
+        raise ValueError(f"scores file must be .csv, .npz or .json; got {p.name!r}")
+    from dpaudit.repeats import check_repeats
+
+    check_repeats(obs.member, obs.score, str(p), allow=allow_duplicates)
+    return obs
 
 
 def load_lifted(path: str | Path) -> LiftedObservations:

@@ -8,6 +8,7 @@ estimators, curves and games call these helpers at their boundary.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 
 import numpy as np
@@ -50,6 +51,16 @@ def _as_float(name: str, value: object) -> float:
     return out
 
 
+def _too_big(v: object) -> bool:
+    try:
+        float(v)  # type: ignore[arg-type]
+    except OverflowError:
+        return True
+    except (TypeError, ValueError):
+        return False
+    return False
+
+
 def _numeric_array(name: str, values: object, what: str) -> np.ndarray:
     """``np.asarray(values)`` of real numbers; strings, complex numbers and ragged nesting are
     rejected instead of being coerced ("0.5" -> 0.5, 1+2j -> 1)."""
@@ -71,6 +82,11 @@ def _numeric_array(name: str, values: object, what: str) -> np.ndarray:
             arr = arr.astype(float)
         except (TypeError, ValueError):
             raise ValueError(f"{name} must be {what}") from None
+        except OverflowError:  # an integer beyond the float range (JSON allows 10**400)
+            i = next(i for i, v in enumerate(flat) if _too_big(v))
+            raise ValueError(f"{name} must be {what} within the float range "
+                             f"(|x| <= {sys.float_info.max:.4g}); entry {i} is an integer "
+                             f"of {len(str(abs(int(flat[i]))))} digits") from None
     elif kind in "USVMmc":
         desc = {"U": "strings", "S": "bytes", "c": "complex numbers"}.get(kind, arr.dtype.name)
         raise ValueError(f"{name} must be {what}, got {desc}")

@@ -53,11 +53,17 @@ def _is_number(v: Any) -> bool:
     return True
 
 
-def _score_values(values: Any, column: str, source: str) -> np.ndarray:
+def _score_values(values: Any, column: str, source: str, text_numbers: bool) -> np.ndarray:
+    if not text_numbers:  # a typed format: the values as stored, validated by the caller
+        from dpaudit.io import check_no_text_scores
+
+        check_no_text_scores(values, column, source)
     a = np.asarray(values)
     if a.dtype == bool or (a.dtype.kind == "O" and any(type(v) is bool for v in a.ravel())):
         raise ValueError(f"{source}: column {column!r} holds booleans; scores are real numbers "
                          f"(higher = more likely a member)")
+    if not text_numbers:
+        return a  # numbers (or objects): MembershipObservations.from_arrays checks them
     if a.dtype.kind in "OUS":
         try:
             a = a.astype(float)
@@ -70,9 +76,14 @@ def _score_values(values: Any, column: str, source: str) -> np.ndarray:
 
 def from_columns(columns: dict[str, Any], *, member_col: str = "member",
                  score_col: str = "score", group_col: str | None = None,
-                 aggregate: str | None = None, source: str = "table"
-                 ) -> MembershipObservations:
-    """Observations from a mapping column name -> values (the common core of every reader)."""
+                 aggregate: str | None = None, source: str = "table",
+                 text_numbers: bool = False) -> MembershipObservations:
+    """Observations from a mapping column name -> values (the common core of every reader).
+
+    Scores must be numbers of the source's own type system: text is parsed as a number only
+    when ``text_numbers`` (CSV, where every cell is text); a string score in Parquet, .npz,
+    JSON or a DataFrame is refused (:func:`dpaudit.io.check_no_text_scores`), as in
+    :func:`dpaudit.io.load_scores`."""
     need = [member_col, score_col] + ([group_col] if group_col else [])
     missing = [c for c in need if c not in columns]
     if missing:
@@ -81,7 +92,7 @@ def from_columns(columns: dict[str, Any], *, member_col: str = "member",
                          f"(found {have}); choose columns with member_col/score_col/group_col "
                          f"(CLI: --member-col, --score-col, --group-col)")
     member = _member_values(columns[member_col], member_col, source)
-    score = _score_values(columns[score_col], score_col, source)
+    score = _score_values(columns[score_col], score_col, source, text_numbers)
     if group_col is None:
         if aggregate is not None:
             raise ValueError(f"{source}: aggregate={aggregate!r} needs a group column "
@@ -183,9 +194,21 @@ def _read_csv_columns(p: Path, wanted: list[str]) -> dict[str, Any]:
 
 
 def read_table(path: str | Path, *, member_col: str = "member", score_col: str = "score",
-               group_col: str | None = None, aggregate: str | None = None
-               ) -> MembershipObservations:
-    """Observations from a CSV, Parquet, .npz or JSON file with named columns."""
+               group_col: str | None = None, aggregate: str | None = None,
+               allow_duplicates: bool = False) -> MembershipObservations:
+    """Observations from a CSV, Parquet, .npz or JSON file with named columns.  Repeated
+    rows are refused unless ``allow_duplicates`` (:func:`dpaudit.io.load_scores`,
+    :mod:`dpaudit.repeats`), checked on the final observations (after aggregation)."""
+    from dpaudit.repeats import check_repeats
+
+    obs = _read_table(path, member_col=member_col, score_col=score_col, group_col=group_col,
+                      aggregate=aggregate)
+    check_repeats(obs.member, obs.score, str(path), allow=allow_duplicates)
+    return obs
+
+
+def _read_table(path: str | Path, *, member_col: str, score_col: str, group_col: str | None,
+                aggregate: str | None) -> MembershipObservations:
     p = _existing(path)
     suffix = p.suffix.lower()
     kw = {"member_col": member_col, "score_col": score_col, "group_col": group_col,
@@ -219,4 +242,4 @@ def read_table(path: str | Path, *, member_col: str = "member", score_col: str =
             raise ValueError(f"{p}: JSON must be an object of columns or a list of records")
     else:
         raise ValueError(f"scores file must be .csv, .parquet, .npz or .json; got {p.name!r}")
-    return from_columns(cols, source=str(p), **kw)
+    return from_columns(cols, source=str(p), text_numbers=suffix in (".csv", ".txt", ""), **kw)

@@ -120,9 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     from dpaudit.cli.aliases import rewrite_aliases
     from dpaudit.cli.app import app
 
-    io_mod = sys.modules.get("dpaudit.io")
-    if io_mod is not None:  # the inputs noted by an earlier command in this process
-        io_mod.reset_inputs()
+    out_mod = sys.modules.get("dpaudit.output")
+    if out_mod is not None:  # the inputs noted by an earlier command in this process
+        out_mod.reset_inputs()
     try:
         notes: list[str] = []
         args = rewrite_aliases(args, notes=notes)

@@ -10,6 +10,7 @@ from dpaudit.cli.common import app, check_claimed_epsilon, json_payload, print_r
 from dpaudit.cli.report_options import format_option, maybe_write_report, report_option
 from dpaudit.cli.table_options import (
     aggregate_option,
+    allow_duplicates_option,
     group_col_option,
     load_table,
     member_col_option,
@@ -51,13 +52,14 @@ def audit_cmd(
     score_col: str = score_col_option(),
     group_col: str | None = group_col_option(),
     aggregate: str | None = aggregate_option(),
+    allow_duplicates: bool = allow_duplicates_option(),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     report: Path | None = report_option(),
     report_format: str = format_option(),
 ) -> None:
     """Multi-run audit (Hypothesis Interpretation, Clopper-Pearson): epsilon lower bound + GDP-based
     estimate."""
-    obs = load_table(scores, member_col, score_col, group_col, aggregate)
+    obs = load_table(scores, member_col, score_col, group_col, aggregate, allow_duplicates)
     th = _threshold(threshold)
     if seed is not None and th not in ("split", "multi_split"):
         raise ValueError("--seed is only used by --threshold split or multi_split")

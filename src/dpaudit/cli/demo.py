@@ -24,7 +24,10 @@ def demo_cmd(
 ) -> None:
     """Run the showcase audits: one-run DP-SGD (correct vs flawed), then a multi-run audit."""
     from dpaudit.games.audit import DEMO_SETTINGS, demo_dpsgd_run
+    from dpaudit.output import check_output_target
     from dpaudit.report import build_report, write_report
+
+    check_output_target(report, what="--report")  # before any work
 
     out: dict[str, object] = {}
     s = DEMO_SETTINGS

@@ -32,6 +32,7 @@ from dpaudit.cli.common import (
 from dpaudit.cli.report_options import format_option, maybe_write_report, report_option
 from dpaudit.cli.table_options import (
     aggregate_option,
+    allow_duplicates_option,
     group_col_option,
     load_table,
     member_col_option,
@@ -98,12 +99,13 @@ def one_run_cmd(
     score_col: str = score_col_option(),
     group_col: str | None = group_col_option(),
     aggregate: str | None = aggregate_option(),
+    allow_duplicates: bool = allow_duplicates_option(),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     report: Path | None = report_option(),
     report_format: str = format_option(),
 ) -> None:
     """One-run audits (tight, bits, Steinke, Mahloujifar) side by side on the same guesses."""
-    obs = load_table(scores, member_col, score_col, group_col, aggregate)
+    obs = load_table(scores, member_col, score_col, group_col, aggregate, allow_duplicates)
     ms = _methods(methods)
     if distribution:
         ms = ms + tuple(m for m in DISTRIBUTION_METHODS if m not in ms)

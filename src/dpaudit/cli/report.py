@@ -84,6 +84,10 @@ def report_cmd(
                                      "reconstructing one target's secret, in (0, 1)."),
 ) -> None:
     """Build the self-contained HTML (or PNG) audit card from a saved --json result."""
+    from dpaudit.output import check_output_target
+
+    path = out if out is not None else result.with_suffix(f".{report_format}")
+    check_output_target(path, result, scores, what="report")  # before any work
     audits = _audits(_read_json(result))
     obs = None
     inputs = [hash_file(result)]
@@ -93,7 +97,7 @@ def report_cmd(
         if len(audits) > 1:
             raise ValueError("--scores applies to a single audit; RESULT holds "
                              f"{len(audits)} audits")
-        obs = load_scores(scores)
+        obs = load_scores(scores, allow_duplicates=True)  # the audit decided; this renders it
         inputs.append(hash_file(scores))
     for name, payload in audits:
         check_payload(payload, name or str(result))
@@ -124,9 +128,6 @@ def report_cmd(
             raise ValueError(f"RESULT {result.name}: malformed --json payload "
                              f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
                              ) from None
-    path = out if out is not None else result.with_suffix(f".{report_format}")
-    from dpaudit.io import check_output_path
-
-    check_output_path(path, result, scores, what="report")
+    check_output_target(path, result, scores, what="report")
     written = write_report(path, models, fmt=report_format, page_title=title)
     typer.echo(f"report written: {written}")

@@ -34,7 +34,13 @@ _started: list[float] = []
 
 
 def _mark_start(value: Any) -> Any:
+    """``--report``'s callback: start the run clock; a path that is not a regular file (a
+    device, FIFO, socket, directory) is refused here, before any work."""
     _started.append(time.perf_counter())
+    if value is not None:
+        from dpaudit.output import check_output_target
+
+        check_output_target(value, what="--report")
     return value
 
 
@@ -106,10 +112,10 @@ def maybe_write_report(path: str | Path | None, fmt: str, payload: Any, *,
         if _typed("report_format"):
             raise ValueError("--format applies to the --report file; give --report PATH")
         return None
-    from dpaudit.io import check_output_path
+    from dpaudit.output import check_output_target
 
-    check_output_path(path, *(i for i in inputs if isinstance(i, (str, os.PathLike))),
-                      what="report")
+    check_output_target(path, *(i for i in inputs if isinstance(i, (str, os.PathLike))),
+                        what="report")
     command, params = _context()
     st = {**params, **(settings or {})}
     run = time.perf_counter() - _started[-1] if _started else None

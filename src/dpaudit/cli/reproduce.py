@@ -8,7 +8,7 @@ import typer
 
 from dpaudit.cli.common import app, console, print_json
 from dpaudit.papers.experiments.registry import EXPERIMENTS, SIZES, get_experiment, load_all
-from dpaudit.validation import check_choice
+from dpaudit.validation import check_choice, check_count
 
 
 @app.command("reproduce")
@@ -33,11 +33,15 @@ def reproduce(
             e = EXPERIMENTS[key]
             console.print(f"[bold]{key}[/bold]  {e.source}: {e.description}")
         return
+    seed = check_count("--seed", seed)
     size = check_choice("--size", size, SIZES)
     if full and size not in ("small", "full"):
         raise ValueError(f"--full means --size full; it contradicts --size {size}")
     size = "full" if full else size
     exp = get_experiment(name)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} exists and is not a directory (the CSV and PNG files "
+                         f"go into a directory)")
     out.mkdir(parents=True, exist_ok=True)
     paths = exp.run(out, size=size, seed=seed)
     if as_json:

@@ -33,12 +33,18 @@ def load_audit(spec: str) -> Any:
     if ":" not in spec:
         raise ValueError(f"AUDIT must be MODULE:OBJECT (e.g. mymodule:AUDIT), got {spec!r}")
     mod_name, _, attr = spec.partition(":")
+    if not mod_name or mod_name.startswith(".") or not attr:
+        raise ValueError(f"AUDIT must be MODULE:OBJECT with an absolute module name and an "
+                         f"object (e.g. mymodule:AUDIT), got {spec!r}")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
         mod = importlib.import_module(mod_name)
     except ImportError as exc:
         raise ValueError(f"cannot import module {mod_name!r}: {exc}") from None
+    except (TypeError, ValueError) as exc:  # e.g. "a..b" (an empty part of a dotted name)
+        raise ValueError(f"AUDIT {spec!r}: {mod_name!r} is not a module name ({exc})") \
+            from None
     obj: Any = mod
     for part in attr.split("."):
         if not hasattr(obj, part):
@@ -94,6 +100,10 @@ def run_cmd(
                                                "(Unix; default: no limit)."),
     ray_address: str | None = typer.Option(None, "--ray-address", help="Ray cluster "
                                            "address (default: RAY_ADDRESS, else local)."),
+    identity_env: list[str] | None = typer.Option(
+        None, "--identity-env", help="An environment variable the mechanism reads (repeat "
+        "for several): its value joins the store's identity, so --resume with another value "
+        "is refused."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     report: Path | None = report_option(),
     report_format: str = format_option(),
@@ -110,6 +120,12 @@ def run_cmd(
                          "process)")
     if not 0 <= retries <= 100:
         raise ValueError(f"--retries must be in [0, 100]; got {retries}")
+    from dpaudit.engine.identity import check_env_names
+
+    env = check_env_names(identity_env or ())
+    if env and store is None:
+        raise ValueError("--identity-env declares what a trial store's identity covers: give "
+                         "--store PATH")
     obj = load_audit(audit)
     if not as_json:
         console.print(f"Auditing {audit}: up to {trials:,} trials on the {executor} executor"
@@ -119,8 +135,12 @@ def run_cmd(
                     store=store, resume=resume, sequential=sequential,
                     claimed_epsilon=claimed_epsilon, delta=delta, confidence=confidence,
                     chunk_size=chunk_size, retries=retries, ray_address=ray_address,
-                    trial_timeout=trial_timeout,
+                    trial_timeout=trial_timeout, identity_env=env,
                     progress=not as_json and sys.stderr.isatty())
+    if resume:
+        from dpaudit.engine.identity import coverage_note
+
+        print(f"note: {coverage_note(run.run.config)}", file=sys.stderr)
     doc = run_result(run, spec=audit)
     maybe_write_report(report, report_format, doc, observations=run.observations,
                        title=f"Multi-run audit of {audit}")

@@ -46,9 +46,9 @@ def export_cmd(path: str = typer.Argument(..., help="Trial store (SQLite)."),
                ) -> None:
     """Export the trials as Parquet (needs pyarrow: pip install 'dpaudit[parquet]')."""
     from dpaudit.engine.store import TrialStore
-    from dpaudit.io import check_output_path
+    from dpaudit.output import check_output_target
 
-    check_output_path(out, path, what="export")
+    check_output_target(out, path, what="export")
     with TrialStore(path, readonly=True) as st:
         written = st.to_parquet(out)
         n = st.info().trials

@@ -145,6 +145,10 @@ def train_audit_cmd(
     report_format: str = format_option(),
 ) -> None:
     """Audit one real DP-SGD training run (Opacus) with canaries: every method and the verdict."""
+    if save_scores is not None:
+        from dpaudit.output import check_output_target
+
+        check_output_target(save_scores, what="--save-scores")  # before training
     out, obs = run_train_audit_observed(
         model=model, canary=canary, threat=threat, canaries=canaries,
         noise_multiplier=noise_multiplier, sampling_rate=sampling_rate, steps=steps,

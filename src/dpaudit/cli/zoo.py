@@ -35,8 +35,14 @@ def zoo_cmd(
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Audit released DP libraries (black-box) and write the zoo report."""
+    from dpaudit.output import check_output_target, write_text
     from dpaudit.zoo.run import markdown, run_zoo
 
+    if out is not None:
+        check_output_target(out, what="--out")
+    if store_dir is not None and store_dir.exists() and not store_dir.is_dir():
+        raise ValueError(f"--store-dir {store_dir} exists and is not a directory (it holds "
+                         f"one trial store per entry)")
     if resume and store_dir is None:
         raise ValueError("--resume needs --store-dir")
     sel = tuple(s.strip() for s in only.split(",") if s.strip()) if only else None
@@ -54,14 +60,12 @@ def zoo_cmd(
     def partial(run: object) -> None:
         # the report so far, rewritten after every entry (an interrupted run keeps it)
         if out is not None:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(markdown(run, command=cmd + "  (in progress)"), encoding="utf-8")
+            write_text(out, markdown(run, command=cmd + "  (in progress)"), what="--out")
 
     run = run_zoo(trials=trials, seed=seed, only=sel, confidence=confidence,
                   store_dir=store_dir, resume=resume, progress=show, partial=partial)
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(markdown(run, command=cmd), encoding="utf-8")
+        write_text(out, markdown(run, command=cmd), what="--out")
     if as_json:
         print_json(run.to_dict())
     else:

@@ -103,10 +103,14 @@ def _loss_width(sigma: float, q: float, steps: int) -> tuple[float, float]:
     estimated by the DP-SGD central limit theorem, mu ~ q sqrt(T (e^{1/sigma^2} - 1)) (Bu, Dong,
     Long, Su 2020), capped by sqrt(T) / sigma (no subsampling); its loss spans ~mu^2/2 + 16 mu.
     """
-    single = (16.0 * sigma + 1.0) / sigma**2
-    inv = 1.0 / sigma**2
-    clt = q * math.sqrt(steps) * (math.exp(0.5 * inv) if inv > 700 else math.sqrt(math.expm1(inv)))
-    mu = min(clt, math.sqrt(steps) / sigma)
+    s2 = sigma * sigma
+    inv = 1.0 / s2 if s2 > 0 else math.inf
+    single = (16.0 * sigma + 1.0) * inv
+    # in log space: e^{1/sigma^2} overflows for sigma < ~0.027 (log(e^x - 1) = x + log1p(-e^-x))
+    log_expm1 = math.log(math.expm1(inv)) if inv < 30 else inv + math.log1p(-math.exp(-inv))
+    log_clt = math.log(q) + 0.5 * math.log(steps) + 0.5 * log_expm1
+    log_cap = 0.5 * math.log(steps) - math.log(sigma)
+    mu = math.exp(min(log_clt, log_cap))
     return max(single, 0.5 * mu * mu + 16.0 * mu), mu
 
 

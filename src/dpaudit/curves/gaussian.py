@@ -54,6 +54,8 @@ def gdp_epsilon(mu: float, delta: float) -> float:
         return 0.0
     z = max(float(-ndtri(delta)), 0.0)
     hi = mu * mu / 2 + mu * z + 1.0
+    if not math.isfinite(hi):  # mu > ~1e154: eps is beyond the float range
+        return math.inf
     return solve_monotone(lambda e: gdp_log_delta(mu, e), target, 0.0, hi, xtol=1e-12,
                           max_hi=1e300)
 

@@ -99,10 +99,17 @@ class SubsampledGaussianDP(Curve):
         """log of :meth:`delta`, in log space so that large eps neither overflows e^eps nor
         underflows: log(1 + (e^eps - 1)/q) = eps + log1p((q - 1) e^-eps) - log q."""
         q, mu = self.q, self.mu
-        shift = eps + math.log1p((q - 1) * math.exp(-eps)) - math.log(q)
+        # log(1 - (1 - q) e^-eps) = log(q e^-eps + (1 - e^-eps)), a log-sum of two terms:
+        # exact also for tiny q at eps = 0 (where 1 - (1 - q) rounds to 0)
+        a = math.log(q) - eps
+        b = math.log(-math.expm1(-eps)) if eps > 0 else -math.inf
+        top = max(a, b)
+        shift = eps + top + math.log1p(math.exp(min(a, b) - top)) - math.log(q)
         l1 = math.log(q) + float(gdp_log_delta(mu, shift))
-        c = -math.expm1(eps + math.log1p(-q)) if q < 1 else -math.inf
-        if c > 0:  # only for eps < -log(1 - q)
+        # c = 1 - e^eps (1 - q) > 0 only for eps < -log(1 - q): e^eps is never formed beyond
+        t = eps + math.log1p(-q) if q < 1 else math.inf
+        c = -math.expm1(t) if t < 0 else 0.0
+        if c > 0:
             l2 = math.log(c) + float(gdp_log_delta(mu, eps + math.log(q) - math.log(c)))
             return max(l1, l2)
         return l1
@@ -118,4 +125,6 @@ class SubsampledGaussianDP(Curve):
         if self.log_delta(0.0) <= target:
             return 0.0
         hi = self._g.epsilon(delta) + 1.0
+        if not math.isfinite(hi):  # beyond the float range (mu > ~1e154)
+            return math.inf
         return solve_monotone(self.log_delta, target, 0.0, hi, xtol=1e-10, max_hi=1e300)

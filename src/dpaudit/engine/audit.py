@@ -155,7 +155,7 @@ def run_audit(audit: Any, *, trials: int, seed: int, executor: str | Executor = 
               chunk_size: int | None = None, retries: int = 2, progress: bool = False,
               ray_address: str | None = None,
               sequential_options: SequentialOptions | None = None,
-              trial_timeout: float | None = None) -> AuditRun:
+              trial_timeout: float | None = None, identity_env: Any = ()) -> AuditRun:
     """Run a :class:`~dpaudit.games.blackbox.BlackBoxAudit` on the engine and audit it.
 
     Args:
@@ -172,6 +172,8 @@ def run_audit(audit: Any, *, trials: int, seed: int, executor: str | Executor = 
       retries: extra attempts for a failing trial; failed trials are reported, not dropped.
       trial_timeout: seconds one attempt of a trial may run (None: no limit); a trial that
         runs longer fails (reported like any failed trial).
+      identity_env: environment variables the mechanism reads (their digests join the
+        store's identity; see :func:`dpaudit.engine.runner.execute`).
     """
     delta, confidence = check_delta(delta), check_confidence(confidence)
     if claimed_epsilon is not None:
@@ -196,7 +198,7 @@ def run_audit(audit: Any, *, trials: int, seed: int, executor: str | Executor = 
     run = execute(audit, trials=trials, seed=seed, executor=executor, workers=workers,
                   store=store, resume=resume, chunk_size=chunk_size, retries=retries,
                   progress=progress, ray_address=ray_address, stop_rule=stop_rule,
-                  trial_timeout=trial_timeout)
+                  trial_timeout=trial_timeout, identity_env=identity_env)
     obs = _observations(run)
     seq: SequentialResult | None = None
     if sequential:

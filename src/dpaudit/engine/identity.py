@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["Fingerprint", "fingerprint", "game_identity", "versions", "describe_changes",
-           "MAX_DEPTH"]
+           "declared_identity", "check_env_names", "coverage_note", "MAX_DEPTH"]
 
 #: how many levels of references (globals, closures, attributes) are followed
 MAX_DEPTH = 6
@@ -330,6 +330,75 @@ def versions(game: Any) -> dict[str, str]:
     return out
 
 
+def check_env_names(names: Any) -> tuple[str, ...]:
+    """Environment variable names (``--identity-env``): non-empty, no ``=`` or NUL; sorted,
+    each once."""
+    if isinstance(names, str):
+        names = (names,)
+    out = set()
+    for n in names:
+        if not isinstance(n, str) or not n or "=" in n or "\x00" in n:
+            raise ValueError(f"identity_env (--identity-env) must name environment variables "
+                             f"(non-empty, without '='), got {n!r}")
+        out.add(n)
+    return tuple(sorted(out))
+
+
+def _digest(value: str | None) -> str | None:
+    """SHA-256 (16 hex digits) of a declared value: stores compare it, never keep it."""
+    return None if value is None else hashlib.sha256(value.encode()).hexdigest()[:16]
+
+
+def declared_identity(game: Any, env: Any = ()) -> dict[str, Any]:
+    """What the user declares about inputs the code cannot show (a mechanism that reads the
+    environment, files or clocks at call time): the game's ``version`` string, if it has one,
+    and a digest of each environment variable named in ``env`` (None when unset).  Empty when
+    nothing is declared (the store's audit id is then what it always was)."""
+    out: dict[str, Any] = {}
+    version = getattr(game, "version", None)
+    if version is not None:
+        out["version"] = str(version)
+    names = check_env_names(env)
+    if names:
+        out["env"] = {n: _digest(os.environ.get(n)) for n in names}
+    return out
+
+
+def coverage_note(config: Mapping[str, Any]) -> str:
+    """One sentence: what a store's identity covers, for ``--resume``."""
+    decl = config.get("declared") or {}
+    parts = ["the code and parameters of the mechanism, neighbours and score (fingerprints) "
+             "and the library versions"]
+    if "version" in decl:
+        parts.append(f"the declared version {decl['version']!r}")
+    if decl.get("env"):
+        parts.append(f"the environment variables {', '.join(decl['env'])}")
+    note = "resumed trials are reused only if these are unchanged: " + "; ".join(parts)
+    if not decl:
+        note += (". Not covered: what the mechanism reads at call time (environment, files, "
+                 "clocks); declare it with --identity-env VAR or a version string on the "
+                 "audit object (BlackBoxAudit(..., version=...))")
+    return note
+
+
+def _describe_declared(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    out: list[str] = []
+    od, nd = old.get("declared") or {}, new.get("declared") or {}
+    if od.get("version") != nd.get("version"):
+        out.append(f"the declared version changed ({od.get('version')!r} -> "
+                   f"{nd.get('version')!r})")
+    oe, ne = od.get("env") or {}, nd.get("env") or {}
+    for name in sorted(set(oe) | set(ne)):
+        if name not in oe or name not in ne:
+            out.append(f"environment variable {name} is declared (--identity-env) in only "
+                       f"one of the runs")
+        elif oe[name] != ne[name]:
+            state = "unset" if ne[name] is None else ("set" if oe[name] is None else "changed")
+            out.append(f"environment variable {name} {'was ' if state != 'changed' else ''}"
+                       f"{state}")
+    return out
+
+
 _PART = {"mechanism": "the mechanism", "neighbours": "the neighbours function",
          "score": "the score function", "sampler": "the sampler", "game": "the game class"}
 
@@ -357,6 +426,7 @@ def describe_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str
                            f"attributes, defaults, closure or module-level values)")
             elif a.get("name") != name:
                 out.append(f"{who} changed ({label})")
+    out += _describe_declared(old, new)
     ov, nv = old.get("versions"), new.get("versions")
     if isinstance(ov, Mapping) and isinstance(nv, Mapping):
         for lib in sorted(set(ov) | set(nv)):

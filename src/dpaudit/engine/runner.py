@@ -134,15 +134,20 @@ def _progress(enabled: bool, total: int, done: int) -> Any:
     return bar, task
 
 
-def default_config(game: Any, seed: int) -> dict[str, Any]:
+def default_config(game: Any, seed: int, identity_env: Any = ()) -> dict[str, Any]:
     """What identifies an audit in a store: the game's own description, its fields, the seed
     and stream, plus the fingerprints of the game's code and parameters and the library
     versions (:mod:`dpaudit.engine.identity`), so that a store never mixes trials of two
-    versions of a mechanism."""
-    from dpaudit.engine.identity import game_identity, versions
+    versions of a mechanism; and what the user declares about inputs the code cannot show
+    (the game's ``version``, digests of the ``identity_env`` variables), when anything is."""
+    from dpaudit.engine.identity import declared_identity, game_identity, versions
 
-    return {"game": game.config(), "fields": list(game.fields), "seed": int(seed),
-            "stream": STREAM, "identity": game_identity(game), "versions": versions(game)}
+    cfg = {"game": game.config(), "fields": list(game.fields), "seed": int(seed),
+           "stream": STREAM, "identity": game_identity(game), "versions": versions(game)}
+    declared = declared_identity(game, identity_env)
+    if declared:
+        cfg["declared"] = declared
+    return cfg
 
 
 def execute(game: Any, *, trials: int, seed: int, executor: str | Executor = "process",
@@ -151,7 +156,7 @@ def execute(game: Any, *, trials: int, seed: int, executor: str | Executor = "pr
             progress: bool = False, ray_address: str | None = None,
             stop_rule: Callable[[np.ndarray, np.ndarray], int | None] | None = None,
             commit_seconds: float = 1.0, look_seconds: float = 0.25,
-            trial_timeout: float | None = None) -> TrialRun:
+            trial_timeout: float | None = None, identity_env: Any = ()) -> TrialRun:
     """Run trials 0..trials-1 of ``game`` (see module).
 
     Args:
@@ -173,6 +178,9 @@ def execute(game: Any, *, trials: int, seed: int, executor: str | Executor = "pr
       stop_rule: sequential stopping rule on the finished prefix (see module).
       trial_timeout: seconds one attempt of a trial may run before it fails with
         ``TrialTimeout`` (None: no limit; see :mod:`dpaudit.engine.game`).
+      identity_env: names of environment variables the mechanism reads at call time; their
+        values (digests) join the store's identity, so a resume with another value is
+        refused (the code fingerprints cannot see them).
     """
     n = check_count("trials", trials, minimum=1)
     seed = check_count("seed", seed)
@@ -191,7 +199,7 @@ def execute(game: Any, *, trials: int, seed: int, executor: str | Executor = "pr
     if k == 0:
         raise ValueError("game.fields must name at least one recorded number")
     check_trials_fit(n, k)
-    config = default_config(game, seed)
+    config = default_config(game, seed, identity_env)
     aid = audit_id_of(config)
     records = np.full((n, k), np.nan)
     done = np.zeros(n, dtype=bool)

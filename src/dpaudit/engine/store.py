@@ -18,11 +18,14 @@ new run computes only the missing trials.
 
 Concurrency: a driver holds an exclusive ``flock`` on ``REAL.lock``, REAL the store's resolved
 path (so a second driver reaching the store through a symlink or another relative path is
-refused too); the lock is released by the operating system when the driver dies, even by
-SIGKILL, and is never inherited by processes the driver forks (worker processes close it at
-fork).  A second driver on the same store is refused with a clear error.  Readers (``dpaudit
-store info``, :meth:`TrialStore.records`) need no lock.  A store holds one audit: opening it
-for a different configuration is refused.
+refused too; the file holds the driver's pid), and one on the database file itself (flock is
+keyed by the file, not its name: a driver reaching the store through a hard link is refused
+too; SQLite's own fcntl byte-range locks are independent of it).  The locks are released by
+the operating system when the driver dies, even by SIGKILL, and are never inherited by
+processes the driver forks (worker processes close them at fork).  A second driver on the
+same store is refused with a clear error.  Readers (``dpaudit store info``,
+:meth:`TrialStore.records`) need no lock.  A store holds one audit: opening it for a different
+configuration is refused.
 
 Safety: an existing SQLite database that is not a dpaudit trial store (other tables, no
 ``meta`` schema row) is refused before anything is written into it; a damaged file (random
@@ -180,11 +183,12 @@ class TrialStore:
             raise OSError(f"directory {self.path.parent} does not exist")
         if self.path.exists() and not self.path.is_file():
             raise OSError(f"trial store {self.path} is not a regular file")
-        from dpaudit.io import note_input
+        from dpaudit.output import note_input
 
         note_input(self.path)
         uri = f"file:{self.path}?mode=ro" if readonly else str(self.path)
         self._lock_fd: int | None = None
+        self._db_lock_fd: int | None = None
         self.readonly = readonly
         try:
             self._db = sqlite3.connect(uri, uri=readonly, timeout=30.0,
@@ -262,16 +266,37 @@ class TrialStore:
             raise StoreLockedError(f"trial store {self.path} is in use by another driver "
                                    f"({why}); wait for it to finish or use another "
                                    f"--store") from None
+        # the database file itself, so that the lock holds across hard links (another name of
+        # the same inode has another REAL.lock): flock is keyed by the file, not its name.
+        # SQLite locks with fcntl byte ranges, which flock does not touch on local files.
+        try:
+            dbfd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError as e:
+            os.close(fd)
+            raise StoreError(f"trial store {self.path} cannot be opened to lock it "
+                             f"({e.strerror or e})") from None
+        try:
+            fcntl.flock(dbfd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(dbfd)
+            os.close(fd)
+            raise StoreLockedError(f"trial store {self.path} is in use by another driver "
+                                   f"that reached the same file by another name (a hard "
+                                   f"link); wait for it to finish or use another "
+                                   f"--store") from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         self._lock_fd = fd
-        _LOCK_FDS.add(fd)
+        self._db_lock_fd = dbfd
+        _LOCK_FDS.update((fd, dbfd))
 
     def release(self) -> None:
-        if self._lock_fd is not None:
-            _LOCK_FDS.discard(self._lock_fd)
-            os.close(self._lock_fd)  # closing the descriptor drops the flock
-            self._lock_fd = None
+        for name in ("_db_lock_fd", "_lock_fd"):
+            fd = getattr(self, name, None)
+            if fd is not None:
+                _LOCK_FDS.discard(fd)
+                os.close(fd)  # closing the descriptor drops the flock
+                setattr(self, name, None)
 
     # -- audits ----------------------------------------------------------------------------
     def audit(self) -> tuple[str, dict[str, Any], tuple[str, ...], str] | None:
@@ -304,7 +329,8 @@ class TrialStore:
         if old_id != aid:
             from dpaudit.engine.identity import describe_changes
 
-            keys = [k for k in _diff_keys(old_cfg, cfg) if k not in ("identity", "versions")]
+            keys = [k for k in _diff_keys(old_cfg, cfg)
+                    if k not in ("identity", "versions", "declared")]
             what = describe_changes(old_cfg, cfg)
             if keys:
                 what.insert(0, f"the configuration differs in: {', '.join(keys)}")
@@ -459,9 +485,11 @@ class TrialStore:
         table = pa.table(cols).replace_schema_metadata(
             {"dpaudit_audit_id": aid, "dpaudit_config": canonical_json(cfg),
              "dpaudit_version": version})
-        out = Path(out)
-        pq.write_table(table, out)
-        return out
+        from dpaudit.output import atomic_output
+
+        with atomic_output(out, what="export", suffix=".parquet") as tmp:
+            pq.write_table(table, tmp)
+        return Path(out)
 
 
 def _guarded(fn: Any) -> Any:

@@ -128,6 +128,24 @@ def gaussian_pair_epsilon(delta: float, mu0: float, s0: float, mu1: float,
     return eps
 
 
+#: scores whose largest magnitude lies outside this range are divided by a power of two first
+#: (exact): beyond ~1e154 the sample variance overflows (x^2 > float max), below ~1e-154 it
+#: underflows to 0.  Every quantity here -- the t statistic, the box's tests, eps -- is
+#: invariant under a positive rescaling of the scores; reported means/SDs are scaled back.
+_SAFE_RANGE = (1e-100, 1e100)
+
+
+def _split_scaled(member: Any, score: Any) -> tuple[Any, np.ndarray, np.ndarray, float]:
+    """:func:`hockey_stick._split` with the scores rescaled into :data:`_SAFE_RANGE` (the
+    fourth value is the scale k: original score = k * returned score)."""
+    obs, out, inn = _split(member, score)
+    top = max(float(np.max(np.abs(out), initial=0.0)), float(np.max(np.abs(inn), initial=0.0)))
+    if top == 0.0 or _SAFE_RANGE[0] <= top <= _SAFE_RANGE[1]:
+        return obs, out, inn, 1.0
+    k = math.ldexp(1.0, math.frexp(top)[1] - 1)  # a power of two: |score| / k < 2
+    return obs, out / k, inn / k, k
+
+
 def _moments(x: np.ndarray) -> tuple[float, float]:
     if x.size < 2:
         raise ValueError(f"member: the Gaussian-pair audit needs at least 2 included and 2 "
@@ -142,13 +160,13 @@ def _moments(x: np.ndarray) -> tuple[float, float]:
 def gaussian_pair_fit(member: Any, score: Any, delta: float = 1e-5) -> AuditResult:
     """Plug-in Gaussian-pair estimate of epsilon ("Let's Ask Gauss"); asymptotic only."""
     delta = check_delta(delta)
-    obs, out, inn = _split(member, score)
+    obs, out, inn, k = _split_scaled(member, score)
     mu0, s0 = _moments(out)
     mu1, s1 = _moments(inn)
     eps = gaussian_pair_epsilon(delta, mu0, s0, mu1, s1)
     return AuditResult(
         epsilon=eps, delta=delta, confidence=math.nan, method="gaussian_pair_fit",
-        params={"mu_out": mu0, "sd_out": s0, "mu_in": mu1, "sd_in": s1,
+        params={"mu_out": k * mu0, "sd_out": k * s0, "mu_in": k * mu1, "sd_in": k * s1,
                 "gdp_mu": abs(mu1 - mu0) / math.sqrt(0.5 * (s0 ** 2 + s1 ** 2))},
         settings={"n": obs.n, "n_out": out.size, "n_in": inn.size},
         details={"estimate": True}, guarantee=ASYMPTOTIC,
@@ -241,7 +259,7 @@ def gaussian_pair(member: Any, score: Any, delta: float = 1e-5, confidence: floa
     check_choice("variances", variances, VARIANCES)
     if not isinstance(grid_points, int) or isinstance(grid_points, bool) or grid_points < 2:
         raise ValueError(f"grid_points must be an integer >= 2; got {grid_points!r}")
-    obs, out, inn = _split(member, score)
+    obs, out, inn, k = _split_scaled(member, score)
     if variances == "equal":
         mu_lo, tstat = gdp_mu_lower_bound(out, inn, gamma)
         eps = float(GaussianDP(mu_lo).epsilon(delta)) if mu_lo > 0 else 0.0
@@ -275,15 +293,16 @@ def gaussian_pair(member: Any, score: Any, delta: float = 1e-5, confidence: floa
             e = lnum - den
         i = int(np.argmax(e))
         if e[i] > best:
-            best, where = float(e[i]), {"test": name, "threshold": float(t[i])}
+            best, where = float(e[i]), {"test": name, "threshold": k * float(t[i])}
     return AuditResult(
         epsilon=best, delta=delta, confidence=gamma, method="gaussian_pair",
-        params={"mu_out": mu0, "sd_out": s0, "mu_in": mu1, "sd_in": s1},
+        params={"mu_out": k * mu0, "sd_out": k * s0, "mu_in": k * mu1, "sd_in": k * s1},
         settings={"n": obs.n, "n_out": out.size, "n_in": inn.size,
                   "intervals": "t (means), chi-square (SDs), Bonferroni over 4",
                   "variances": "unequal",
                   "grid_points": grid_points},
-        details={"box": {k: list(v) for k, v in box.items()}, **where, "estimate": True},
+        details={"box": {name: [k * b for b in v] for name, v in box.items()}, **where,
+                 "estimate": True},
         guarantee=FINITE_SAMPLE,
         assumption="in/out canary scores independent Gaussians of any variances (not met by "
                    "DP-SGD scores: over-claims on correct training, "

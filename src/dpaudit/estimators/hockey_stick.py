@@ -202,9 +202,12 @@ def hockey_stick_histogram(member: Any, score: Any, delta: float = 1e-5, *,
     lo, hi = float(obs.score.min()), float(obs.score.max())
     if hi <= lo:
         hi = lo + 1.0
-    edges = np.linspace(lo, hi, bins + 1)
-    c0 = np.histogram(out, edges)[0].astype(float)
-    c1 = np.histogram(inn, edges)[0].astype(float)
+    # halved (exactly) when the range hi - lo overflows (finite scores near +-1.8e308): the
+    # same bins, the same counts
+    k = 1.0 if math.isfinite(hi - lo) else 0.5
+    edges = np.linspace(k * lo, k * hi, bins + 1)
+    c0 = np.histogram(k * out, edges)[0].astype(float)
+    c1 = np.histogram(k * inn, edges)[0].astype(float)
     p = (c0 + 0.5) / (out.size + bins / 2)
     q = (c1 + 0.5) / (inn.size + bins / 2)
     eps = 0.0

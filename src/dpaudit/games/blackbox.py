@@ -45,12 +45,17 @@ __all__ = ["BlackBoxAudit", "run_trials", "trial_rng"]
 
 @dataclass(frozen=True)
 class BlackBoxAudit:
-    """A user's mechanism, its neighbouring-dataset generator and its score function."""
+    """A user's mechanism, its neighbouring-dataset generator and its score function.
+
+    ``version``: an optional string the user changes whenever the mechanism's behaviour
+    changes in a way its code cannot show (it reads a file, the environment or a clock at
+    call time); a trial store records it, and resuming with another version is refused."""
 
     mechanism: Callable[[Any, np.random.Generator], Any]
     neighbours: Callable[[np.random.Generator], tuple[Any, Any]]
     score: Callable[[Any], float]
     adjacency: str = "add_remove"
+    version: str | None = None
 
     fields = ("member", "score")
 
@@ -59,6 +64,9 @@ class BlackBoxAudit:
             if not callable(getattr(self, name)):
                 raise ValueError(f"{name} must be callable")
         check_choice("adjacency", self.adjacency, ("add_remove", "replace_one"))
+        if self.version is not None and not isinstance(self.version, str):
+            raise ValueError(f"version must be a string or None, got "
+                             f"{type(self.version).__name__}")
 
     def config(self) -> dict[str, Any]:
         """What determines the trials (recorded in the trial store)."""

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from dpaudit.output import atomic_output, writable_target, write_bytes
 from dpaudit.report.model import ReportModel, build_report
 from dpaudit.validation import check_choice
 
@@ -40,24 +39,10 @@ def as_models(report: Any, **build_kwargs: Any) -> list[ReportModel]:
                      "or a --json payload (dict with 'results')")
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write to a temporary file in the same directory, then rename (never a half file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_report(path: str | Path, report: Any, *, fmt: str | None = None,
                  page_title: str | None = None, dpi: int = 110, **build_kwargs: Any) -> Path:
-    """Write the audit card(s) to ``path`` and return the path.
+    """Write the audit card(s) to ``path`` and return the path (atomically, and only onto a
+    regular file or a new path: :mod:`dpaudit.output`).
 
     Args:
       path: output file.
@@ -74,19 +59,15 @@ def write_report(path: str | Path, report: Any, *, fmt: str | None = None,
     if fmt is None:
         fmt = "png" if p.suffix.lower() == ".png" else "html"
     check_choice("format", fmt, FORMATS)
+    writable_target(p, what="report")  # a device, FIFO or directory: refused before rendering
     models = as_models(report, **build_kwargs)
     if fmt == "png":
         from dpaudit.report.png import render_png
 
-        fd, tmp = tempfile.mkstemp(suffix=".png", dir=p.parent if p.parent.exists() else None)
-        os.close(fd)
-        try:
+        with atomic_output(p, what="report", suffix=".png") as tmp:
             render_png(models, tmp, dpi=dpi)
-            _atomic_write(p, Path(tmp).read_bytes())
-        finally:
-            Path(tmp).unlink(missing_ok=True)
         return p
     from dpaudit.report.html import render_html
 
-    _atomic_write(p, render_html(models, title=page_title).encode("utf-8"))
+    write_bytes(p, render_html(models, title=page_title).encode("utf-8"), what="report")
     return p

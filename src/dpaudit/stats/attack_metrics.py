@@ -196,7 +196,11 @@ def _hanley_mcneil_se(a: float, m: int, n: int) -> float:
 
 def _bootstrap(stat: Any, x: np.ndarray, y: np.ndarray, confidence: float, n_resamples: int,
                seed: Any, vectorized: bool, method: str = "BCa") -> tuple[float, float]:
-    """BCa interval (NaN when the bootstrap distribution is degenerate; callers fall back)."""
+    """BCa interval (NaN when the bootstrap distribution is degenerate; callers fall back).
+    Each class needs two or more observations (SciPy's resampling requirement)."""
+    if min(x.size, y.size) < 2:
+        raise ValueError(f"member: a bootstrap interval needs at least 2 members and 2 "
+                         f"non-members; got {x.size} and {y.size}")
     with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
         warnings.simplefilter("ignore", getattr(stats, "DegenerateDataWarning", RuntimeWarning))
         warnings.simplefilter("ignore", RuntimeWarning)  # 0/0 in the acceleration when degenerate

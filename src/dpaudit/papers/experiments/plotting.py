@@ -68,8 +68,9 @@ def write_csv(path: Path, rows: Sequence[Mapping[str, Any]],
             for k in row:
                 seen.setdefault(k, None)
         columns = list(seen)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as fh:
+    from dpaudit.output import atomic_output
+
+    with atomic_output(path, what="CSV") as tmp, tmp.open("w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(columns), extrasaction="ignore")
         w.writeheader()
         for row in rows:
@@ -167,7 +168,9 @@ def plot_panels(path: Path, rows: Sequence[Mapping[str, Any]], *, panel_key: str
     if suptitle:
         fig.suptitle(suptitle, fontsize=11)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    from dpaudit.output import atomic_output
+
+    with atomic_output(path, what="figure") as tmp:
+        fig.savefig(tmp, dpi=120)
     plt.close(fig)
     return path
