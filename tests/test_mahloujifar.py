@@ -123,3 +123,123 @@ def test_coverage_gaussian_mechanism():
     for j in range(2):
         res = E.mahloujifar(m=m, guesses=2 * k, correct=int(c[j]), family="gdp")
         assert (res.params["mu"] > mu) == bool(c[j] >= c_crit)
+
+
+# --- the default (eps, delta) null: recursions decided analytically (_settle_linear) ----------
+
+def _eps_delta_run(eps, d0, m, cp, c, tau, stop_after=None):
+    """Scalar transcription of the module's floating-point recursion under f_{eps, d0}
+    (B^{-1}(y) = max{0, 1 - d0 - e^eps (1 - y), e^-eps (1 - d0 - (1 - y))}), stopped when h
+    stops changing (it never changes again) or after ``stop_after`` steps.  Returns
+    (r_prev, r, h, steps, final r + h - c'/m)."""
+    e1, e2 = math.exp(eps), math.exp(-eps)
+    r, h = tau * c / m, tau * (cp - c) / m
+    r_prev, t = r, 0
+    for i in range(c - 1, -1, -1):
+        if stop_after is not None and t == stop_after:
+            break
+        a = min(max(1.0 - r, 0.0), 1.0)
+        hn = max(h, max(0.0, max(1 - d0 - e1 * a, e2 * (1 - d0 - a))))
+        r_prev, r = r, min(r + (i / (cp - i)) * (hn - h), 1.0)
+        t += 1
+        changed, h = hn > h, hn
+        if not changed:
+            break
+    return r_prev, r, h, t, (r + h) - cp / m
+
+
+def _module():
+    import importlib
+    return importlib.import_module("dpaudit.estimators.mahloujifar")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_settle_linear_agrees_with_the_full_recursion(seed):
+    """Every decision of the analytic shortcut is the one the step-by-step recursion reaches
+    (states after 8 to 64 steps, observations up to 1e5 canaries, eps near the boundary where
+    the recursion runs longest), and it decides most of them (not a vacuous test)."""
+    mod = _module()
+    rng = np.random.default_rng(seed)
+    decided = agree = total = 0
+    for _ in range(40):
+        m = int(10 ** rng.uniform(3, 5))
+        cp = int(rng.integers(m // 10, m + 1))
+        c = int(round(cp * rng.uniform(0.6, 0.99)))
+        d0, tau = float(rng.choice([0.0, 1e-5, 1e-3])), float(rng.choice([0.05, 0.007]))
+        # near the critical eps: e^-eps (r0 - d0) ~ h0 (the recursion starts moving)
+        r0, h0 = tau * c / m, tau * (cp - c) / m
+        if h0 <= 0 or r0 <= d0:
+            continue
+        eps = max(0.0, math.log((r0 - d0) / h0) * rng.uniform(0.9, 1.0))
+        t = int(rng.integers(8, 65))
+        r_prev, r, h, steps, _ = _eps_delta_run(eps, d0, m, cp, c, tau, stop_after=t)
+        if steps < t or not r + h - cp / m <= 0:
+            continue                      # finished or rejected already: nothing to settle
+        final = _eps_delta_run(eps, d0, m, cp, c, tau)[4]
+        e1, e2 = np.array([math.exp(eps)]), np.array([math.exp(-eps)])
+        slope, y_hi, y_lo = mod._linear_piece(e1, e2, d0)
+        rej, acc = mod._settle_linear(np.array([r_prev]), np.array([r]), np.array([h]),
+                                      np.array([cp / m]), slope, y_hi, y_lo,
+                                      np.array([float(c - 1 - t)]), np.array([float(cp)]))
+        total += 1
+        if rej[0] or acc[0]:
+            decided += 1
+            agree += bool(rej[0]) == (final > 0)
+    assert total >= 15
+    assert agree == decided
+    assert decided >= 0.8 * total
+
+
+def _reject_grid(mod, m, cp, c, thetas, tau, settle):
+    fam = mod.resolve_family("eps_delta", 1e-5)
+    bind, linear = mod._binv_family(fam, thetas)
+    k = thetas.size
+    return mod._reject_prefix(bind, np.zeros(k, dtype=np.int64), np.arange(k), 1,
+                              np.array([m]), np.array([cp]), np.array([c]), tau,
+                              linear if settle else None)
+
+
+@pytest.mark.parametrize("m,cp,c", [(10**4, 2000, 1500), (3 * 10**4, 3 * 10**4, 20700),
+                                    (3 * 10**4, 15000, 11900), (10**4, 100, 97),
+                                    (10**4, 10**4, 10**4), (10**3, 10, 0)])
+def test_settle_keeps_every_decision_of_the_search(m, cp, c):
+    """_reject_prefix with the shortcut returns the decisions of the plain recursion up to and
+    including the first non-rejected candidate (the contract the k-ary search relies on), on
+    a fine grid around the search's answer."""
+    mod = _module()
+    res = E.mahloujifar(m=m, guesses=cp, correct=c, delta=1e-5, confidence=0.95)
+    eps = res.params["eps"]
+    for thetas in (np.linspace(max(0.0, eps - 1e-3), eps + 1e-3, 33),
+                   np.linspace(0.0, 60.0, 33)):
+        fast = _reject_grid(mod, m, cp, c, thetas, 0.05, True)
+        slow = _reject_grid(mod, m, cp, c, thetas, 0.05, False)
+        first = int(np.argmin(slow)) if not slow.all() else thetas.size - 1
+        assert np.array_equal(fast[:first + 1], slow[:first + 1])
+
+
+def _scores(n, seed, ties):
+    rng = np.random.default_rng(seed)
+    member = rng.random(n) < 0.5
+    score = member * rng.uniform(0.5, 2.0) + rng.standard_normal(n)
+    return member, (np.round(score, 1) if ties else score)
+
+
+@pytest.mark.parametrize("n,seed,ties", [(1000, 0, False), (2000, 1, True)])
+def test_default_results_identical_to_the_full_recursion(monkeypatch, n, seed, ties):
+    """audit_one_run's Mahloujifar rows at the default null are the same, field for field,
+    with and without the analytic shortcut (several seeds and sizes, tied scores included)."""
+    from dpaudit.estimators.one_run import audit_one_run
+    mod = _module()
+    member, score = _scores(n, seed, ties)
+    fast = audit_one_run(member, score, methods=("mahloujifar",))[0].to_dict()
+    monkeypatch.setattr(mod, "_SETTLE", False)
+    slow = audit_one_run(member, score, methods=("mahloujifar",))[0].to_dict()
+    assert fast == slow
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n,seed,ties", [(10**4, 2, False), (10**4, 3, True),
+                                         (10**5, 0, False), (10**5, 1, True),
+                                         (3 * 10**5, 2, False)])
+def test_default_results_identical_to_the_full_recursion_large(monkeypatch, n, seed, ties):
+    test_default_results_identical_to_the_full_recursion(monkeypatch, n, seed, ties)
