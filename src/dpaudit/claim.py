@@ -37,7 +37,7 @@ from dpaudit.curves.families import DEFAULT_FAMILY, Family, claim_family, resolv
 from dpaudit.registry import ASSUMPTIONS, check_assumptions
 from dpaudit.validation import check_choice, check_delta, check_nonnegative
 
-__all__ = ["Claim", "RELATIONS", "DPSGDParams"]
+__all__ = ["Claim", "RELATIONS", "DPSGDParams", "falsified_by", "FALSIFYING_CHECKS"]
 
 #: neighbouring relations a claim may be stated under
 RELATIONS = ("add_remove", "replace_one", "zero_out")
@@ -121,16 +121,36 @@ class Claim:
     @classmethod
     def dpsgd_claim(cls, noise_multiplier: float, sampling_rate: float, steps: int,
                     delta: float = 1e-5, *, epsilon: float | None = None,
-                    relation: str = "add_remove") -> Claim:
+                    relation: str = "add_remove", family: Any = None) -> Claim:
         """The claim "DP-SGD with (sigma, q, T)" (BandMF: T = its rounds); ``epsilon`` the
-        accountant's epsilon at delta (default: ``dpsgd_curve``'s)."""
+        accountant's epsilon at delta (default: ``dpsgd_curve``'s); ``family``: an explicit
+        null family (None: the claim's own DP-SGD family; "eps_delta" is valid too, anything
+        else an assumption)."""
         if epsilon is None:
             from dpaudit.curves.accounting import dpsgd_curve
 
             epsilon = float(dpsgd_curve(noise_multiplier, sampling_rate, steps).epsilon(delta))
+        if isinstance(family, str) and family == "dpsgd":
+            family = None
         return cls(float(epsilon), delta,
                    dpsgd=DPSGDParams(float(noise_multiplier), float(sampling_rate), int(steps)),
-                   relation=relation)
+                   relation=relation, family=family)
+
+    def member_noise_multiplier(self, epsilon: float) -> float | None:
+        """For a DP-SGD claim: the noise multiplier of the DP-SGD curve at the claim's (q, T)
+        whose epsilon at delta is ``epsilon`` (the member a row rejects; calibrated with
+        dp_accounting at a coarse discretisation, 1e-2: a label, not a bound); None
+        otherwise or beyond the accountant's range."""
+        if self.dpsgd is None or not math.isfinite(epsilon) or epsilon <= 0:
+            return None
+        from dpaudit.curves.calibration import dpsgd_noise_multiplier
+
+        try:
+            return float(dpsgd_noise_multiplier(float(epsilon), self.delta,
+                                                self.dpsgd.sampling_rate, self.dpsgd.steps,
+                                                value_discretization_interval=1e-2))
+        except (ValueError, ArithmeticError):
+            return None
 
     # ------------------------------------------------------------------ the null family
     def null_family(self) -> Family:
@@ -162,6 +182,8 @@ class Claim:
         """The null family's name (what ``--json``'s ``family`` key prints)."""
         if self.dpsgd is not None and self.family is None:
             return "dpsgd"
+        if isinstance(self.family, str):
+            return self.family
         return self.null_family().name
 
     @property
@@ -191,3 +213,34 @@ class _CurveFamily:
     """Marks ``family`` as the claimed curve's own named family (valid: no assumption)."""
 
     name: Any
+
+
+#: claim checks whose failure in one direction shows the run did LESS than the claim:
+#: check name -> (observed value > claimed value) falsifies (True) or (observed < claimed)
+FALSIFYING_CHECKS = {"steps": True, "noise_multiplier": False, "sampling_rate": True}
+
+
+def falsified_by(checks: Iterable[Any]) -> tuple[str, ...]:
+    """The failed claim checks (``dpaudit.canaries.ClaimCheck``: name, ok, claimed,
+    observed, message) that deterministically falsify the claim: the run took more steps,
+    used less noise (any optimizer group below the claimed sigma) or sampled at a larger rate
+    than the claim accounts for.  Other configuration errors (clip norm, fixed-size batches,
+    normalisation, noise strategy) are reported as such but decide nothing by themselves:
+    they do not say by themselves which way the privacy moved."""
+    out = []
+    for c in checks:
+        name = getattr(c, "name", None)
+        if getattr(c, "ok", True) or name not in FALSIFYING_CHECKS:
+            continue
+        claimed = getattr(c, "claimed", None)
+        observed = getattr(c, "observed", None)
+        values = observed if isinstance(observed, (list, tuple)) else [observed]
+        try:
+            cl = float(claimed)  # type: ignore[arg-type]
+            vs = [float(v) for v in values]
+        except (TypeError, ValueError):
+            continue
+        more = FALSIFYING_CHECKS[name]
+        if any((v > cl) if more else (v < cl) for v in vs):
+            out.append(str(getattr(c, "message", name)))
+    return tuple(out)

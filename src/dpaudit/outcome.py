@@ -55,6 +55,9 @@ class Audit:
       claim: the claim tested (None without one).
       falsified_by: configuration errors that show the run did less than the claim (each a
         deterministic violation, whatever the statistics say).
+      any_mechanism_epsilon: the run's own epsilon lower bound valid for ANY mechanism (the
+        (epsilon, delta) null), quoted as the run's epsilon when the verdict's row is under
+        the claimed curve's family (whose number bounds only runs inside the family).
     """
 
     results: tuple[AuditResult, ...]
@@ -65,6 +68,7 @@ class Audit:
     extra: Mapping[str, Any] = field(default_factory=dict)
     claim: Claim | None = None
     falsified_by: tuple[str, ...] = ()
+    any_mechanism_epsilon: float | None = None
 
     def __post_init__(self) -> None:
         rs = tuple(self.results)
@@ -79,7 +83,8 @@ class Audit:
            observations: Any = None, true_epsilon: float | None = None,
            settings: Mapping[str, Any] | None = None,
            extra: Mapping[str, Any] | None = None, allow_asymptotic: bool = False,
-           falsified_by: Sequence[str] = ()) -> Audit:
+           falsified_by: Sequence[str] = (),
+           any_mechanism_epsilon: float | None = None) -> Audit:
         """The audit of ``results`` with THE verdict against ``claim`` (a :class:`Claim`, or a
         claimed epsilon) by ``rule`` (:func:`dpaudit.estimators.verdict.verdict_from_results`,
         admitting the rows the registry allows for the claim's named assumptions;
@@ -91,8 +96,12 @@ class Audit:
             c = dataclasses.replace(c, assume=c.assume | {"asymptotic"})
         ver = (verdict_from_results(rs, c.epsilon, rule=rule, assume=c.assume)
                if c is not None else None)
+        if ver is not None and c is not None and c.dpsgd is not None \
+                and _in_claim_family(ver.basis):
+            sigma = c.member_noise_multiplier(ver.basis.epsilon) if ver.violation else None
+            ver = dataclasses.replace(ver, curve="DP-SGD", member_sigma=sigma)
         return cls(rs, ver, observations, true_epsilon, dict(settings or {}), dict(extra or {}),
-                   c, tuple(falsified_by))
+                   c, tuple(falsified_by), any_mechanism_epsilon)
 
     # the rows, as the list ``audit_one_run`` used to return
     def __iter__(self) -> Iterator[AuditResult]:
@@ -135,6 +144,10 @@ class Audit:
         """The verdict's sentence (None without a claim): the statistical verdict, and beside
         it each configuration error that falsifies the claim."""
         stat = None if self.verdict is None else self.verdict.message()
+        if stat is not None and self.verdict is not None and self.verdict.curve is not None \
+                and self.any_mechanism_epsilon is not None:
+            stat += (f"; the run's own epsilon >= {self.any_mechanism_epsilon:.4f} (valid for "
+                     f"any mechanism)")
         if not self.falsified_by:
             return stat
         det = ("violation: the configuration falsifies the claim ("
@@ -161,10 +174,18 @@ class Audit:
             out["falsified_by"] = list(self.falsified_by)
         if self.claim is not None:
             out["claim"] = self.claim.to_dict()
+        if self.any_mechanism_epsilon is not None:
+            out["any_mechanism_epsilon"] = self.any_mechanism_epsilon
         if self.true_epsilon is not None:
             out["true_epsilon"] = self.true_epsilon
         out.update(self.extra)
         return out
+
+
+def _in_claim_family(r: AuditResult) -> bool:
+    """Was ``r`` computed under the claimed DP-SGD curve's own family (no assumption)?"""
+    fam = str(r.settings.get("family", "")) if r.settings else ""
+    return r.assumption is None and fam.startswith("dpsgd")
 
 
 def audit_of(payload: Mapping[str, Any]) -> Audit:

@@ -74,6 +74,11 @@ class Verdict:
     per_method_confidence: float
 
     assumptions: tuple[str, ...] = ()
+    #: "DP-SGD" when the basis row's null is the claimed DP-SGD curve's family: its number is
+    #: the epsilon of the DP-SGD curve the run fails to meet, not a bound on the run's epsilon
+    curve: str | None = None
+    #: the noise multiplier of that failed member (a label), when known
+    member_sigma: float | None = None
 
     @property
     def assumption(self) -> str | None:
@@ -97,7 +102,8 @@ class Verdict:
 
     def message(self) -> str:
         return verdict_sentence(self.basis.epsilon, self.claimed_epsilon, self.assumption,
-                                confidence=self.confidence)
+                                confidence=self.confidence, curve=self.curve,
+                                sigma=self.member_sigma)
 
     def to_dict(self) -> dict[str, Any]:
         return {"violation": self.violation, "verdict": self.message(),
@@ -109,10 +115,28 @@ class Verdict:
 
 
 def verdict_sentence(epsilon_lb: float, claimed: float, assumption: str | None = None, *,
-                     confidence: float | None = None) -> str:
+                     confidence: float | None = None, curve: str | None = None,
+                     sigma: float | None = None) -> str:
     """The one-line verdict of a lower bound against a claimed epsilon, naming the
-    assumption the bound rests on (None: valid for every mechanism meeting the claim)."""
+    assumption the bound rests on (None: valid for every mechanism meeting the claim).
+
+    With ``curve`` (e.g. "DP-SGD": the row's null is the claimed curve's family) the number is
+    the epsilon of the family member the run fails to meet -- not a lower bound on the epsilon
+    of a run outside the family -- and is worded so: "the run fails the claimed DP-SGD curve at
+    sigma = ... (the member with epsilon x at delta)"; never "epsilon >= x"."""
     pre = "" if assumption is None else f"assuming {assumption}, "
+    if curve is not None:
+        at = f"sigma = {sigma:.4g}, " if sigma is not None else ""
+        if epsilon_lb > claimed:
+            out = (f"{pre}violation: the run fails the claimed {curve} curve at {at}the member "
+                   f"with epsilon {epsilon_lb:.4f} > claimed {claimed:g}")
+            if confidence is not None:
+                out += (f" at confidence {confidence:g} (a run meeting its claim gives this "
+                        f"verdict with probability <= {1 - confidence:g})")
+            return out
+        return (f"{pre}no violation detected (the run is not shown to fail the claimed "
+                f"{curve} curve above epsilon {claimed:g}; the largest member rejected has "
+                f"epsilon {epsilon_lb:.4f})")
     if epsilon_lb > claimed:
         out = f"{pre}violation: epsilon >= {epsilon_lb:.4f} > claimed {claimed:g}"
         if confidence is not None:
