@@ -34,7 +34,7 @@ from dpaudit.results import AuditResult
 
 __all__ = ["Estimator", "ESTIMATORS", "ASSUMPTIONS", "ANY_MECHANISM", "UNDER_ASSUMPTION",
            "ESTIMATE", "GUARANTEE_KINDS", "get", "names", "guarantee_kind", "admitted",
-           "required_assumption", "check_assumptions"]
+           "required_assumption", "check_assumptions", "row_kind", "epsilon_cell"]
 
 ANY_MECHANISM = "finite-sample-any-mechanism"
 UNDER_ASSUMPTION = "finite-sample-under-named-assumption"
@@ -153,3 +153,31 @@ def admitted(r: AuditResult, assume: frozenset[str] = frozenset()) -> bool:
     """May ``r`` decide a verdict for a claim carrying the named assumptions ``assume``?"""
     need = required_assumption(r)
     return need is None or need in assume
+
+
+def row_kind(r: AuditResult) -> str:
+    """What a row's number is, for every renderer: "bound" (a lower bound valid for the
+    claim as stated), "assumption" (a bound only under a named assumption or an assumed null
+    family), "curve" (under the claimed DP-SGD curve's family: the epsilon of the member the
+    run fails, not a bound on a run outside the family), or "estimate"."""
+    kind = guarantee_kind(r)
+    if kind == ESTIMATE:
+        return "estimate"
+    if r.assumption is None and str((r.settings or {}).get("family", "")).startswith("dpsgd"):
+        return "curve"
+    if kind == ANY_MECHANISM and r.assumption is None:
+        return "bound"
+    return "assumption"
+
+
+def epsilon_cell(r: AuditResult, text: str) -> str:
+    """A table cell for ``r``'s epsilon already formatted as ``text``: ">= x", "~ x
+    (estimate)", ">= x (assuming)" or "fails DP-SGD curve at x"."""
+    kind = row_kind(r)
+    if kind == "estimate":
+        return f"~ {text} (estimate)"
+    if kind == "curve":
+        return f"fails DP-SGD curve at {text}"
+    if kind == "assumption":
+        return f">= {text} (assuming)"
+    return f">= {text}"

@@ -31,6 +31,7 @@ from rich.table import Table
 from dpaudit.cli.aliases import OPTION_ALIASES, normalize_name, rewrite_aliases
 from dpaudit.cli.app import app, bound_app
 from dpaudit.outcome import Audit
+from dpaudit.registry import epsilon_cell, row_kind
 from dpaudit.results import AuditResult, json_safe
 from dpaudit.validation import check_nested_counts
 
@@ -151,14 +152,16 @@ def print_results(results: Sequence[AuditResult] | AuditResult, *, as_json: bool
         print_json(json_payload(rs, claimed_epsilon=claimed_epsilon, true_epsilon=true_epsilon,
                                 extra=extra))
         return
-    # a row that is an estimate (under an assumption) is never shown as "epsilon >="
-    estimates = any(r.is_estimate for r in rs)
-    header = ["method", "epsilon" if estimates else "epsilon >=", "delta", "confidence"]
+    # a row that is not a bound valid for the claim as stated (an estimate, a bound under an
+    # assumption, a DP-SGD family member) is never shown under "epsilon >=": each cell says
+    # what its number is (dpaudit.registry.row_kind)
+    plain = all(row_kind(r) == "bound" for r in rs)
+    header = ["method", "epsilon >=" if plain else "epsilon", "delta", "confidence"]
     rows = []
     for r in rs:
         e = fmt_number(r.epsilon)
-        if estimates:
-            e = f"~ {e} (estimate)" if r.is_estimate else f">= {e}"
+        if not plain:
+            e = epsilon_cell(r, e)
         row = [r.method, e, fmt_number(r.delta), fmt_number(r.confidence)]
         if true_epsilon is not None:
             row.append(f"{100 * r.ratio_to(true_epsilon):.1f}%")

@@ -268,20 +268,11 @@ def _default_verdict(basis: Mapping[str, Any], bound: float, claimed: float | No
 
 
 def _kind(r: Mapping[str, Any]) -> str:
-    """What a row's number is, from the estimator registry (module docstring)."""
+    """What a row's number is (:func:`dpaudit.registry.row_kind`)."""
     from dpaudit.outcome import audit_of
-    from dpaudit.registry import ANY_MECHANISM, ESTIMATE, guarantee_kind
+    from dpaudit.registry import row_kind
 
-    row = audit_of({"results": [dict(r)]}).results[0]
-    kind = guarantee_kind(row)
-    if kind == ESTIMATE:
-        return "estimate"
-    if str((row.settings or {}).get("family", "")).startswith("dpsgd") \
-            and row.assumption is None:
-        return "curve"
-    if kind == ANY_MECHANISM and row.assumption is None:
-        return "bound"
-    return "assumption"
+    return row_kind(audit_of({"results": [dict(r)]}).results[0])
 
 
 def _run_bound(payload: Mapping[str, Any], rs: Sequence[Mapping[str, Any]],
