@@ -104,12 +104,16 @@ class Claim:
 
     @classmethod
     def from_curve(cls, curve: Curve, delta: float = 1e-5, *, family: Any = None,
-                   relation: str = "add_remove", assume: Iterable[str] = ()) -> Claim:
-        """The claim "the mechanism is ``curve``-DP"; ``family``: the curve's own named family
-        when it has one (e.g. "gdp" for GaussianDP), else the (eps, delta) family at delta."""
+                   relation: str = "add_remove", assume: Iterable[str] = (),
+                   epsilon: float | None = None) -> Claim:
+        """The claim "the mechanism is ``curve``-DP" (``epsilon``: its epsilon at delta,
+        default ``curve.epsilon(delta)``); ``family``: the curve's own named family when it
+        has one (e.g. "gdp" for GaussianDP: valid, no assumption), else the (eps, delta)
+        family at delta."""
         fam = None if family is None else _CurveFamily(family)
-        return cls(float(curve.epsilon(delta)), delta, curve=curve, relation=relation,
-                   family=fam, assume=frozenset(assume))
+        eps = float(curve.epsilon(delta)) if epsilon is None else float(epsilon)
+        return cls(eps, delta, curve=curve, relation=relation, family=fam,
+                   assume=frozenset(assume))
 
     @classmethod
     def gdp(cls, mu: float, delta: float = 1e-5) -> Claim:
@@ -182,8 +186,9 @@ class Claim:
         """The null family's name (what ``--json``'s ``family`` key prints)."""
         if self.dpsgd is not None and self.family is None:
             return "dpsgd"
-        if isinstance(self.family, str):
-            return self.family
+        f = self.family.name if isinstance(self.family, _CurveFamily) else self.family
+        if isinstance(f, str):
+            return f
         return self.null_family().name
 
     @property

@@ -25,6 +25,7 @@ from typing import Any
 
 import typer
 
+from dpaudit.claim import Claim
 from dpaudit.cli.common import (
     app,
     bound_app,
@@ -33,7 +34,6 @@ from dpaudit.cli.common import (
     print_results,
     resolve_wrong_correct,
 )
-from dpaudit.curves import resolve_family
 from dpaudit.estimators.bits import bits
 from dpaudit.estimators.mahloujifar import mahloujifar
 from dpaudit.estimators.steinke import steinke
@@ -62,8 +62,8 @@ def parse_family(text: str, delta: float = 0.0) -> Any:
         fam: Any = ("subsampled_gaussian", qv)
     else:
         fam = t
-    try:
-        resolve_family(fam, delta)
+    try:  # validated as the null of an (epsilon, delta) claim (dpaudit.claim.Claim)
+        Claim(0.0, delta, family=fam)
     except ValueError as e:
         raise ValueError(f"--family: {e} (CLI spelling: gdp, laplace, eps_delta, "
                          f"subsampled_gaussian:Q)") from None
