@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from dpaudit import registry
 from dpaudit.claim import Claim
 from dpaudit.curves import DEFAULT_FAMILY, resolve_family
 from dpaudit.estimators.bits import CI_METHODS, bits
@@ -78,12 +79,15 @@ __all__ = ["audit_one_run", "guess_counts", "default_grid", "ONE_RUN_METHODS",
            "DEFAULT_FRACTIONS", "DISTRIBUTION_METHODS", "ASYMPTOTIC_METHODS",
            "ESTIMATE_METHODS"]
 
-ONE_RUN_METHODS = ("tight", "bits", "steinke", "mahloujifar")
-DISTRIBUTION_METHODS = ("hockey_stick", "gaussian_pair", "gaussian_pair_equal",
-                        "gaussian_pair_fit", "hockey_stick_histogram")
-ASYMPTOTIC_METHODS = ("gaussian_pair_fit", "hockey_stick_histogram")
+#: the one-run methods, as the estimator registry lists them (dpaudit.registry)
+ONE_RUN_METHODS = registry.names(reads="guess counts", one_run=True)
+DISTRIBUTION_METHODS = registry.names(reads="scores", one_run=True)
+ASYMPTOTIC_METHODS = tuple(m for m in DISTRIBUTION_METHODS
+                           if registry.get(m).assumption == "asymptotic")
 #: rows that are estimates under a model the audited mechanism need not meet: never a verdict
-ESTIMATE_METHODS = ("gaussian_pair",)
+ESTIMATE_METHODS = tuple(m for m in DISTRIBUTION_METHODS
+                         if registry.get(m).guarantee == registry.ESTIMATE
+                         and m not in ASYMPTOTIC_METHODS)
 DEFAULT_FRACTIONS = (0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0)
 
 
