@@ -194,15 +194,16 @@ def _simulate_svt(flawed: str | None, trials: int | None, seed: int, eps: float,
                       f"cutoff {svt.cutoff}, '{cons}' construction: {n} independent runs")
     obs = svt_audit(variant, n, seed, epsilon=eps)
     res = multi_run(obs.member, obs.score, delta=0.0, confidence=confidence)
-    v = Audit.of(res, svt.claimed_epsilon).message()
+    svt_audit_ = Audit.of(res, svt.claimed_epsilon)  # the verdict, computed once
+    v = svt_audit_.message()
     extra: dict[str, Any] = {"mechanism": f"svt[{variant}]", "runs": n, "seed": seed,
                              "construction": cons, "claimed_epsilon": svt.claimed_epsilon,
                              "true_epsilon (Lyu et al.)": svt.true_epsilon}
     maybe_write_report(report, report_format, json_payload([res], extra={
-        **extra, "violation": bool(res.epsilon > svt.claimed_epsilon), "verdict": v}),
+        **extra, "violation": svt_audit_.violation, "verdict": v}),
         observations=obs, title=f"Multi-run audit of SVT {variant}")
     if as_json:
-        extra.update({"violation": bool(res.epsilon > svt.claimed_epsilon), "verdict": v})
+        extra.update({"violation": svt_audit_.violation, "verdict": v})
         print_results([res], as_json=True, extra=extra)
         return
     print_results([res], title=f"Multi-run audit of SVT {variant}", extra=extra)

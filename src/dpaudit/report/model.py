@@ -349,8 +349,11 @@ def build_report(payload: Mapping[str, Any], *, observations: MembershipObservat
     verdict = str(v) if v else _default_verdict(basis, bound, claimed, str(basis["method"]),
                                                 delta, confidence)
     violation = payload.get("violation")
-    if violation is None and claimed is not None:
-        violation = bool(_get(basis, "epsilon") > claimed)
+    if violation is None and claimed is not None:  # the Audit's verdict (one place)
+        from dpaudit.outcome import Audit, audit_of
+
+        violation = Audit.of(audit_of({"results": [dict(basis)]}).results[0],
+                             claimed).violation
     methods = tuple(MethodRow(method=str(r["method"]), epsilon=_get(r, "epsilon"),
                               delta=_get(r, "delta"), confidence=_get(r, "confidence"),
                               fit=_fit(r.get("params")), p_value=_get_opt(r, "p_value"),
