@@ -43,6 +43,7 @@ from dpaudit.results import AuditResult
 from dpaudit.validation import check_confidence, check_count, check_delta
 
 __all__ = ["OneRunReport", "one_run_audit", "default_family", "claim_of", "multi_run_audit",
+           "audit_multi_run",
            "demo_dpsgd",
            "available_methods"]
 
@@ -161,6 +162,24 @@ def one_run_audit(mechanism: SimulatedMechanism, n: int, seed: int, *, delta: fl
         settings={"n": n, "seed": seed, "delta": delta, "confidence": confidence,
                   "family": claim.family_name, "flaw": mechanism.flaw},
         simultaneous=simultaneous, claim=claim)
+
+
+def audit_multi_run(member: Any, score: Any, *, claimed_epsilon: Claim | float | None = None,
+                    delta: float = 0.0, confidence: float = 0.95,
+                    threshold: str | float = "bonferroni", direction: str = "both",
+                    seed: int = 0, grid: str = "geometric") -> Audit:
+    """The multi-run audit of per-trial (member, score) observations as an
+    :class:`~dpaudit.outcome.Audit` (what ``dpaudit audit`` prints): the Clopper-Pearson lower
+    bound (``estimators.multi_run``, Hypothesis Interpretation §3: the verdict's row) and the
+    GDP-based estimate beside it (``multi_run_gdp``: an estimate, never the verdict), with the
+    verdict against ``claimed_epsilon`` (a number: an (epsilon, ``delta``) claim)."""
+    from dpaudit.estimators.multi_run import multi_run
+
+    obs = MembershipObservations.from_arrays(member, score)
+    rows = [multi_run(obs.member, obs.score, delta=delta, confidence=confidence,
+                      threshold=threshold, direction=direction, estimate=e, seed=seed,
+                      grid=grid) for e in ("eps_delta", "gdp")]
+    return Audit.of(rows, Claim.of(claimed_epsilon, delta), observations=obs)
 
 
 def multi_run_audit(audit: Any, trials: int, seed: int, *, delta: float = 0.0,
