@@ -243,6 +243,24 @@ TARGETS += [
            dict(weights="count", delta="delta")),
 ]
 
+# the spine (issue 31): the one calling convention of the count estimators, the claim
+import functools  # noqa: E402
+
+from dpaudit.claim import Claim  # noqa: E402
+from dpaudit.games.audit import audit_multi_run  # noqa: E402
+
+TARGETS += [
+    Target("estimators.bound", functools.partial(E.bound, "tight"),
+           dict(canaries=1000, guesses=100, wrong=10),
+           dict(canaries="count", guesses="count", wrong="count", delta="delta",
+                confidence="confidence", family="family")),
+    Target("claim.Claim", Claim, dict(epsilon=1.0),
+           dict(epsilon="nonnegative", delta="delta", relation="choice", family="family")),
+    Target("audit_multi_run", audit_multi_run, dict(member=M, score=S),
+           dict(member="binary_array", score="float_array", delta="delta",
+                confidence="confidence", direction="choice", grid="choice")),
+]
+
 # kinds that do not apply to an argument (documented exceptions)
 SKIP = {
     # a 0-d float array is accepted as one entry by design
@@ -465,7 +483,8 @@ def cli_cases() -> list[tuple[str, list[str]]]:
     cases.append(("audit --grid with --threshold split", ["audit", "FILE:good", "--threshold",
                                                           "split", "--grid", "quantiles"]))
     for opt, v in (("--methods", "bogus"), ("--fractions", "2"), ("--fractions", "x"),
-                   ("--bits-ci", "wald"), ("--true-epsilon", "nan"), ("--family", "bogus")):
+                   ("--bits-ci", "wald"), ("--true-epsilon", "nan"), ("--family", "bogus"),
+                   ("--assume", "bogus")):
         cases.append((f"one-run {opt} {v}", ["one-run", "FILE:good", opt, v]))
     for opt, v in (("--canaries", "1"), ("--canaries", "-3"), ("--delta", "nan"),
                    ("--confidence", "0"), ("--mu", "inf"), ("--flawed", "bogus")):

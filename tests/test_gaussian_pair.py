@@ -190,8 +190,11 @@ def test_unequal_variances_is_an_estimate_never_a_verdict():
                                             variances="equal").epsilon
     claim = 0.5 * (max(rows[0].epsilon, rows[1].epsilon) + rows[2].epsilon)
     assert rows[2].epsilon > claim > max(rows[0].epsilon, rows[1].epsilon)
+    # the two deciding rows rest on named assumptions about the scores: asked for explicitly
+    assume = ("independent_scores", "gaussian_scores")
     for flag in (False, True):
-        v = verdict_from_results(rows, claim, rule="bonferroni", allow_asymptotic=flag)
+        v = verdict_from_results(rows, claim, rule="bonferroni", allow_asymptotic=flag,
+                                 assume=assume)
         assert not v.violation and "gaussian_pair" not in v.methods
     with pytest.raises(ValueError, match="estimate"):
         verdict_from_results([rows[2], rows[0]], claim)

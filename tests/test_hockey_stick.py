@@ -143,10 +143,15 @@ def test_asymptotic_rows_never_decide_unless_asked():
     # Bonferroni: the asymptotic row (10.3 here, above every bound) is left out
     rows = audit_one_run(b, s, methods=("hockey_stick", "hockey_stick_histogram"),
                          simultaneous=True)
-    v = verdict_from_results(rows, 3.0, rule="bonferroni")
+    # hockey_stick is a bound only for independent canary scores: it decides only when asked
+    with pytest.raises(ValueError, match="no row may decide"):
+        verdict_from_results(rows, 3.0, rule="bonferroni")
+    ind = ("independent_scores",)
+    v = verdict_from_results(rows, 3.0, rule="bonferroni", assume=ind)
     assert v.basis.method == "hockey_stick" and v.methods == ("hockey_stick",)
     assert rows[1].epsilon > 3.0 and not v.violation
-    v2 = verdict_from_results(rows, 3.0, rule="bonferroni", allow_asymptotic=True)
+    assert v.assumption is not None and "independent" in v.assumption
+    v2 = verdict_from_results(rows, 3.0, rule="bonferroni", allow_asymptotic=True, assume=ind)
     assert v2.basis.method == "hockey_stick_histogram" and v2.violation
 
 

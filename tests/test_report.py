@@ -456,3 +456,58 @@ def test_train_audit_hands_back_the_observations_it_audited():
     assert card.scores is not None
     assert card.scores.auroc[0] == pytest.approx(psi.mean(), abs=1e-12)
     assert card.scores.roc.n_members == pos.size and card.scores.region.fpr.size >= 5
+
+
+def _card_text(tmp_path, payload) -> str:
+    """The rendered card as text (tags stripped, entities decoded)."""
+    path = write_report(tmp_path / "card.html", payload)
+    return html_unescape(re.sub(r"<[^>]+>", " ", path.read_text(encoding="utf-8")))
+
+
+@pytest.mark.slow
+def test_card_shows_estimates_as_estimates_never_as_bounds(tmp_path):
+    """Issue 31: the distribution rows' estimates were listed under "ε ≥" with "nan%"."""
+    from dpaudit import audit_one_run
+
+    rng = np.random.default_rng(3)
+    b = rng.random(400) < 0.5
+    s = b + rng.laplace(size=400)
+    a = audit_one_run(b, s, methods=("tight", "hockey_stick", "gaussian_pair",
+                                     "gaussian_pair_equal", "gaussian_pair_fit",
+                                     "hockey_stick_histogram"), claimed_epsilon=1.0)
+    m = build_report(a.to_dict())
+    cells = {r.method: r.cell() for r in m.methods}
+    for est in ("gaussian_pair", "gaussian_pair_fit", "hockey_stick_histogram"):
+        assert cells[est].startswith("~ ") and cells[est].endswith("(estimate)")
+    assert cells["tight"] == f"≥ {a.results[0].epsilon:.4f}"
+    assert cells["hockey_stick"].endswith("(assuming)")
+    assert m.bound == a.results[0].epsilon and m.bound_source == "tight"
+    text = _card_text(tmp_path, a.to_dict())
+    assert "nan%" not in text
+    for r in a.results[2:]:
+        if r.method in ("gaussian_pair", "gaussian_pair_fit", "hockey_stick_histogram"):
+            assert f"≥ {r.epsilon:.4f}" not in text
+
+
+@pytest.mark.slow
+def test_card_quotes_only_a_bound_valid_for_the_run(tmp_path):
+    """A DP-SGD-family row on a flawed run is the epsilon of the curve the run fails, not a
+    bound on the run: the headline and the attacker section quote the any-mechanism bound."""
+    row = {"epsilon": 49.48, "delta": 1e-5, "confidence": 0.95, "method": "tight",
+           "settings": {"family": "dpsgd(sigma=1, q=0.05, T=300)"}}
+    steinke = {"epsilon": 0.5, "delta": 1e-5, "confidence": 0.95, "method": "steinke"}
+    payload = {"results": [row, steinke], "claimed_epsilon": 3.5, "violation": True,
+               "verdict": "violation: the run fails the claimed DP-SGD curve",
+               "verdict_method": "tight", "any_mechanism_epsilon": 0.78}
+    m = build_report(payload)
+    assert m.bound == 0.78 and m.bound_source == "any_mechanism_epsilon"
+    assert m.methods[0].cell() == "fails the claimed DP-SGD curve at ε = 49.4800"
+    assert [r.epsilon for r in m.risk.rows if r.label == "measured lower bound"] == [0.78]
+    text = _card_text(tmp_path, payload)
+    assert "proves ε ≥ 0.7800" in text and "≥ 49.48" not in text
+    # without the any-mechanism bound the card proves nothing about the run
+    m = build_report({**payload, "any_mechanism_epsilon": None})
+    assert m.bound_source is None and math.isnan(m.bound)
+    assert not [r for r in m.risk.rows if r.label == "measured lower bound"]
+    assert "proves no attack risk" in _card_text(tmp_path, {**payload,
+                                                            "any_mechanism_epsilon": None})

@@ -104,6 +104,10 @@ def test_outcome_verdict_properties() -> None:
     assert a.verdict_result is rows[0]          # the first row, not the largest
     assert a.violation is True                  # 1.25 > 1.0
     assert _Outcome(rows, 1.25, []).violation is False   # equal to the claim: no violation
+    # less noise than claimed falsifies the claim whatever the statistics (a violation)
+    assert _Outcome(rows, 1.25, [bad]).violation is True
+    more = ClaimCheck("noise_multiplier", False, 1.0, 4.0, "noise multiplier: claim 1, run 4")
+    assert _Outcome(rows, 1.25, [more]).violation is False   # more noise: not a violation
     assert a.configuration_errors == ["noise multiplier: claim 1, run 0.25"]
 
 

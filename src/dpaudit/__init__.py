@@ -23,6 +23,8 @@ _EXPORTS = {
     "NumericCurve": "dpaudit.curves", "SubsampledGaussianDP": "dpaudit.curves",
     "dpsgd_curve": "dpaudit.curves", "resolve_family": "dpaudit.curves",
     "audit_one_run": "dpaudit.estimators.one_run",
+    "audit_multi_run": "dpaudit.games.audit",
+    "Audit": "dpaudit.outcome", "Claim": "dpaudit.claim",
     "BlackBoxAudit": "dpaudit.games.blackbox",
     "AuditResult": "dpaudit.results",
 }
@@ -30,7 +32,7 @@ _EXPORTS = {
 __all__ = [
     "AuditResult", "Curve", "EpsDeltaDP", "Family", "GaussianDP", "LaplaceDP", "NumericCurve",
     "SubsampledGaussianDP", "dpsgd_curve", "resolve_family", "__version__",
-    "audit_one_run", "BlackBoxAudit",
+    "audit_one_run", "audit_multi_run", "Audit", "Claim", "BlackBoxAudit",
 ]
 
 

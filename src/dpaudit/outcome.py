@@ -13,20 +13,29 @@ of ``AuditResult.to_dict()`` under ``results``, ``claimed_epsilon``, ``violation
 keys (``extra``); a lone result without a claim or extras is printed bare, as before.
 :func:`dpaudit.report.write_report` takes an Audit.
 
-The verdict and its sentence are :class:`dpaudit.estimators.verdict.Verdict` (one wording for
-every command, report and gate).
+The verdict is computed once, here (:meth:`Audit.of`), from the :class:`dpaudit.claim.Claim`
+and the estimator registry's guarantees (:mod:`dpaudit.registry`): only rows valid
+for the claim as stated decide, plus rows under an assumption the claim explicitly carries.  A
+deterministic falsification -- a configuration error showing the run did less than the claim
+(less noise, more steps, a larger sampling rate) -- is a violation too, worded as such beside
+the statistical result (``falsified_by``).  Its sentence is
+:class:`dpaudit.estimators.verdict.Verdict`'s (one wording for every command, report and gate).
+
+An Audit is also the sequence of its rows (``len``, iteration, indexing), so code that read
+``audit_one_run``'s former list keeps working.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dpaudit.estimators.verdict import Verdict, verdict_from_results
+from dpaudit.claim import Claim
 from dpaudit.results import AuditResult
+from dpaudit.verdict import Verdict, verdict_from_results
 
 __all__ = ["Audit", "Verdict", "audit_of"]
 
@@ -43,6 +52,12 @@ class Audit:
       settings: every setting of the audit kind (mechanism, canaries, seed, ...).
       extra: further keys of the ``--json`` document (the audit kind's own: ``training``,
         ``engine``, ``canaries``, ...), written after the verdict.
+      claim: the claim tested (None without one).
+      falsified_by: configuration errors that show the run did less than the claim (each a
+        deterministic violation, whatever the statistics say).
+      any_mechanism_epsilon: the run's own epsilon lower bound valid for ANY mechanism (the
+        (epsilon, delta) null), quoted as the run's epsilon when the verdict's row is under
+        the claimed curve's family (whose number bounds only runs inside the family).
     """
 
     results: tuple[AuditResult, ...]
@@ -51,34 +66,69 @@ class Audit:
     true_epsilon: float | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
     extra: Mapping[str, Any] = field(default_factory=dict)
+    claim: Claim | None = None
+    falsified_by: tuple[str, ...] = ()
+    any_mechanism_epsilon: float | None = None
 
     def __post_init__(self) -> None:
         rs = tuple(self.results)
         if not rs or not all(isinstance(r, AuditResult) for r in rs):
             raise ValueError("results must be a non-empty sequence of AuditResult")
         object.__setattr__(self, "results", rs)
+        object.__setattr__(self, "falsified_by", tuple(str(x) for x in self.falsified_by))
 
     @classmethod
     def of(cls, results: Sequence[AuditResult] | AuditResult,
-           claimed_epsilon: float | None = None, *, rule: str = "primary",
+           claim: Claim | float | None = None, *, rule: str = "primary",
            observations: Any = None, true_epsilon: float | None = None,
            settings: Mapping[str, Any] | None = None,
-           extra: Mapping[str, Any] | None = None) -> Audit:
-        """The audit of ``results`` with the verdict against ``claimed_epsilon`` (if given)
-        by ``rule`` (:func:`dpaudit.estimators.verdict.verdict_from_results`)."""
+           extra: Mapping[str, Any] | None = None, allow_asymptotic: bool = False,
+           falsified_by: Sequence[str] = (),
+           any_mechanism_epsilon: float | None = None) -> Audit:
+        """The audit of ``results`` with THE verdict against ``claim`` (a :class:`Claim`, or a
+        claimed epsilon) by ``rule`` (:func:`dpaudit.estimators.verdict.verdict_from_results`,
+        admitting the rows the registry allows for the claim's named assumptions;
+        ``allow_asymptotic`` adds the assumption "asymptotic")."""
         rs = (results,) if isinstance(results, AuditResult) else tuple(results)
-        ver = (verdict_from_results(rs, claimed_epsilon, rule=rule)
-               if claimed_epsilon is not None else None)
-        return cls(rs, ver, observations, true_epsilon, dict(settings or {}), dict(extra or {}))
+        c = Claim.of(claim, rs[0].delta if rs else 1e-5, allow_asymptotic=allow_asymptotic) \
+            if claim is not None and not isinstance(claim, Claim) else claim
+        if c is not None and allow_asymptotic and "asymptotic" not in c.assume:
+            c = dataclasses.replace(c, assume=c.assume | {"asymptotic"})
+        ver = (verdict_from_results(rs, c.epsilon, rule=rule, assume=c.assume)
+               if c is not None else None)
+        if ver is not None and c is not None and c.dpsgd is not None \
+                and _in_claim_family(ver.basis):
+            sigma = c.member_noise_multiplier(ver.basis.epsilon) if ver.violation else None
+            ver = dataclasses.replace(ver, curve="DP-SGD", member_sigma=sigma)
+        return cls(rs, ver, observations, true_epsilon, dict(settings or {}), dict(extra or {}),
+                   c, tuple(falsified_by), any_mechanism_epsilon)
+
+    # the rows, as the list ``audit_one_run`` used to return
+    def __iter__(self) -> Iterator[AuditResult]:
+        return iter(self.results)
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    def __getitem__(self, i: Any) -> Any:
+        return self.results[i]
 
     @property
     def claimed_epsilon(self) -> float | None:
         return None if self.verdict is None else self.verdict.claimed_epsilon
 
     @property
-    def violation(self) -> bool | None:
-        """True when the claim is refuted at the stated confidence (None without a claim)."""
+    def statistical_violation(self) -> bool | None:
+        """The statistical verdict alone (None without a claim)."""
         return None if self.verdict is None else self.verdict.violation
+
+    @property
+    def violation(self) -> bool | None:
+        """True when the claim is refuted: at the stated confidence by the statistics, or
+        deterministically by a configuration error (None without a claim)."""
+        if self.verdict is None:
+            return True if self.falsified_by else None
+        return bool(self.verdict.violation or self.falsified_by)
 
     @property
     def result(self) -> AuditResult:
@@ -91,8 +141,18 @@ class Audit:
         return self.result.epsilon
 
     def message(self) -> str | None:
-        """The verdict's sentence (None without a claim)."""
-        return None if self.verdict is None else self.verdict.message()
+        """The verdict's sentence (None without a claim): the statistical verdict, and beside
+        it each configuration error that falsifies the claim."""
+        stat = None if self.verdict is None else self.verdict.message()
+        if stat is not None and self.verdict is not None and self.verdict.curve is not None \
+                and self.any_mechanism_epsilon is not None:
+            stat += (f"; the run's own epsilon >= {self.any_mechanism_epsilon:.4f} (valid for "
+                     f"any mechanism)")
+        if not self.falsified_by:
+            return stat
+        det = ("violation: the configuration falsifies the claim ("
+               + "; ".join(self.falsified_by) + ")")
+        return det if stat is None else f"{det}; statistical audit: {stat}"
 
     def with_extra(self, **keys: Any) -> Audit:
         """The same audit with more ``--json`` keys."""
@@ -107,10 +167,25 @@ class Audit:
         if self.verdict is not None:
             out["claimed_epsilon"] = self.verdict.claimed_epsilon
             out.update(self.verdict.to_dict())
+        if self.verdict is not None or self.falsified_by:
+            out["violation"] = self.violation
+            out["verdict"] = self.message()
+            out["statistical_violation"] = self.statistical_violation
+            out["falsified_by"] = list(self.falsified_by)
+        if self.claim is not None:
+            out["claim"] = self.claim.to_dict()
+        if self.any_mechanism_epsilon is not None:
+            out["any_mechanism_epsilon"] = self.any_mechanism_epsilon
         if self.true_epsilon is not None:
             out["true_epsilon"] = self.true_epsilon
         out.update(self.extra)
         return out
+
+
+def _in_claim_family(r: AuditResult) -> bool:
+    """Was ``r`` computed under the claimed DP-SGD curve's own family (no assumption)?"""
+    fam = str(r.settings.get("family", "")) if r.settings else ""
+    return r.assumption is None and fam.startswith("dpsgd")
 
 
 def audit_of(payload: Mapping[str, Any]) -> Audit:
@@ -131,12 +206,20 @@ def audit_of(payload: Mapping[str, Any]) -> Audit:
     extra = {k: v for k, v in payload.items()
              if k not in ("results", "claimed_epsilon", "violation", "verdict", "verdict_method",
                           "verdict_rule", "verdict_guarantee", "verdict_methods",
-                          "per_method_confidence", "true_epsilon")} if "results" in payload \
-        else {}
-    return Audit.of(rs, float(claimed) if claimed is not None else None,
+                          "per_method_confidence", "true_epsilon", "verdict_assumption",
+                          "statistical_violation", "falsified_by", "claim")} \
+        if "results" in payload else {}
+    c = payload.get("claim") if "results" in payload else None
+    assume = [a for a in (c.get("assume") or []) if isinstance(a, str)] \
+        if isinstance(c, Mapping) else []
+    fals = payload.get("falsified_by") if "results" in payload else None
+    claim = None if claimed is None else Claim(float(claimed), rs[0].delta if math.isfinite(
+        rs[0].delta) else 1e-5, assume=frozenset(assume))
+    return Audit.of(rs, claim,
                     rule=rule if rule in ("primary", "bonferroni") else "primary",
                     true_epsilon=payload.get("true_epsilon") if "results" in payload else None,
-                    extra=extra)
+                    extra=extra, falsified_by=[str(x) for x in fals]
+                    if isinstance(fals, list) else ())
 
 
 def _number(d: Mapping[str, Any], key: str) -> float:

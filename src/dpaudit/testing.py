@@ -54,13 +54,11 @@ class DPViolation(AssertionError):
         self.audit = audit
 
 
-def _evidence(res: AuditResult, epsilon: float, trials: int, seed: int) -> str:
+def _evidence(res: AuditResult, verdict: str, trials: int, seed: int) -> str:
+    """The gate's message: the Audit's verdict sentence (the one wording), then the evidence."""
     d, s = res.details, res.settings
     lines = [
-        f"DP violation: the audit proves epsilon >= {res.epsilon:.4f} > claimed {epsilon:g} "
-        f"at delta = {res.delta:g}, with confidence {res.confidence:g}",
-        f"  (a mechanism meeting its claim fails this check with probability <= "
-        f"{1 - res.confidence:g})",
+        f"DP {verdict} (at delta = {res.delta:g})",
         f"  trials = {trials}, seed = {seed}, threshold strategy = {s.get('threshold')!r}, "
         f"chosen threshold = {d.get('threshold')!r}",
         f"  members: {d.get('n_members')} (tp = {d.get('tp')}), non-members: "
@@ -127,5 +125,5 @@ def assert_dp(mechanism: Callable[[Any, np.random.Generator], Any],
     res = run.result
     audit = run.to_audit()
     if audit.violation:
-        raise DPViolation(_evidence(res, eps, n, seed), res, audit)
+        raise DPViolation(_evidence(res, str(audit.message()), n, seed), res, audit)
     return res

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import typer
@@ -17,7 +18,7 @@ from dpaudit.cli.table_options import (
     metric_intervals,
     score_col_option,
 )
-from dpaudit.estimators.multi_run import multi_run
+from dpaudit.games.audit import audit_multi_run
 
 
 def _threshold(text: str) -> str | float:
@@ -68,15 +69,16 @@ def audit_cmd(
         raise ValueError("--grid is only used by --threshold bonferroni")
     grid = "geometric" if grid is None else grid
     claimed_epsilon = check_claimed_epsilon(claimed_epsilon)
-    results = [multi_run(obs.member, obs.score, delta=delta, confidence=confidence, threshold=th,
-                         direction=direction, estimate=e, seed=seed, grid=grid)
-               for e in ("eps_delta", "gdp")]
+    # the rows and the verdict, computed once (dpaudit.games.audit.audit_multi_run -> Audit)
+    audit = audit_multi_run(obs.member, obs.score, claimed_epsilon=claimed_epsilon,
+                            delta=delta, confidence=confidence, threshold=th,
+                            direction=direction, seed=seed, grid=grid)
+    results = list(audit.results)
     d = results[0].details
     extra = {"trials": obs.n, "members": obs.n_members, "auroc": d["auroc"],
              "tpr_at_fpr_0.01": d["tpr_at_fpr_0.01"],
              **metric_intervals(obs.member, obs.score, confidence)}
-    print_results(results, as_json=as_json, claimed_epsilon=claimed_epsilon,
-                  title=f"Multi-run audit of {scores.name}", extra=extra)
-    maybe_write_report(report, report_format, json_payload(
-        results, claimed_epsilon=claimed_epsilon, extra=extra), observations=obs,
-        inputs=[scores], title=f"Multi-run audit of {scores.name}")
+    audit = dataclasses.replace(audit, extra=extra)
+    print_results(audit, as_json=as_json, title=f"Multi-run audit of {scores.name}")
+    maybe_write_report(report, report_format, json_payload(audit), observations=obs,
+                       inputs=[scores], title=f"Multi-run audit of {scores.name}")

@@ -25,6 +25,7 @@ from typing import Any
 
 import typer
 
+from dpaudit.claim import Claim
 from dpaudit.cli.common import (
     app,
     bound_app,
@@ -33,11 +34,7 @@ from dpaudit.cli.common import (
     print_results,
     resolve_wrong_correct,
 )
-from dpaudit.curves import resolve_family
-from dpaudit.estimators.bits import bits
-from dpaudit.estimators.mahloujifar import mahloujifar
-from dpaudit.estimators.steinke import steinke
-from dpaudit.estimators.tight import tight
+from dpaudit.estimators.dispatch import bound
 from dpaudit.results import AuditResult
 from dpaudit.validation import check_nested_counts
 
@@ -62,8 +59,8 @@ def parse_family(text: str, delta: float = 0.0) -> Any:
         fam: Any = ("subsampled_gaussian", qv)
     else:
         fam = t
-    try:
-        resolve_family(fam, delta)
+    try:  # validated as the null of an (epsilon, delta) claim (dpaudit.claim.Claim)
+        Claim(0.0, delta, family=fam)
     except ValueError as e:
         raise ValueError(f"--family: {e} (CLI spelling: gdp, laplace, eps_delta, "
                          f"subsampled_gaussian:Q)") from None
@@ -119,8 +116,9 @@ BOUND_METHODS: tuple[BoundMethod, ...] = (
         "bits", "Bits-transmission audit (Bits Transmission): every bit guessed, `wrong` of "
                 "them wrong.",
         "Number of bits (canaries), all guessed.", None, True,
-        lambda n, g, u, fam, delta, conf, ci, floor: bits(
-            n=n, errors=u, family=fam, delta=delta, confidence=conf, ci=ci, floor=floor),
+        lambda n, g, u, fam, delta, conf, ci, floor: bound(
+            "bits", canaries=n, guesses=n, wrong=u, family=fam, delta=delta,
+            confidence=conf, ci=ci, floor=floor),
         lambda n, g, u, r: f"Bits-transmission audit: {u}/{n} wrong ({r.settings['ci']})",
         options=(("ci", str, typer.Option(
                      "clopper_pearson", "--ci",
@@ -134,22 +132,24 @@ BOUND_METHODS: tuple[BoundMethod, ...] = (
                  "tail.",
         "Number of canaries (secret bits).", "Number of released guesses (top by score).",
         True,
-        lambda n, g, u, fam, delta, conf, mode: tight(
-            n=n, r=g, u=u, family=fam, delta=delta, confidence=conf, mode=mode),
+        lambda n, g, u, fam, delta, conf, mode: bound(
+            "tight", canaries=n, guesses=g, wrong=u, family=fam, delta=delta,
+            confidence=conf, mode=mode),
         lambda n, g, u, r: f"Tight one-run audit: {n} canaries, {g} guesses, {u} wrong",
         options=(("mode", str, typer.Option("exact", "--mode",
                                             help="Tail computation mode of E.tight.")),)),
     BoundMethod(
         "steinke", "Steinke-Nasr-Jagielski one-run audit ((eps, delta)-DP null).",
         "Number of canaries (secret bits).", "Number of guesses (k+ + k-).", False,
-        lambda n, g, u, fam, delta, conf: steinke(
-            m=n, guesses=g, correct=g - u, delta=delta, confidence=conf),
+        lambda n, g, u, fam, delta, conf: bound(
+            "steinke", canaries=n, guesses=g, wrong=u, delta=delta, confidence=conf),
         lambda n, g, u, r: f"Steinke et al. one-run audit: {g - u}/{g} correct, {n} canaries"),
     BoundMethod(
         "mahloujifar", "Mahloujifar-Melis-Chaudhuri f-DP one-run audit.",
         "Number of canaries (secret bits).", "Number of released guesses.", True,
-        lambda n, g, u, fam, delta, conf: mahloujifar(
-            m=n, guesses=g, correct=g - u, delta=delta, confidence=conf, family=fam),
+        lambda n, g, u, fam, delta, conf: bound(
+            "mahloujifar", canaries=n, guesses=g, wrong=u, delta=delta, confidence=conf,
+            family=fam),
         lambda n, g, u, r: f"Mahloujifar et al. one-run audit: {g - u}/{g} correct, {n} "
                            f"canaries"),
 )

@@ -19,6 +19,7 @@ Naming scheme of the command line (documented in ``docs/cli.md``):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Iterable, Sequence
@@ -31,6 +32,7 @@ from rich.table import Table
 from dpaudit.cli.aliases import OPTION_ALIASES, normalize_name, rewrite_aliases
 from dpaudit.cli.app import app, bound_app
 from dpaudit.outcome import Audit
+from dpaudit.registry import epsilon_cell, row_kind
 from dpaudit.results import AuditResult, json_safe
 from dpaudit.validation import check_nested_counts
 
@@ -135,30 +137,40 @@ def json_payload(results: Sequence[AuditResult] | AuditResult | Audit, *,
                     extra=extra).to_dict()
 
 
-def print_results(results: Sequence[AuditResult] | AuditResult, *, as_json: bool = False,
-                  claimed_epsilon: float | None = None, true_epsilon: float | None = None,
-                  title: str = "Audit", extra: dict[str, Any] | None = None) -> None:
+def print_results(results: Sequence[AuditResult] | AuditResult | Audit, *,
+                  as_json: bool = False, claimed_epsilon: float | None = None,
+                  true_epsilon: float | None = None, title: str = "Audit",
+                  extra: dict[str, Any] | None = None) -> None:
     """Render results side by side (rich table) or as JSON (keys mirror AuditResult).
 
-    With ``claimed_epsilon`` the verdict is taken from the first result (the primary method):
-    taking the best of several bounds would not hold at the stated confidence.
+    Given an :class:`~dpaudit.outcome.Audit`, its verdict is printed (computed once, there);
+    given rows and ``claimed_epsilon``, the verdict is the Audit's of the rows (the first
+    result, the primary method: taking the best of several bounds would not hold at the
+    stated confidence).
     """
-    rs: list[AuditResult] = [results] if isinstance(results, AuditResult) else list(results)
-    # The verdict rests on the FIRST (primary) result only: each row holds at the stated
-    # confidence on its own, but the maximum over several rows does not.
-    v = Audit.of(rs, claimed_epsilon).message() if claimed_epsilon is not None else None
+    if isinstance(results, Audit):
+        audit = dataclasses.replace(
+            results, true_epsilon=results.true_epsilon if true_epsilon is None
+            else true_epsilon, extra={**results.extra, **(extra or {})})
+    else:
+        rs0 = [results] if isinstance(results, AuditResult) else list(results)
+        audit = Audit.of(rs0, claimed_epsilon, true_epsilon=true_epsilon, extra=extra)
+    rs: list[AuditResult] = list(audit.results)
+    true_epsilon = audit.true_epsilon
+    v = audit.message()
     if as_json:
-        print_json(json_payload(rs, claimed_epsilon=claimed_epsilon, true_epsilon=true_epsilon,
-                                extra=extra))
+        print_json(audit.to_dict())
         return
-    # a row that is an estimate (under an assumption) is never shown as "epsilon >="
-    estimates = any(r.is_estimate for r in rs)
-    header = ["method", "epsilon" if estimates else "epsilon >=", "delta", "confidence"]
+    # a row that is not a bound valid for the claim as stated (an estimate, a bound under an
+    # assumption, a DP-SGD family member) is never shown under "epsilon >=": each cell says
+    # what its number is (dpaudit.registry.row_kind)
+    plain = all(row_kind(r) == "bound" for r in rs)
+    header = ["method", "epsilon >=" if plain else "epsilon", "delta", "confidence"]
     rows = []
     for r in rs:
         e = fmt_number(r.epsilon)
-        if estimates:
-            e = f"~ {e} (estimate)" if r.is_estimate else f">= {e}"
+        if not plain:
+            e = epsilon_cell(r, e)
         row = [r.method, e, fmt_number(r.delta), fmt_number(r.confidence)]
         if true_epsilon is not None:
             row.append(f"{100 * r.ratio_to(true_epsilon):.1f}%")

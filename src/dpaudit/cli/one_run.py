@@ -3,10 +3,14 @@
 SCORES is a CSV with columns ``member,score`` (or Parquet / ``.npz`` / JSON; other column names
 with ``--member-col`` / ``--score-col``, per-user rows with ``--group-col``): the
 secret bit of each canary (1 = included) and its score from ONE run (higher = more likely 1).
-Each row of the table is a valid lower bound on its own (Bonferroni over the guess-count grid,
-see :func:`dpaudit.audit_one_run`).  The verdict uses the first method of ``--methods`` (the
-primary method); with ``--simultaneous`` the failure probability is also split across methods
-and the verdict uses the best row.
+Each bound row is valid at the confidence on its own (Bonferroni over the guess-count grid,
+see :func:`dpaudit.audit_one_run`); estimates are printed "~ x (estimate)".  The verdict is the
+:class:`dpaudit.outcome.Audit`'s: the first method of ``--methods`` (the primary method); with
+``--simultaneous`` the failure probability is also split across methods and the verdict uses
+the best row among those valid for the claim as stated.  Rows that are bounds only under an
+assumption about the scores (hockey_stick: independent scores; gaussian_pair_equal: Gaussian
+scores of a common variance) decide only with ``--assume NAME`` (and the verdict then says
+"assuming ..."); asymptotic rows only with ``--allow-asymptotic``; estimates never.
 
 Null family of the f-DP methods (``--family``): ``eps_delta`` at ``--delta`` by default, valid
 for every mechanism meeting the (``--claimed-epsilon``, ``--delta``) claim.  ``gdp`` (or any
@@ -17,6 +21,7 @@ other family) assumes the mechanism's shape: the table, the JSON (``assumption``
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import typer
@@ -27,6 +32,7 @@ from dpaudit.cli.common import (
     check_claimed_epsilon,
     console,
     json_payload,
+    print_json,
     print_results,
 )
 from dpaudit.cli.report_options import format_option, maybe_write_report, report_option
@@ -44,7 +50,7 @@ from dpaudit.estimators.one_run import (
     ONE_RUN_METHODS,
     audit_one_run,
 )
-from dpaudit.estimators.verdict import verdict_from_results
+from dpaudit.registry import check_assumptions, guarantee_kind, required_assumption
 from dpaudit.validation import check_nonnegative
 
 
@@ -55,6 +61,16 @@ def _methods(text: str) -> tuple[str, ...]:
         raise ValueError(f"--methods must be a comma-separated subset of "
                          f"{','.join(ONE_RUN_METHODS + DISTRIBUTION_METHODS)}; got {text!r}")
     return ms
+
+
+def _assume(text: str | None) -> tuple[str, ...] | None:
+    if text is None:
+        return None
+    names = tuple(t.strip() for t in text.split(",") if t.strip())
+    try:
+        return tuple(sorted(check_assumptions(names)))
+    except ValueError as e:
+        raise ValueError(f"--assume: {e}") from None
 
 
 def _fractions(text: str) -> tuple[float, ...]:
@@ -83,8 +99,15 @@ def one_run_cmd(
                                   help="Grid of r/n values (Bonferroni-corrected)."),
     bits_ci: str = typer.Option("clopper_pearson", "--bits-ci",
                                 help="CI of the bits method: clopper_pearson, hoeffding, aci."),
-    simultaneous: bool = typer.Option(False, "--simultaneous",
-                                      help="Bonferroni across methods too (best row valid)."),
+    simultaneous: bool = typer.Option(
+        False, "--simultaneous",
+        help="Bonferroni across methods too: the best row valid for the claim as stated (or "
+             "under an --assume'd assumption) decides."),
+    assume: str | None = typer.Option(
+        None, "--assume",
+        help="Comma-separated named assumptions that let rows resting on them decide the "
+             "verdict: independent_scores (hockey_stick), gaussian_scores "
+             "(gaussian_pair_equal). Printed with the verdict."),
     true_epsilon: float | None = typer.Option(None, "--true-epsilon",
                                               help="Reference epsilon for a ratio column."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random tie-breaking of scores."),
@@ -112,36 +135,36 @@ def one_run_cmd(
     claimed_epsilon = check_claimed_epsilon(claimed_epsilon)
     if true_epsilon is not None:
         true_epsilon = check_nonnegative("--true-epsilon", true_epsilon)
-    results = audit_one_run(obs.member, obs.score, delta=delta, confidence=confidence,
-                            methods=ms, family=parse_family(family, delta),
-                            fractions=_fractions(fractions), bits_ci=bits_ci,
-                            simultaneous=simultaneous, seed=seed,
-                            allow_asymptotic=allow_asymptotic)
-    # the verdict and its guarantee (dpaudit.estimators.verdict): primary row, or Bonferroni
-    # over the methods with --simultaneous
-    ver = (verdict_from_results(results, claimed_epsilon,
-                                rule="bonferroni" if simultaneous else "primary",
-                                allow_asymptotic=allow_asymptotic)
-           if claimed_epsilon is not None else None)
-    v = ver.message() if ver else None
-    basis = ver.basis if ver else results[0]
+    audit = audit_one_run(obs.member, obs.score, delta=delta, confidence=confidence,
+                          methods=ms, family=parse_family(family, delta),
+                          fractions=_fractions(fractions), bits_ci=bits_ci,
+                          simultaneous=simultaneous, seed=seed,
+                          allow_asymptotic=allow_asymptotic, claimed_epsilon=claimed_epsilon,
+                          assume=_assume(assume))
+    results = list(audit.results)
+    # the verdict and its guarantee were computed once, by the Audit (dpaudit.outcome)
+    v = audit.message()
+    basis = audit.result
     extra: dict[str, object] = {"canaries": obs.n, "members": obs.n_members}
-    if ver is not None:
-        extra.update({"claimed_epsilon": claimed_epsilon, **ver.to_dict()})
-    maybe_write_report(report, report_format, json_payload(
-        results, true_epsilon=true_epsilon, extra=extra), observations=obs, inputs=[scores],
-        title=f"One-run audits of {scores.name}")
+    audit = dataclasses.replace(audit, true_epsilon=true_epsilon, extra=extra)
+    maybe_write_report(report, report_format, json_payload(audit), observations=obs,
+                       inputs=[scores], title=f"One-run audits of {scores.name}")
     if as_json:
-        print_results(results, as_json=True, true_epsilon=true_epsilon, extra=extra)
+        print_json(json_payload(audit))
         return
     print_results(results, true_epsilon=true_epsilon,
-                  title=f"One-run audits of {scores.name} (each row valid at "
-                        f"{confidence:g}; grid Bonferroni-corrected)",
+                  title=f"One-run audits of {scores.name} (each bound valid at "
+                        f"{confidence:g} on its own; grid Bonferroni-corrected)",
                   extra={"canaries": obs.n, "members": obs.n_members})
     for r in results:
         s = r.settings
         if "k_plus" not in s:  # distribution-aware row: its guarantee and assumption
-            console.print(f"{r.method}: guarantee {r.guarantee}; assuming {r.assumption}",
+            need = required_assumption(r)
+            when = ("never decides the verdict (an estimate)" if need == "never" else
+                    "decides only with --allow-asymptotic" if need == "asymptotic" else
+                    f"decides only with --assume {need}" if need is not None else
+                    "valid for the claim as stated")
+            console.print(f"{r.method}: {guarantee_kind(r)}, assuming {r.assumption}; {when}",
                           markup=False)
             continue
         console.print(f"{r.method}: k+={s['k_plus']} k-={s['k_minus']} wrong={s['wrong']}"

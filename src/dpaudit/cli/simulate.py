@@ -41,7 +41,6 @@ from dpaudit.cli.report_options import (
     maybe_write_report,
     report_option,
 )
-from dpaudit.estimators.verdict import verdict_from_results
 from dpaudit.mechanisms.factory import MECHANISM_NAMES, build_mechanism
 from dpaudit.mechanisms.svt import SVT_VARIANTS, SparseVector, default_construction, svt_audit
 from dpaudit.outcome import Audit
@@ -149,20 +148,20 @@ def simulate_cmd(
             if not as_json and console.is_terminal else _nullcontext():
         rep = one_run_audit(mech, n, seed, delta=delta, confidence=confidence,
                             true_epsilon=true_eps, simultaneous=simultaneous)
-    basis = rep.verdict_result
-    # the verdict states its confidence and false-alarm probability (estimators.verdict)
-    v = verdict_from_results(rep.results, rep.claimed_epsilon,
-                             rule="bonferroni" if simultaneous else "primary").message()
+    audit = rep.to_audit()  # the verdict, computed once (dpaudit.outcome.Audit)
+    basis = audit.result
+    v = audit.message()
     extra: dict[str, Any] = {"mechanism": rep.mechanism, "flaw": mech.flaw, "canaries": n,
                              "seed": seed, "family": rep.settings["family"],
                              "claimed_epsilon": rep.claimed_epsilon}
     if rep.true_epsilon is not None:
         extra["true_epsilon"] = rep.true_epsilon
     maybe_write_report(report, report_format, json_payload(rep.results, extra={
-        **extra, "violation": rep.violation, "verdict": v, "verdict_method": basis.method}),
+        **extra, "violation": audit.violation, "verdict": v, "verdict_method": basis.method}),
         observations=rep.observations, title=f"One-run audits of {rep.mechanism}")
     if as_json:
-        extra.update({"violation": rep.violation, "verdict": v, "verdict_method": basis.method})
+        extra.update({"violation": audit.violation, "verdict": v,
+                      "verdict_method": basis.method})
         print_results(rep.results, as_json=True, extra=extra)
         return
     print_results(rep.results, true_epsilon=rep.true_epsilon,
@@ -195,15 +194,16 @@ def _simulate_svt(flawed: str | None, trials: int | None, seed: int, eps: float,
                       f"cutoff {svt.cutoff}, '{cons}' construction: {n} independent runs")
     obs = svt_audit(variant, n, seed, epsilon=eps)
     res = multi_run(obs.member, obs.score, delta=0.0, confidence=confidence)
-    v = Audit.of(res, svt.claimed_epsilon).message()
+    svt_audit_ = Audit.of(res, svt.claimed_epsilon)  # the verdict, computed once
+    v = svt_audit_.message()
     extra: dict[str, Any] = {"mechanism": f"svt[{variant}]", "runs": n, "seed": seed,
                              "construction": cons, "claimed_epsilon": svt.claimed_epsilon,
                              "true_epsilon (Lyu et al.)": svt.true_epsilon}
     maybe_write_report(report, report_format, json_payload([res], extra={
-        **extra, "violation": bool(res.epsilon > svt.claimed_epsilon), "verdict": v}),
+        **extra, "violation": svt_audit_.violation, "verdict": v}),
         observations=obs, title=f"Multi-run audit of SVT {variant}")
     if as_json:
-        extra.update({"violation": bool(res.epsilon > svt.claimed_epsilon), "verdict": v})
+        extra.update({"violation": svt_audit_.violation, "verdict": v})
         print_results([res], as_json=True, extra=extra)
         return
     print_results([res], title=f"Multi-run audit of SVT {variant}", extra=extra)

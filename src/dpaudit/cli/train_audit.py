@@ -189,12 +189,18 @@ def _print_rows(out: dict[str, Any], title: str, extra: dict[str, Any]) -> None:
     """The side-by-side table of ``print_results``, rendered from the JSON document."""
     from rich.table import Table
 
+    from dpaudit.outcome import audit_of
+    from dpaudit.registry import epsilon_cell
+
     table = Table(title=title)
-    for col in ("method", "epsilon >=", "delta", "confidence", "fit", "p-value"):
+    for col in ("method", "epsilon", "delta", "confidence", "fit", "p-value"):
         table.add_column(col, justify="left" if col in ("method", "fit") else "right")
-    for r in out["results"]:
+    rows = audit_of({"results": out["results"]}).results
+    for r, row in zip(out["results"], rows, strict=True):
         fit = ", ".join(f"{k}={fmt_number(v)}" for k, v in (r.get("params") or {}).items())
-        table.add_row(r["method"], fmt_number(r["epsilon"]), fmt_number(r["delta"]),
+        # each cell says what its number is: a bound, or the DP-SGD curve the run fails
+        table.add_row(r["method"], epsilon_cell(row, fmt_number(row.epsilon)),
+                      fmt_number(r["delta"]),
                       fmt_number(r["confidence"]), fit or "-", fmt_number(r.get("p_value")))
     console.print(table)
     for k, v in extra.items():

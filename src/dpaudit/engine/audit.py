@@ -75,7 +75,7 @@ class AuditRun:
             return None
         if self.sequential is not None:
             return bool(self.sequential.rejected)
-        return bool(self.result.epsilon > self.claimed_epsilon)
+        return bool(self.to_audit().violation)  # the verdict, computed once (the Audit)
 
     def to_audit(self, *, spec: str | None = None) -> Audit:
         """The typed outcome (:class:`dpaudit.outcome.Audit`); its ``to_dict()`` is the

@@ -60,6 +60,7 @@ from scipy.special import log_ndtr, ndtr
 
 from dpaudit.curves.gaussian import GaussianDP
 from dpaudit.estimators.hockey_stick import ASYMPTOTIC, FINITE_SAMPLE, _split
+from dpaudit.registry import ASSUMPTIONS
 from dpaudit.results import AuditResult
 from dpaudit.search import invert_decreasing, solve_monotone
 from dpaudit.validation import check_choice, check_confidence, check_delta
@@ -269,8 +270,7 @@ def gaussian_pair(member: Any, score: Any, delta: float = 1e-5, confidence: floa
             settings={"n": obs.n, "n_out": out.size, "n_in": inn.size,
                       "interval": "noncentral t (one-sided)", "variances": "equal"},
             details={"t_statistic": tstat}, guarantee=FINITE_SAMPLE,
-            assumption="in/out canary scores independent Gaussians with a common variance "
-                       "(any means)")
+            assumption=ASSUMPTIONS["gaussian_scores"])
     box = gaussian_pair_box(out, inn, gamma)
     mu0, s0 = _moments(out)
     mu1, s1 = _moments(inn)

@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from dpaudit.observations import MembershipObservations
+from dpaudit.registry import ASSUMPTIONS
 from dpaudit.results import AuditResult
 from dpaudit.search import invert_decreasing
 from dpaudit.stats.binomial import clopper_pearson
@@ -60,8 +61,8 @@ __all__ = ["hockey_stick", "hockey_stick_histogram", "order_statistic_grid",
            "histogram_hockey_stick_delta", "FINITE_SAMPLE", "ASYMPTOTIC", "INDEPENDENT"]
 
 FINITE_SAMPLE = "finite-sample"
-INDEPENDENT = ("canary scores independent and identically distributed given their bits (any "
-               "distributions)")
+#: the named assumption "independent_scores" (:data:`dpaudit.registry.ASSUMPTIONS`)
+INDEPENDENT = ASSUMPTIONS["independent_scores"]
 ASYMPTOTIC = "asymptotic"
 _EPS_MAX = 100.0
 

@@ -55,6 +55,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from dpaudit import registry
+from dpaudit.claim import Claim
 from dpaudit.curves import DEFAULT_FAMILY, resolve_family
 from dpaudit.estimators.bits import CI_METHODS, bits
 from dpaudit.estimators.guessing import _guesses_from_sorted
@@ -62,6 +64,8 @@ from dpaudit.estimators.mahloujifar import mahloujifar_many
 from dpaudit.estimators.steinke import steinke_many
 from dpaudit.estimators.tight import tight_many
 from dpaudit.observations import MembershipObservations
+from dpaudit.outcome import Audit
+from dpaudit.registry import check_assumptions
 from dpaudit.results import AuditResult
 from dpaudit.validation import (
     check_choice,
@@ -75,12 +79,15 @@ __all__ = ["audit_one_run", "guess_counts", "default_grid", "ONE_RUN_METHODS",
            "DEFAULT_FRACTIONS", "DISTRIBUTION_METHODS", "ASYMPTOTIC_METHODS",
            "ESTIMATE_METHODS"]
 
-ONE_RUN_METHODS = ("tight", "bits", "steinke", "mahloujifar")
-DISTRIBUTION_METHODS = ("hockey_stick", "gaussian_pair", "gaussian_pair_equal",
-                        "gaussian_pair_fit", "hockey_stick_histogram")
-ASYMPTOTIC_METHODS = ("gaussian_pair_fit", "hockey_stick_histogram")
+#: the one-run methods, as the estimator registry lists them (dpaudit.registry)
+ONE_RUN_METHODS = registry.names(reads="guess counts", one_run=True)
+DISTRIBUTION_METHODS = registry.names(reads="scores", one_run=True)
+ASYMPTOTIC_METHODS = tuple(m for m in DISTRIBUTION_METHODS
+                           if registry.get(m).assumption == "asymptotic")
 #: rows that are estimates under a model the audited mechanism need not meet: never a verdict
-ESTIMATE_METHODS = ("gaussian_pair",)
+ESTIMATE_METHODS = tuple(m for m in DISTRIBUTION_METHODS
+                         if registry.get(m).guarantee == registry.ESTIMATE
+                         and m not in ASYMPTOTIC_METHODS)
 DEFAULT_FRACTIONS = (0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0)
 
 
@@ -157,7 +164,10 @@ def _run_points(method: str, n: int, r: list[int], u: list[int], *, family: Any,
     correct = [a - b for a, b in zip(r, u, strict=True)]
     if method == "steinke":
         return steinke_many(n, r, correct, delta=delta, confidence=confidence)
-    return mahloujifar_many(n, r, correct, delta=delta, confidence=confidence, family=family)
+    if method == "mahloujifar":
+        return mahloujifar_many(n, r, correct, delta=delta, confidence=confidence,
+                                family=family)
+    raise ValueError(f"method must be one of {', '.join(ONE_RUN_METHODS)}; got {method!r}")
 
 
 def _balance_p_value(k: int, n: int) -> float:
@@ -190,8 +200,13 @@ def audit_one_run(member: Any, score: Any, delta: float = 1e-5, confidence: floa
                   bits_ci: str = "clopper_pearson", bits_threshold: float | None = None,
                   tight_mode: str = "exact", simultaneous: bool = False,
                   seed: int | np.random.Generator | None = 0,
-                  n_jobs: int = 1, allow_asymptotic: bool = False) -> list[AuditResult]:
-    """Run several one-run audit methods on the same observations (one row per method).
+                  n_jobs: int = 1, allow_asymptotic: bool = False,
+                  claimed_epsilon: Claim | float | None = None,
+                  assume: Sequence[str] | str | None = None) -> Audit:
+    """Run several one-run audit methods on the same observations (one row per method) and
+    return the :class:`dpaudit.outcome.Audit` (a sequence of the rows, as the list it used to
+    be), with the verdict against ``claimed_epsilon`` when given (rule "bonferroni" with
+    ``simultaneous=True``, else "primary").
 
     Args:
       member: truth bits (0/1), one per canary, drawn i.i.d. uniform by the audit game.
@@ -221,6 +236,12 @@ def audit_one_run(member: Any, score: Any, delta: float = 1e-5, confidence: floa
         1 (default) = in-process.  Results do not depend on it.
       allow_asymptotic: allow an asymptotic row (``ASYMPTOTIC_METHODS``, no finite-sample
         guarantee) to be the first, verdict-carrying method; refused otherwise.
+      claimed_epsilon: the claim to test (a :class:`dpaudit.claim.Claim` or a number: an
+        (epsilon, ``delta``) claim); None: no verdict.
+      assume: named assumptions (``registry.ASSUMPTIONS``: "independent_scores",
+        "gaussian_scores") that let the rows resting on them decide the verdict; without them
+        those rows are shown but never decide (a correct Laplace mechanism's scores are not
+        Gaussian: the equal-variance row reads epsilon >= 2 to 4 at a true 1).
 
     Each result keeps its estimator's fields and gains ``settings`` k_plus, k_minus, guesses,
     wrong, correction ("bonferroni"), grid, grid_size, per_test_confidence, and ``details``
@@ -314,7 +335,15 @@ def audit_one_run(member: Any, score: Any, delta: float = 1e-5, confidence: floa
     for m in dist:
         rows[m] = _distribution_row(m, obs, delta, gamma, 1.0 - alpha_method,
                                     bool(simultaneous))
-    return [rows[m] for m in methods_all]
+    out = [rows[m] for m in methods_all]
+    claim = None
+    if claimed_epsilon is not None:
+        claim = Claim.of(claimed_epsilon, delta, assume=assume,
+                         allow_asymptotic=allow_asymptotic)
+    elif assume is not None:
+        check_assumptions(assume)
+    return Audit.of(out, claim, rule="bonferroni" if simultaneous else "primary",
+                    observations=obs, allow_asymptotic=allow_asymptotic)
 
 
 def _distribution_row(method: str, obs: MembershipObservations, delta: float, gamma: float,

@@ -1,219 +1,22 @@
-"""The verdict against a claimed epsilon, and what it guarantees.
-
-An audit's results are lower bounds, each valid at ``confidence`` gamma: P[bound > true eps]
-<= 1 - gamma.  The verdict "violation" (bound > claimed eps) is a test of the null hypothesis
-H0 "the mechanism satisfies the claim"; its guarantee is the probability of a FALSE violation
-on a mechanism that satisfies the claim.  Two rules:
-
-* ``"primary"`` (the default, as the CLI and ``OneRunReport`` have always done): the verdict
-  rests on ONE pre-declared method (the first row).  P[false violation] <= 1 - gamma, because
-  a false violation needs that one bound to exceed the true epsilon.  The other rows are shown
-  for comparison only: reporting "the best of k rows" at level 1 - gamma would not hold (with
-  k methods each failing on different data, the maximum over-claims up to k times as often).
-* ``"bonferroni"`` (the combined verdict): every method of the family of k is run at
-  confidence 1 - (1 - gamma)/k (``audit_one_run(..., simultaneous=True)`` does this, on top of
-  its Bonferroni over the guess-count grid), and the verdict is a violation if ANY row exceeds
-  the claim.  By the union bound P[false violation] <= sum_k (1 - gamma)/k = 1 - gamma, with
-  no assumption on the dependence between the methods (they share the same observations).
-
-Why not Holm?  Holm's step-down (Holm 1979, Scand. J. Statist. 6) gains over Bonferroni only
-when there are several DIFFERENT null hypotheses; here all k methods test the same H0, so the
-first (and only relevant) Holm step compares the smallest p-value with alpha/k: exactly
-Bonferroni.  The price of the combined verdict is power: each method runs at a stricter level.
-It pays when the best method is not known in advance (it differs across mechanisms); when it
-is, the primary rule is more powerful.
-
-Both guarantees are Monte Carlo tested on correct mechanisms (tests/test_verdict.py,
-tests/test_false_violations.py).
-
-The guarantee is for the claim the null family stands for (:mod:`dpaudit.curves.families`):
-with the default "eps_delta" family, every mechanism meeting the (eps, delta) claim.  A row
-computed under another family on a user's scores carries ``AuditResult.assumption`` (e.g. "the
-mechanism is μ-GDP"); the verdict then says "assuming ..." and its guarantee holds only for
-mechanisms satisfying the assumption -- a pure-DP mechanism meeting eps = 1 is "violating" under
-the GDP null with probability near 1.  With rule "bonferroni" the assumptions of all the rows
-are named.  A row that is an estimate under an assumption (``AuditResult.is_estimate``, e.g.
-``multi_run_gdp``) is never the basis of a verdict.
-"""
+"""The verdict (re-exported from :mod:`dpaudit.verdict`, its one home) and
+:func:`one_run_verdict`, the one-run audit run with the setting a verdict rule needs."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from dpaudit.results import AuditResult
-from dpaudit.validation import check_choice, check_confidence, check_nonnegative
+from dpaudit.validation import check_choice
+from dpaudit.verdict import (
+    VERDICT_RULES,
+    Verdict,
+    check_not_estimate,
+    verdict_from_results,
+    verdict_sentence,
+)
 
 __all__ = ["Verdict", "VERDICT_RULES", "verdict_from_results", "one_run_verdict",
            "verdict_sentence", "check_not_estimate"]
-
-VERDICT_RULES = ("primary", "bonferroni")
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """The verdict and its guarantee.
-
-    Attributes:
-      violation: True when the basis row's bound exceeds ``claimed_epsilon``.
-      rule: "primary" or "bonferroni".
-      basis: the row the verdict rests on (primary: the first; bonferroni: the largest bound).
-      claimed_epsilon: the claim tested.
-      confidence: gamma; P[violation | the claim holds] <= 1 - gamma.
-      methods: the family of methods the rule covers.
-      per_method_confidence: the level each method was run at for this rule.
-    """
-
-    violation: bool
-    rule: str
-    basis: AuditResult
-    claimed_epsilon: float
-    confidence: float
-    methods: tuple[str, ...]
-    per_method_confidence: float
-
-    assumptions: tuple[str, ...] = ()
-
-    @property
-    def assumption(self) -> str | None:
-        """What the verdict assumes about the mechanism (None: valid for the claim as
-        stated); with rule "bonferroni", the assumptions of every row joined by "and"."""
-        return " and ".join(self.assumptions) if self.assumptions else None
-
-    @property
-    def guarantee(self) -> str:
-        a = 1 - self.confidence
-        who = ("a mechanism meeting its claim" if self.assumption is None else
-               f"a mechanism meeting its claim, if {self.assumption} (an assumption, not "
-               f"part of the claim)")
-        if self.rule == "primary":
-            return (f"P[false violation] <= {a:g} for {who}: the verdict rests on "
-                    f"{self.basis.method} alone (declared first); other rows are for "
-                    f"comparison")
-        return (f"P[false violation] <= {a:g} for {who}: Bonferroni over {len(self.methods)} "
-                f"methods (each at confidence {self.per_method_confidence:.6g}), any row may "
-                f"decide")
-
-    def message(self) -> str:
-        return verdict_sentence(self.basis.epsilon, self.claimed_epsilon, self.assumption,
-                                confidence=self.confidence)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"violation": self.violation, "verdict": self.message(),
-                "verdict_method": self.basis.method, "verdict_rule": self.rule,
-                "verdict_guarantee": self.guarantee,
-                "verdict_methods": list(self.methods),
-                "per_method_confidence": self.per_method_confidence,
-                "verdict_assumption": self.assumption}
-
-
-def verdict_sentence(epsilon_lb: float, claimed: float, assumption: str | None = None, *,
-                     confidence: float | None = None) -> str:
-    """The one-line verdict of a lower bound against a claimed epsilon, naming the
-    assumption the bound rests on (None: valid for every mechanism meeting the claim)."""
-    pre = "" if assumption is None else f"assuming {assumption}, "
-    if epsilon_lb > claimed:
-        out = f"{pre}violation: epsilon >= {epsilon_lb:.4f} > claimed {claimed:g}"
-        if confidence is not None:
-            who = ("a mechanism meeting its claim" if assumption is None else
-                   "a mechanism meeting its claim and the assumption")
-            out += (f" at confidence {confidence:g} ({who} gives this verdict with "
-                    f"probability <= {1 - confidence:g})")
-        return out
-    return f"{pre}no violation detected (epsilon >= {epsilon_lb:.4f} <= claimed {claimed:g})"
-
-
-def check_not_estimate(r: AuditResult) -> None:
-    """A verdict needs a lower bound: an estimate under an assumption is refused."""
-    if r.is_estimate:
-        raise ValueError(f"{r.method} is an estimate (assuming {r.assumption}), not a lower "
-                         f"bound: it cannot be the basis of a verdict")
-
-
-def _simultaneous(r: AuditResult) -> bool:
-    return bool(r.settings.get("simultaneous", False)) if r.settings else False
-
-
-def verdict_from_results(results: Sequence[AuditResult], claimed_epsilon: float, *,
-                         rule: str = "primary", confidence: float | None = None,
-                         allow_asymptotic: bool = False) -> Verdict:
-    """The verdict of ``results`` (first row = primary method) against ``claimed_epsilon``.
-
-    ``rule="bonferroni"`` requires results that are simultaneously valid at the family level
-    ``confidence`` (default: the rows' stated confidence): computed by
-    ``audit_one_run(..., simultaneous=True)``, or each at confidence >= 1 - (1 - gamma)/k;
-    otherwise ValueError -- taking the best of rows that are each valid only on their own is
-    the over-claim this module exists to stop.
-
-    Rows with ``guarantee="asymptotic"`` (plug-in estimates without a finite-sample
-    guarantee) never decide: as the primary row they are refused, and the Bonferroni rule
-    leaves them out, unless ``allow_asymptotic=True`` (then, under "bonferroni", they are
-    compared with the claim like any other row, which carries no guarantee).  Other
-    estimates (``is_estimate`` with a finite-sample ``guarantee`` under a model, e.g. the
-    unequal-variance ``gaussian_pair``) never decide, whatever the flags: refused as the
-    primary row, left out by the Bonferroni rule.
-    """
-    rs = list(results)
-    if not rs or not all(isinstance(r, AuditResult) for r in rs):
-        raise ValueError("results must be a non-empty sequence of AuditResult")
-    if not allow_asymptotic:
-        if rule == "primary" and rs[0].guarantee == "asymptotic":
-            raise ValueError(f"results: the primary row {rs[0].method!r} has no finite-sample "
-                             f"guarantee; put a finite-sample row first or pass "
-                             f"allow_asymptotic=True")
-        rs = [r for r in rs if r.guarantee != "asymptotic"]
-        if not rs:
-            raise ValueError("results: every row is asymptotic (no finite-sample guarantee); "
-                             "pass allow_asymptotic=True to take a verdict from them")
-    claimed = check_nonnegative("claimed_epsilon", claimed_epsilon)
-    check_choice("rule", rule, VERDICT_RULES)
-    if rule == "bonferroni":
-        # estimates (AuditResult.is_estimate) never decide: left out like asymptotic rows
-        rs = [r for r in rs if not r.is_estimate
-              or (allow_asymptotic and r.guarantee == "asymptotic")]
-        if not rs:
-            raise ValueError("results: every row is an estimate, none is a lower bound: no "
-                             "verdict")
-    methods = tuple(r.method for r in rs)
-    if rule == "primary":
-        basis = rs[0]
-        gamma = check_confidence(basis.confidence if confidence is None else confidence)
-        if basis.confidence < gamma - 1e-12:
-            raise ValueError(f"the primary row is valid at {basis.confidence:g} < confidence "
-                             f"{gamma:g}")
-        if not (allow_asymptotic and basis.guarantee == "asymptotic"):
-            check_not_estimate(basis)
-        return Verdict(bool(basis.epsilon > claimed), rule, basis, claimed, gamma, methods,
-                       basis.confidence, _assumptions([basis]))
-    # the level checks concern the rows that state one (asymptotic rows, admitted only with
-    # allow_asymptotic=True, have none)
-    stated = [r for r in rs if r.guarantee != "asymptotic"] or rs
-    k = len(stated)
-    confs = [check_confidence(r.confidence) for r in stated]
-    gamma = check_confidence(min(confs) if confidence is None else confidence)
-    per = 1 - (1 - gamma) / k
-    simultaneous = all(_simultaneous(r) for r in stated) and min(confs) >= gamma - 1e-12
-    if not simultaneous and min(confs) < per - 1e-12:
-        raise ValueError(f"rule='bonferroni' at confidence {gamma:g} needs the {k} rows each "
-                         f"at >= {per:.6g}; they are at {min(confs):g}, valid only on their "
-                         f"own: recompute with simultaneous=True (audit_one_run / "
-                         f"--simultaneous), at confidence {per:.6g}, or use rule='primary'")
-    for r in rs:
-        if not (allow_asymptotic and r.guarantee == "asymptotic"):
-            check_not_estimate(r)
-    basis = max(rs, key=lambda r: r.epsilon)
-    return Verdict(bool(basis.epsilon > claimed), rule, basis, claimed, gamma, methods, per,
-                   _assumptions(rs))
-
-
-def _assumptions(rs: Sequence[AuditResult]) -> tuple[str, ...]:
-    """The distinct assumptions of the rows a verdict covers (in order)."""
-    out: list[str] = []
-    for r in rs:
-        if r.assumption is not None and r.assumption not in out:
-            out.append(r.assumption)
-    return tuple(out)
 
 
 def one_run_verdict(member: Any, score: Any, claimed_epsilon: float, *,
@@ -222,12 +25,14 @@ def one_run_verdict(member: Any, score: Any, claimed_epsilon: float, *,
     """Run ``audit_one_run`` with the setting the rule needs and return (verdict, results).
 
     ``rule="bonferroni"`` runs it with ``simultaneous=True``; ``audit_kwargs`` go to
-    :func:`dpaudit.audit_one_run` (delta, confidence, methods, family, ...)."""
+    :func:`dpaudit.audit_one_run` (delta, confidence, methods, family, assume, ...), whose
+    :class:`~dpaudit.outcome.Audit` computes the verdict."""
     from dpaudit.estimators.one_run import audit_one_run
 
     check_choice("rule", rule, VERDICT_RULES)
     if "simultaneous" in audit_kwargs:
         raise ValueError("one_run_verdict sets simultaneous from the rule; do not pass it")
-    results = audit_one_run(member, score, simultaneous=(rule == "bonferroni"),
-                            **audit_kwargs)
-    return verdict_from_results(results, claimed_epsilon, rule=rule), results
+    a = audit_one_run(member, score, simultaneous=(rule == "bonferroni"),
+                      claimed_epsilon=claimed_epsilon, **audit_kwargs)
+    assert a.verdict is not None
+    return a.verdict, list(a.results)

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dpaudit.claim import Claim
 from dpaudit.mechanisms.base import SimulatedMechanism, as_rng
 from dpaudit.mechanisms.dpsgd import DPSGDSimulator
 from dpaudit.mechanisms.flawed import WrongSensitivityMechanism
@@ -41,7 +42,9 @@ from dpaudit.outcome import Audit
 from dpaudit.results import AuditResult
 from dpaudit.validation import check_confidence, check_count, check_delta
 
-__all__ = ["OneRunReport", "one_run_audit", "default_family", "multi_run_audit", "demo_dpsgd",
+__all__ = ["OneRunReport", "one_run_audit", "default_family", "claim_of", "multi_run_audit",
+           "audit_multi_run",
+           "demo_dpsgd",
            "available_methods"]
 
 
@@ -60,20 +63,25 @@ def default_family(mechanism: SimulatedMechanism) -> Any:
     return "gdp"
 
 
+def claim_of(mechanism: SimulatedMechanism, delta: float, family: Any = None) -> Claim:
+    """The :class:`dpaudit.claim.Claim` of a simulated mechanism: its claimed curve, whose own
+    named family (:func:`default_family`) is the valid null (``Claim.null_family``: no
+    assumption).  DP-SGD's claim is its accounting event, whose family is the PLD accountant's
+    ``dpsgd_family`` (the mu-GDP family is not valid for it: the curves cross).  An explicit
+    ``family`` is an assumption unless it is ``eps_delta``."""
+    eps = mechanism.claimed_epsilon(delta)
+    if isinstance(mechanism, DPSGDSimulator):
+        return Claim.dpsgd_claim(mechanism.noise_multiplier, mechanism.sampling_rate,
+                                 mechanism.steps, delta, epsilon=eps, family=family)
+    if family is None:
+        return Claim.from_curve(mechanism.claimed_curve, delta,
+                                family=default_family(mechanism), epsilon=eps)
+    return Claim(eps, delta, curve=mechanism.claimed_curve, family=family)
+
+
 def _claim_null(mechanism: SimulatedMechanism, fam: Any, delta: float) -> Any:
-    """The default null of a simulated mechanism as the family of its claimed curve
-    (``dpaudit.curves.claim_family``: no assumption).  DP-SGD's claimed curve is the PLD
-    accountant's, whose family is ``dpaudit.curves.accounting.dpsgd_family`` (the mu-GDP
-    family is not valid for it: the curves cross)."""
-    from dpaudit.curves import claim_family
-
-    if fam == "dpsgd" and isinstance(mechanism, DPSGDSimulator):
-        from dpaudit.curves.accounting import dpsgd_family
-
-        fam = dpsgd_family(mechanism.noise_multiplier, mechanism.sampling_rate,
-                           mechanism.steps, delta,
-                           claimed_epsilon=mechanism.claimed_epsilon(delta))
-    return claim_family(fam, delta)
+    """The default null of a simulated mechanism (:func:`claim_of`'s ``null_family``)."""
+    return claim_of(mechanism, delta).null_family()
 
 
 def available_methods() -> tuple[str, ...]:
@@ -96,6 +104,8 @@ class OneRunReport:
     settings: dict[str, Any] = field(default_factory=dict)
 
     simultaneous: bool = False
+    #: the claim tested (:func:`claim_of`)
+    claim: Claim | None = None
 
     @property
     def best(self) -> float:
@@ -103,22 +113,20 @@ class OneRunReport:
 
     @property
     def verdict_result(self) -> AuditResult:
-        """The row the verdict rests on: the primary (first) method, whose bound is valid on
-        its own; the best row only when the run was ``simultaneous`` (Bonferroni over methods).
-        """
-        if self.simultaneous:
-            return max(self.results, key=lambda r: r.epsilon)
-        return self.results[0]
+        """The row the verdict rests on (the Audit's): the primary (first) method, whose
+        bound is valid on its own; with ``simultaneous`` the best row that may decide."""
+        return self.to_audit().result
 
     @property
     def violation(self) -> bool:
-        return self.verdict_result.epsilon > self.claimed_epsilon
+        return bool(self.to_audit().violation)
 
     def to_audit(self, **extra: Any) -> Audit:
         """The typed outcome (:class:`dpaudit.outcome.Audit`): the verdict by the primary rule,
         or Bonferroni over the methods for a ``simultaneous`` run; ``extra`` keys go to the
         ``--json`` document."""
-        return Audit.of(self.results, self.claimed_epsilon,
+        claim = self.claim if self.claim is not None else self.claimed_epsilon
+        return Audit.of(self.results, claim,
                         rule="bonferroni" if self.simultaneous else "primary",
                         observations=self.observations, true_epsilon=self.true_epsilon,
                         settings={"mechanism": self.mechanism, **self.settings}, extra=extra)
@@ -140,22 +148,38 @@ def one_run_audit(mechanism: SimulatedMechanism, n: int, seed: int, *, delta: fl
     check_confidence(confidence)
     seed = check_count("seed", seed)
     obs = mechanism.simulate(n, as_rng(seed))
-    fam = default_family(mechanism) if family is None else family
-    # the default family is the claimed curve's own (valid for that claim: no assumption);
-    # an explicitly given family is resolved as usual (an assumption unless eps_delta)
-    null = _claim_null(mechanism, fam, delta) if family is None else fam
+    # the null family is the claim's decision (dpaudit.claim.Claim.null_family): the claimed
+    # curve's own (valid: no assumption); an explicit family is an assumption unless eps_delta
+    claim = claim_of(mechanism, delta, family)
     results = audit_one_run(obs.member, obs.score, delta=delta, confidence=confidence,
                             methods=tuple(methods) if methods else available_methods(),
-                            family=null, bits_threshold=0.0, simultaneous=simultaneous,
-                            seed=seed)
+                            family=claim.null_family(), bits_threshold=0.0,
+                            simultaneous=simultaneous, seed=seed)
     return OneRunReport(
-        mechanism=mechanism.describe(), observations=obs, results=results,
-        claimed_epsilon=mechanism.claimed_epsilon(delta),
+        mechanism=mechanism.describe(), observations=obs, results=list(results.results),
+        claimed_epsilon=claim.epsilon,
         true_epsilon=mechanism.true_epsilon(delta) if true_epsilon else None,
         settings={"n": n, "seed": seed, "delta": delta, "confidence": confidence,
-                  "family": fam if isinstance(fam, str) else getattr(null, "name", repr(fam)),
-                  "flaw": mechanism.flaw},
-        simultaneous=simultaneous)
+                  "family": claim.family_name, "flaw": mechanism.flaw},
+        simultaneous=simultaneous, claim=claim)
+
+
+def audit_multi_run(member: Any, score: Any, *, claimed_epsilon: Claim | float | None = None,
+                    delta: float = 0.0, confidence: float = 0.95,
+                    threshold: str | float = "bonferroni", direction: str = "both",
+                    seed: int = 0, grid: str = "geometric") -> Audit:
+    """The multi-run audit of per-trial (member, score) observations as an
+    :class:`~dpaudit.outcome.Audit` (what ``dpaudit audit`` prints): the Clopper-Pearson lower
+    bound (``estimators.multi_run``, Hypothesis Interpretation §3: the verdict's row) and the
+    GDP-based estimate beside it (``multi_run_gdp``: an estimate, never the verdict), with the
+    verdict against ``claimed_epsilon`` (a number: an (epsilon, ``delta``) claim)."""
+    from dpaudit.estimators.multi_run import multi_run
+
+    obs = MembershipObservations.from_arrays(member, score)
+    rows = [multi_run(obs.member, obs.score, delta=delta, confidence=confidence,
+                      threshold=threshold, direction=direction, estimate=e, seed=seed,
+                      grid=grid) for e in ("eps_delta", "gdp")]
+    return Audit.of(rows, Claim.of(claimed_epsilon, delta), observations=obs)
 
 
 def multi_run_audit(audit: Any, trials: int, seed: int, *, delta: float = 0.0,

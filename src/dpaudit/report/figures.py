@@ -74,13 +74,15 @@ def bounds_figure(m: ReportModel) -> dict[str, Any]:
     top = max([*finite, *refs, 1e-3]) * 1.25
     names = [escape_label(r.method, 28) for r in m.methods]
     xs = [r.epsilon if math.isfinite(r.epsilon) else top for r in m.methods]
-    text = [f"{escape_label(r.method)}: epsilon &gt;= {_fmt(r.epsilon)} at delta = "
-            f"{r.delta:g}, {100 * r.confidence:g}% confidence; fit {escape_label(r.fit)}"
+    # each bar says what its number is (MethodRow.cell): a bound, an estimate, a failed curve
+    text = [f"{escape_label(r.method)}: epsilon {escape_label(r.cell())} at delta = "
+            f"{r.delta:g}, confidence {r.confidence_cell()}; fit {escape_label(r.fit)}"
             + (" (verdict rests on this row)" if r.basis else "") for r in m.methods]
     data: list[dict[str, Any]] = [{
         "type": "bar", "orientation": "h", "x": _r(xs), "y": names, "name": "lower bound",
         "marker": {"color": [COLORS["bound"] if r.basis else "#f4a6a6" for r in m.methods]},
-        "text": [_fmt(r.epsilon) for r in m.methods], "textposition": "outside",
+        "text": [("~ " if r.kind == "estimate" else "") + _fmt(r.epsilon) for r in m.methods],
+        "textposition": "outside",
         "cliponaxis": False,
         "hovertext": text, "hoverinfo": "text", "showlegend": False}]
     shapes, ann = [], []
@@ -93,7 +95,7 @@ def bounds_figure(m: ReportModel) -> dict[str, Any]:
         ann.append({"x": value, "y": 1.0, "xref": "x", "yref": "paper", "yanchor": "bottom",
                     "text": f"{label} {value:.4g}", "showarrow": False,
                     "font": {"color": color}})
-    lay = _layout("Lower bound of every method", "epsilon (lower bound)", "",
+    lay = _layout("Every method's epsilon (bounds, estimates marked ~)", "epsilon", "",
                   shapes=shapes, annotations=ann,
                   height=max(220, 70 + 42 * len(m.methods)))
     lay["xaxis"]["range"] = [0, top]

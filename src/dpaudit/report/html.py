@@ -168,8 +168,12 @@ def _card(m: ReportModel, idx: int, figs: dict[str, Any]) -> str:
     head = []
     if m.claimed_epsilon is not None:
         head.append(f"<span>claimed &epsilon; <b>{_f(m.claimed_epsilon)}</b></span>")
-    head.append(f"<span>best valid lower bound &epsilon; &ge; <b class=\"bound\">"
-                f"{_f(m.bound)}</b> ({_E(m.verdict_method)})</span>")
+    if m.bound_source is None:
+        head.append(f"<span>no lower bound valid for any mechanism (verdict row "
+                    f"{_E(m.verdict_method)})</span>")
+    else:
+        head.append(f"<span>the run's &epsilon; &ge; <b class=\"bound\">{_f(m.bound)}</b> "
+                    f"({_E(m.bound_source)}, valid for any mechanism)</span>")
     head.append(f"<span>&delta; = {m.delta:g} &middot; confidence "
                 f"{100 * m.confidence:g}%</span>")
     if m.true_epsilon is not None:
@@ -177,13 +181,13 @@ def _card(m: ReportModel, idx: int, figs: dict[str, Any]) -> str:
 
     rows = "".join(
         f'<tr class="{"basis" if r.basis else ""}"><td class="u">{_E(r.method)}'
-        f'{" (verdict)" if r.basis else ""}</td><td class="num">{_f(r.epsilon)}</td>'
-        f'<td class="num">{r.delta:g}</td><td class="num">{100 * r.confidence:g}%</td>'
+        f'{" (verdict)" if r.basis else ""}</td><td class="num">{_E(r.cell())}</td>'
+        f'<td class="num">{r.delta:g}</td><td class="num">{r.confidence_cell()}</td>'
         f"<td class=\"u\">{_E(r.fit)}</td><td class=\"num\">{_f(r.p_value)}</td>"
         + (f'<td class="num">{_pct(r.epsilon / m.true_epsilon)}</td>'
            if m.true_epsilon else "") + "</tr>" for r in m.methods)
     ratio_h = '<th class="num">of true &epsilon;</th>' if m.true_epsilon else ""
-    methods = (f"<table><thead><tr><th>method</th><th class=\"num\">&epsilon; &ge;</th>"
+    methods = (f"<table><thead><tr><th>method</th><th class=\"num\">&epsilon;</th>"
                f"<th class=\"num\">&delta;</th><th class=\"num\">confidence</th><th>fit</th>"
                f"<th class=\"num\">p-value</th>{ratio_h}</tr></thead><tbody>{rows}</tbody>"
                f"</table>")
@@ -226,17 +230,21 @@ def _card(m: ReportModel, idx: int, figs: dict[str, Any]) -> str:
         f"<td class=\"num\">{_pct(r.reconstruction)}</td><td class=\"num\">"
         f"{_pct(r.membership)}</td></tr>" for r in rk.rows)
     claimed_row = next((r for r in rk.rows if r.label == "claimed"), None)
-    meas = next(r for r in rk.rows if r.label == "measured lower bound")
+    meas = next((r for r in rk.rows if r.label == "measured lower bound"), None)
     risk_text = ""
     if claimed_row is not None:
         risk_text += (f"If the claim holds, no attack reconstructs a target's secret with "
                       f"probability above {_pct(claimed_row.reconstruction)} (prior success "
                       f"{_pct(rk.prior)}), nor infers membership (prior 50%) with probability "
                       f"above {_pct(claimed_row.membership)}. ")
-    risk_text += (f"The audit proves &epsilon; &ge; {_f(meas.epsilon)}, so no (&epsilon;, "
-                  f"&delta; = {rk.delta:g}) guarantee of this mechanism can promise less than "
-                  f"{_pct(meas.reconstruction)} reconstruction or {_pct(meas.membership)} "
-                  f"membership success.")
+    if meas is not None:  # only a lower bound valid for any mechanism (ReportModel.bound)
+        risk_text += (f"The audit proves &epsilon; &ge; {_f(meas.epsilon)}, so no (&epsilon;, "
+                      f"&delta; = {rk.delta:g}) guarantee of this mechanism can promise less "
+                      f"than {_pct(meas.reconstruction)} reconstruction or "
+                      f"{_pct(meas.membership)} membership success.")
+    else:
+        risk_text += ("No row of this audit is a lower bound valid for any mechanism, so it "
+                      "proves no attack risk.")
     risk = (f"<h3>What it means for an attacker (Beyond Worst Case)</h3><p>{risk_text}</p>"
             f"<table><thead><tr><th>epsilon</th><th class=\"num\">value</th>"
             f"<th class=\"num\">reconstruction (prior {_pct(rk.prior)})</th>"
@@ -271,9 +279,12 @@ def _card(m: ReportModel, idx: int, figs: dict[str, Any]) -> str:
 <div><h3>Bounds side by side</h3>
 {methods}
 {plot('bounds')}
-<p class="note">Each row is a valid lower bound at its confidence on its own; the verdict
-rests on the row marked (verdict): taking the best of several rows would not hold at the stated
-confidence.</p></div>
+<p class="note">A row marked &ge; is a lower bound at its confidence on its own (valid for
+every mechanism meeting the claim as stated, unless marked "assuming": then only under the
+assumption named above); "~ x (estimate)" is an estimate, never a bound; "fails the claimed
+DP-SGD curve at &epsilon; = x" names the DP-SGD curve the run is shown not to meet, not a bound
+on the run's own &epsilon;. The verdict rests on the row marked (verdict): taking the best of
+several rows would not hold at the stated confidence.</p></div>
 <div><h3>Privacy region (f-DP view)</h3>
 {plot('region')}
 <p class="note">A mechanism that is (&epsilon;, &delta;)-DP keeps every test's (FPR, FNR) above

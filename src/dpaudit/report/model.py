@@ -13,8 +13,15 @@ user's scores) is named in the verdict ("assuming ...") and in a note; an estima
 The verdict rests on ONE result -- ``verdict_method`` when the payload names it, else the first
 (primary) result, as :func:`dpaudit.cli.common.print_results` does: each row holds at the stated
 confidence on its own, the maximum over rows does not (unless the run was ``--simultaneous``,
-in which case the commands name the best row as ``verdict_method``).  That result's epsilon is
-the report's "best valid lower bound".
+in which case the commands name the best row as ``verdict_method``).
+
+Every row is shown as what the estimator registry says it is (:attr:`MethodRow.kind`,
+:mod:`dpaudit.registry`): a lower bound "≥ x", a bound under a named assumption, a DP-SGD
+family member the run fails ("fails the claimed DP-SGD curve at ε = x": not a bound on a run
+outside the family), or an estimate "~ x (estimate)".  The card's "ε ≥" headline and its
+attacker section use only :attr:`ReportModel.bound`: a lower bound valid for ANY mechanism for
+the run as it happened -- the verdict row when it is one, else the payload's
+``any_mechanism_epsilon`` -- and say so when the audit has none.
 """
 
 from __future__ import annotations
@@ -47,6 +54,32 @@ class MethodRow:
     fit: str
     p_value: float | None
     basis: bool
+    #: "bound" (valid for the claim as stated), "assumption" (a bound only under a named
+    #: assumption), "curve" (a DP-SGD family member the run fails), "estimate"
+    kind: str = "bound"
+    assumption: str | None = None
+
+    def cell(self) -> str:
+        """The epsilon cell: what the row's number is (module docstring)."""
+        e = _fmt_eps(self.epsilon)
+        if self.kind == "estimate":
+            return f"~ {e} (estimate)"
+        if self.kind == "curve":
+            return f"fails the claimed DP-SGD curve at ε = {e}"
+        if self.kind == "assumption":
+            return f"≥ {e} (assuming)"
+        return f"≥ {e}"
+
+    def confidence_cell(self) -> str:
+        return "-" if not math.isfinite(self.confidence) else f"{100 * self.confidence:g}%"
+
+
+def _fmt_eps(x: float) -> str:
+    if math.isnan(x):
+        return "-"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return f"{x:.4f}" if abs(x) >= 1e-3 or x == 0 else f"{x:.3e}"
 
 
 @dataclass(frozen=True)
@@ -107,6 +140,9 @@ class ReportModel:
     facts: Mapping[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     certified_mu: float | None = None
+    #: the row (or "any_mechanism_epsilon") ``bound`` comes from; None: the audit has no lower
+    #: bound valid for any mechanism (``bound`` is NaN)
+    bound_source: str | None = None
 
 
 def _num(x: Any, name: str) -> float:
@@ -219,13 +255,37 @@ def _scalar_facts(payload: Mapping[str, Any]) -> dict[str, Any]:
 
 def _default_verdict(basis: Mapping[str, Any], bound: float, claimed: float | None,
                      method: str, delta: float, confidence: float) -> str:
-    if claimed is not None:  # the one wording (dpaudit.estimators.verdict via dpaudit.outcome)
+    if claimed is not None:  # the one wording (dpaudit.verdict via dpaudit.outcome)
         from dpaudit.outcome import Audit, audit_of
 
         row = audit_of({"results": [dict(basis)]}).results[0]
         return str(Audit.of(row, claimed).message())
+    if not math.isfinite(bound):
+        return (f"no claimed epsilon given, and no row is a lower bound valid for any "
+                f"mechanism ({method} is not)")
     return (f"no claimed epsilon given: the audit proves epsilon >= {bound:.4f} at delta = "
             f"{delta:g} ({method}, {100 * confidence:g}% confidence)")
+
+
+def _kind(r: Mapping[str, Any]) -> str:
+    """What a row's number is (:func:`dpaudit.registry.row_kind`)."""
+    from dpaudit.outcome import audit_of
+    from dpaudit.registry import row_kind
+
+    return row_kind(audit_of({"results": [dict(r)]}).results[0])
+
+
+def _run_bound(payload: Mapping[str, Any], rs: Sequence[Mapping[str, Any]],
+               kinds: Sequence[str], basis_i: int) -> tuple[float, str | None]:
+    """The lower bound valid for any mechanism for the run as it happened, and its source:
+    the verdict row when it is one, else the payload's ``any_mechanism_epsilon``, else
+    (NaN, None)."""
+    if kinds[basis_i] == "bound":
+        return _get(rs[basis_i], "epsilon"), str(rs[basis_i]["method"])
+    anym = _get_opt(payload, "any_mechanism_epsilon")
+    if anym is not None and math.isfinite(anym):
+        return anym, "any_mechanism_epsilon"
+    return math.nan, None
 
 
 def _assumption(r: Mapping[str, Any]) -> str | None:
@@ -279,7 +339,8 @@ def build_report(payload: Mapping[str, Any], *, observations: MembershipObservat
     if _is_estimate(basis):
         raise ValueError(f"report payload: {basis['method']} is an estimate under an "
                          f"assumption, not a lower bound; it cannot be the verdict's basis")
-    bound = _get(basis, "epsilon")
+    kinds = [_kind(r) for r in rs]
+    bound, bound_source = _run_bound(payload, rs, kinds, basis_i)
     delta = check_delta(_get(basis, "delta"))
     confidence = check_confidence(_get(basis, "confidence"))
     claimed = _get_opt(payload, "claimed_epsilon")
@@ -288,12 +349,15 @@ def build_report(payload: Mapping[str, Any], *, observations: MembershipObservat
     verdict = str(v) if v else _default_verdict(basis, bound, claimed, str(basis["method"]),
                                                 delta, confidence)
     violation = payload.get("violation")
-    if violation is None and claimed is not None:
-        violation = bool(bound > claimed)
+    if violation is None and claimed is not None:  # the Audit's verdict (one place)
+        from dpaudit.outcome import Audit, audit_of
+
+        violation = Audit.of(audit_of({"results": [dict(basis)]}).results[0],
+                             claimed).violation
     methods = tuple(MethodRow(method=str(r["method"]), epsilon=_get(r, "epsilon"),
                               delta=_get(r, "delta"), confidence=_get(r, "confidence"),
                               fit=_fit(r.get("params")), p_value=_get_opt(r, "p_value"),
-                              basis=i == basis_i)
+                              basis=i == basis_i, kind=kinds[i], assumption=_assumption(r))
                     for i, r in enumerate(rs))
     guesses = tuple(g for g in map(_guess_series, rs) if g is not None)
     box = _test_box(basis)
@@ -330,6 +394,7 @@ def build_report(payload: Mapping[str, Any], *, observations: MembershipObservat
                        methods=methods, guesses=guesses, scores=scores, test_boxes=boxes,
                        risk=risk_translation(claimed, bound, delta, prior=risk_prior,
                                              true_epsilon=true_eps),
+                       bound_source=bound_source,
                        provenance=prov, facts=facts,
                        notes=tuple(str(n) for n in (*guarantee, *_assumption_notes(rs),
                                                     *notes)),

@@ -47,7 +47,9 @@ def _card(sf: Any, m: ReportModel) -> None:
     head = []
     if m.claimed_epsilon is not None:
         head.append(f"claimed eps {_f(m.claimed_epsilon)}")
-    head.append(f"best valid lower bound eps >= {_f(m.bound)} ({_t(m.verdict_method)})")
+    head.append(f"the run's eps >= {_f(m.bound)} ({_t(m.bound_source)}, any mechanism)"
+                if m.bound_source is not None else
+                f"no lower bound valid for any mechanism (verdict row {_t(m.verdict_method)})")
     head.append(f"delta = {m.delta:g}, confidence {100 * m.confidence:g}%")
     if m.true_epsilon is not None:
         head.append(f"true eps {_f(m.true_epsilon)}")
@@ -66,7 +68,9 @@ def _card(sf: Any, m: ReportModel) -> None:
     if m.claimed_epsilon is not None and math.isfinite(m.claimed_epsilon):
         ax.axvline(m.claimed_epsilon, color="#1f77b4", ls="--", label="claimed")
         ax.legend(fontsize=7, loc="lower right")
-    ax.set_xlabel("epsilon lower bound", fontsize=9)
+    for i, r in enumerate(m.methods):  # what each bar's number is (MethodRow.cell)
+        ax.text(xs[i], i, " " + r.cell(), va="center", fontsize=7)
+    ax.set_xlabel("epsilon (bounds; estimates marked ~)", fontsize=9)
     ax.set_title("Bounds side by side", fontsize=10)
 
     ax = sf.add_subplot(gs[1, 1])
@@ -76,7 +80,7 @@ def _card(sf: Any, m: ReportModel) -> None:
                 label="claimed")
     if math.isfinite(m.bound):
         ax.plot(alpha, EpsDeltaDP(m.bound, m.delta).tradeoff(alpha), "--", color="#d62728",
-                label="at lower bound")
+                label="at the run's lower bound")
     if m.certified_mu:
         ax.plot(alpha, GaussianDP(m.certified_mu).tradeoff(alpha), ":", color="#9467bd",
                 label=f"{m.certified_mu:.3g}-GDP fit")

@@ -73,7 +73,8 @@ def risk_translation(claimed: float | None, measured: float, delta: float, *,
     entries = []
     if claimed is not None:
         entries.append(("claimed", float(claimed)))
-    entries.append(("measured lower bound", float(measured)))
+    if math.isfinite(measured):  # only a lower bound valid for the run as it happened
+        entries.append(("measured lower bound", float(measured)))
     if true_epsilon is not None:
         entries.append(("true", float(true_epsilon)))
     rows = tuple(RiskRow(label, eps, float(_bound(prior, eps, delta)),

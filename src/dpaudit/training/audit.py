@@ -41,8 +41,8 @@ from typing import Any
 import numpy as np
 
 from dpaudit.canaries.claims import Claim, ClaimCheck, RunFacts, check_claim
-from dpaudit.curves.accounting import dpsgd_family
-from dpaudit.curves.families import claim_family
+from dpaudit.claim import Claim as AuditClaim
+from dpaudit.claim import falsified_by
 from dpaudit.estimators.one_run import ONE_RUN_METHODS, audit_one_run
 from dpaudit.observations import MembershipObservations
 from dpaudit.outcome import Audit
@@ -83,6 +83,8 @@ class TrainAudit(TrainingAuditOutcome):
     #: epsilon is that of the DP-SGD curve the run is shown not to meet, which bounds the
     #: run's own epsilon only if the run is a DP-SGD curve -- a flawed run need not be
     any_mechanism_epsilon: float | None = None
+    #: the claim tested (:class:`dpaudit.claim.Claim`: the DP-SGD event and its null family)
+    claim: AuditClaim | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The ``train-audit --json`` document (:func:`train_audit_dict`)."""
@@ -108,8 +110,11 @@ class TrainAudit(TrainingAuditOutcome):
     def to_audit(self) -> Audit:
         """The typed outcome (:class:`dpaudit.outcome.Audit`); its ``to_dict()`` is the
         ``train-audit --json`` document."""
-        return Audit.of(self.results, self.claimed_epsilon, observations=self.observations,
-                        settings=self.settings, extra=_training_keys(self))
+        claim = self.claim if self.claim is not None else self.claimed_epsilon
+        return Audit.of(self.results, claim, observations=self.observations,
+                        settings=self.settings, extra=_training_keys(self),
+                        falsified_by=falsified_by(self.checks),
+                        any_mechanism_epsilon=self.any_mechanism_epsilon)
 
 
 def audit_training(member: Any, score: Any, *, noise_multiplier: float, sampling_rate: float,
@@ -133,11 +138,9 @@ def audit_training(member: Any, score: Any, *, noise_multiplier: float, sampling
     confidence = check_confidence(confidence)
     claimed = _claimed(noise_multiplier, sampling_rate, steps, delta)
     opacus = _opacus(noise_multiplier, sampling_rate, steps, delta)
-    if family is None:
-        fam: Any = claim_family(dpsgd_family(noise_multiplier, sampling_rate, steps, delta,
-                                             claimed_epsilon=claimed), delta)
-    else:
-        fam = family
+    claim = AuditClaim.dpsgd_claim(noise_multiplier, sampling_rate, steps, delta,
+                                   epsilon=claimed, family=family)
+    fam = claim.null_family()
     checks = [] if facts is None else check_claim(
         Claim(noise_multiplier, sampling_rate, steps, max_grad_norm), facts)
     acc_eps = None
@@ -151,13 +154,13 @@ def audit_training(member: Any, score: Any, *, noise_multiplier: float, sampling
                             confidence=confidence, methods=tuple(methods), family=fam,
                             seed=seed)
     any_eps = None
-    if family is None:
+    if claim.family is None:
         # the claim's family decides the verdict (valid); the run's own epsilon, valid for any
         # mechanism (a flawed run lies outside the family), comes from the (eps, delta) null
         any_eps = float(audit_one_run(np.asarray(member), np.asarray(score), delta=delta,
                                       confidence=confidence, methods=("tight",),
                                       family="eps_delta", seed=seed)[0].epsilon)
-    settings = {"family": getattr(fam, "name", fam if isinstance(fam, str) else repr(fam)),
+    settings = {"family": claim.family_name,
                 "noise_multiplier": noise_multiplier, "sampling_rate": sampling_rate,
                 "steps": steps, "threat": threat, "max_grad_norm": max_grad_norm,
                 "bits_decoder": "median split"}
@@ -165,7 +168,7 @@ def audit_training(member: Any, score: Any, *, noise_multiplier: float, sampling
                       settings=settings,
                       observations=MembershipObservations.from_arrays(member, score),
                       checks=checks, accountant_epsilon=acc_eps, facts=facts,
-                      any_mechanism_epsilon=any_eps)
+                      any_mechanism_epsilon=any_eps, claim=claim)
 
 
 def train_audit(config: TrainingConfig, *, delta: float = 1e-5, confidence: float = 0.95,
@@ -186,7 +189,7 @@ def train_audit(config: TrainingConfig, *, delta: float = 1e-5, confidence: floa
     return TrainAudit(a.results, a.claimed_epsilon, a.opacus_epsilon, delta, confidence,
                       config.threat, run, {**a.settings, **config.to_dict()},
                       a.observations, a.checks, a.accountant_epsilon, a.facts,
-                      a.any_mechanism_epsilon)
+                      a.any_mechanism_epsilon, a.claim)
 
 
 def train_audit_dict(audit: TrainAudit) -> dict[str, Any]:

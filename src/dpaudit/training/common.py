@@ -97,10 +97,10 @@ class TrainingSettings:
 
 class TrainingAuditOutcome:
     """The properties every one-run training audit shares (mixed into ``TrainAudit`` and
-    ``JaxTrainAudit``, frozen dataclasses with ``results``, ``claimed_epsilon`` and the claim
-    checks ``checks``).  The verdict is the primary rule's: the claim is refuted at the
-    stated confidence when the first result's epsilon lower bound exceeds the claimed
-    epsilon."""
+    ``JaxTrainAudit``, frozen dataclasses with ``results``, ``claimed_epsilon``, the claim
+    checks ``checks`` and ``to_audit()``).  The verdict is the :class:`dpaudit.outcome.Audit`'s
+    (computed once there): the primary rule's statistical verdict, or a configuration error
+    showing the run did less than the claim."""
 
     results: Any
     claimed_epsilon: float
@@ -116,9 +116,20 @@ class TrainingAuditOutcome:
         """The result the verdict rests on (the first)."""
         return self.results[0]
 
+    def to_audit(self) -> Any:
+        """The :class:`dpaudit.outcome.Audit` (the verdict computed once, there); the
+        Opacus and JAX audits override it with their ``--json`` keys and their claim."""
+        from dpaudit.claim import falsified_by
+        from dpaudit.outcome import Audit
+
+        return Audit.of(self.results, self.claimed_epsilon,
+                        falsified_by=falsified_by(self.checks))
+
     @property
     def violation(self) -> bool:
-        return bool(self.verdict_result.epsilon > self.claimed_epsilon)
+        """The Audit's: the statistical verdict, or a configuration error that shows the run
+        did less than the claim (:func:`dpaudit.claim.falsified_by`)."""
+        return bool(self.to_audit().violation)
 
 
 def load_digits_split(seed: int = 0, *, test_fraction: float = 0.25

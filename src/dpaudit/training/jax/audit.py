@@ -17,15 +17,17 @@ The claim.  epsilon at delta of the DP event jax_privacy's plan gives for the ru
 relation (:func:`.plan.event_epsilon`); dpaudit's ``dpsgd_curve(sigma, q, rounds)`` of the same
 composition is reported beside it (``dpsgd_curve_epsilon``).
 
-Null family of the verdict: ``"eps_delta"`` (default) -- the (epsilon, delta) trade-off curve
-at the claim, which every mechanism meeting the claim as stated lies above, so the verdict
-holds for any such mechanism with no assumption.  ``family="dpsgd"`` uses the claim's own
-DP-SGD family instead (``dpaudit.curves.accounting.dpsgd_family`` over the noise multiplier at
-(q, ceil(T / b)); valid too, tighter: for BandMF the claim *is* that composition, and zero-out
-and add/remove adjacency give the same pair of distributions for a Poisson-subsampled
-Gaussian).  It is not the default here because ``E.tight`` under that family fails (a NaN in
-the root search) on the near-perfect guesses of high-epsilon claims, e.g. n = 1000, r = 10,
-u = 0 at sigma = 1, q = 0.5, 16 rounds.
+Null family of the verdict: the claim's own, as on the Opacus path, decided by
+:class:`dpaudit.claim.Claim` (``Claim.dpsgd_claim``): DP-SGD curves over the noise multiplier
+at (q, ceil(T / b)) (``dpaudit.curves.accounting.dpsgd_family``; for BandMF the claim *is* that
+composition, and zero-out and add/remove adjacency give the same pair of distributions for a
+Poisson-subsampled Gaussian).  ``family="eps_delta"`` is valid too (looser); anything else is
+an assumption.  (The ``E.tight`` NaN that once kept ``eps_delta`` the default here no longer
+reproduces: n = 1000, r = 10, u = 0 at sigma = 1, q = 0.5, 16 rounds gives 1.2316.)  Under
+the DP-SGD family a row's number is the epsilon of the DP-SGD curve the run fails to meet; the
+run's own epsilon (valid for any mechanism) is ``any_mechanism_epsilon``.  A configuration error
+showing the run did less than the claim (less noise, more steps, a larger q) is a violation
+(:func:`dpaudit.claim.falsified_by`).
 """
 
 from __future__ import annotations
@@ -37,8 +39,8 @@ from typing import Any
 import numpy as np
 
 from dpaudit.canaries import Claim, ClaimCheck, check_claim
-from dpaudit.curves.accounting import dpsgd_family
-from dpaudit.curves.families import claim_family
+from dpaudit.claim import Claim as AuditClaim
+from dpaudit.claim import falsified_by
 from dpaudit.estimators.one_run import ONE_RUN_METHODS, audit_one_run
 from dpaudit.observations import MembershipObservations
 from dpaudit.outcome import Audit
@@ -62,7 +64,7 @@ __all__ = ["JaxTrainAudit", "audit_scores", "train_audit_jax", "jax_train_audit_
            "FAMILY", "dpsgd_curve_epsilon", "null_family", "run_claim_checks", "run_cli_audit",
            "summary_lines"]
 
-FAMILY = "eps_delta"
+FAMILY = "dpsgd"
 
 
 @dataclass(frozen=True, eq=False)
@@ -84,6 +86,10 @@ class JaxTrainAudit(TrainingAuditOutcome):
     observations: MembershipObservations | None = None
     compared: dict[str, float] = field(default_factory=dict)
     claim_checks: list[ClaimCheck] = field(default_factory=list)
+    #: the run's own epsilon lower bound valid for any mechanism (tight, (eps, delta) null)
+    any_mechanism_epsilon: float | None = None
+    #: the claim tested (:class:`dpaudit.claim.Claim`)
+    claim: AuditClaim | None = None
 
     @property
     def checks(self) -> list[ClaimCheck]:
@@ -94,8 +100,11 @@ class JaxTrainAudit(TrainingAuditOutcome):
         """The typed outcome (:class:`dpaudit.outcome.Audit`, the verdict worded once); its
         ``to_dict()`` is the ``train-audit --framework jax --json`` document."""
         settings = {k: v for k, v in self.settings.items() if k != "null"}
-        return Audit.of(self.results, self.claimed_epsilon, observations=self.observations,
-                        settings=settings, extra=_jax_keys(self))
+        claim = self.claim if self.claim is not None else self.claimed_epsilon
+        return Audit.of(self.results, claim, observations=self.observations,
+                        settings=settings, extra=_jax_keys(self),
+                        falsified_by=falsified_by(self.claim_checks),
+                        any_mechanism_epsilon=self.any_mechanism_epsilon)
 
 
 def dpsgd_curve_epsilon(noise_multiplier: float, sampling_rate: float, rounds: int,
@@ -109,9 +118,9 @@ def dpsgd_curve_epsilon(noise_multiplier: float, sampling_rate: float, rounds: i
 def null_family(noise_multiplier: float, sampling_rate: float, rounds: int, delta: float,
                 claimed_epsilon: float) -> Any:
     """The claim's own null family: DP-SGD curves over the noise multiplier at
-    (q, rounds), anchored at the claimed epsilon (no assumption)."""
-    return claim_family(dpsgd_family(noise_multiplier, sampling_rate, rounds, delta,
-                                     claimed_epsilon=claimed_epsilon), delta)
+    (q, rounds), anchored at the claimed epsilon (no assumption); :meth:`Claim.null_family`."""
+    return AuditClaim.dpsgd_claim(noise_multiplier, sampling_rate, rounds, delta,
+                                  epsilon=claimed_epsilon).null_family()
 
 
 def audit_scores(member: Any, score: Any, *, noise_multiplier: float, sampling_rate: float,
@@ -123,9 +132,9 @@ def audit_scores(member: Any, score: Any, *, noise_multiplier: float, sampling_r
     and scores.  The claim is the epsilon of ``dp_event`` (jax_privacy's plan's event) when
     given, else of ceil(steps / bands) Poisson-subsampled Gaussians at
     (noise_multiplier, sampling_rate) -- the event jax_privacy builds for these settings.
-    ``family``: null family of the f-DP methods: ``"eps_delta"`` (default) or ``"dpsgd"``
-    (the claim's DP-SGD family), both valid for the claim (module docstring); anything else
-    is an assumption."""
+    ``family``: null family of the f-DP methods: ``"dpsgd"`` / None (default, the claim's
+    DP-SGD family) or ``"eps_delta"``, both valid for the claim (module docstring); anything
+    else is an assumption."""
     sigma = check_positive("noise_multiplier", noise_multiplier)
     q = check_probability("sampling_rate", sampling_rate, open_low=True)
     rounds = claim_rounds(steps, bands)
@@ -139,18 +148,24 @@ def audit_scores(member: Any, score: Any, *, noise_multiplier: float, sampling_r
                                                      sampling_prob=q)
     claimed = event_epsilon(dp_event, delta)
     reference = dpsgd_curve_epsilon(sigma, q, rounds, delta)
-    if family is None:
-        family = FAMILY
-    fam = null_family(sigma, q, rounds, delta, claimed) if family == "dpsgd" else family
+    claim = AuditClaim.dpsgd_claim(sigma, q, rounds, delta, epsilon=claimed, family=family)
+    fam = claim.null_family()
     results = audit_one_run(np.asarray(member), np.asarray(score), delta=delta,
                             confidence=confidence, methods=tuple(methods), family=fam,
                             seed=seed)
-    name = getattr(fam, "name", fam if isinstance(fam, str) else repr(fam))
+    any_eps = None
+    if claim.family is None:
+        # as on the Opacus path: the run's own epsilon, valid for any mechanism
+        any_eps = float(audit_one_run(np.asarray(member), np.asarray(score), delta=delta,
+                                      confidence=confidence, methods=("tight",),
+                                      family="eps_delta", seed=seed)[0].epsilon)
     return JaxTrainAudit(results, claimed, reference, delta, confidence, threat,
-                         settings={"family": name, "null": fam, "noise_multiplier": sigma,
+                         settings={"family": claim.family_name, "null": fam,
+                                   "noise_multiplier": sigma,
                                    "sampling_rate": q, "steps": steps, "bands": bands,
                                    "rounds": rounds, "dp_event": repr(dp_event)},
-                         observations=MembershipObservations.from_arrays(member, score))
+                         observations=MembershipObservations.from_arrays(member, score),
+                         any_mechanism_epsilon=any_eps, claim=claim)
 
 
 def train_audit_jax(config: JaxTrainingConfig, *, delta: float = 1e-5,
@@ -177,7 +192,8 @@ def train_audit_jax(config: JaxTrainingConfig, *, delta: float = 1e-5,
             compared[name] = float(r[0].epsilon)
     return JaxTrainAudit(a.results, a.claimed_epsilon, a.dpsgd_curve_epsilon, delta,
                          confidence, config.threat, run, {**config.to_dict(), **a.settings},
-                         a.observations, compared, run_claim_checks(run))
+                         a.observations, compared, run_claim_checks(run),
+                         a.any_mechanism_epsilon, a.claim)
 
 
 def run_claim_checks(run: JaxTrainingRun) -> list[ClaimCheck]:
@@ -219,6 +235,7 @@ def _jax_keys(audit: JaxTrainAudit) -> dict[str, Any]:
         "scores_compared": dict(audit.compared),
         "configuration_errors": audit.configuration_errors,
         "claim_checks": [c.to_dict() for c in audit.claim_checks],
+        "any_mechanism_epsilon": audit.any_mechanism_epsilon,
     }
     obs = audit.observations
     if obs is not None:  # per-canary scores: `dpaudit report` draws the ROC from them
