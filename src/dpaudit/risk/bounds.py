@@ -363,7 +363,8 @@ def thm35_tail(priors: Any, epsilon: Any, delta: Any, *, delta_multiplier: float
     Args:
       priors: p*_i = max_z Pr_{X ~ D_i}[l_i(X, z) = 1], the a-priori best-guess success of each
         target (see :mod:`dpaudit.risk.priors`), in [0, 1].
-      epsilon, delta: the (eps, delta)-DP guarantee (eps >= 0, delta in [0, 1)).
+      epsilon: the (eps, delta)-DP guarantee's eps (>= 0).
+      delta: its delta (in [0, 1)).
       delta_multiplier: m (1 = paper; 2 = Steinke et al.'s code).
       method: Poisson-binomial method.
     """
@@ -490,7 +491,9 @@ def cor34_tail(prior_samples: Any, epsilon: Any, delta: Any, *,
 
     Args:
       prior_samples: array (R, n) (or (R,) for a single target) of p_i^(r), in [0, 1].
-      epsilon, delta, delta_multiplier: as in :func:`thm35_tail`.
+      epsilon: as in :func:`thm35_tail`.
+      delta: as in :func:`thm35_tail`.
+      delta_multiplier: as in :func:`thm35_tail`.
     """
     arr = np.asarray(prior_samples, dtype=float)
     if arr.ndim == 1:
@@ -529,7 +532,8 @@ def cor34_monte_carlo(simulate: Callable[[np.random.Generator], Any], epsilon: A
       simulate: ``simulate(rng) -> p`` runs one attack game (sample X ~ D, a ~ M(X),
         z = A(a)) and returns the n prior success probabilities p_i(z) of the attempt.
       runs: number R of independent runs (>= 1).
-      seed / rng: randomness (explicit; ``rng`` wins if both are given).
+      seed: randomness (explicit; ``rng`` wins if both are given).
+      rng: a generator, used instead of ``seed`` when given.
     """
     runs = check_count("runs", runs, minimum=1)
     gen = rng if rng is not None else np.random.default_rng(seed)
