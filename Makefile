@@ -35,6 +35,7 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed-dev browser
 	$(BIN)/ruff check .
+	$(MAKE) typecheck
 	$(BIN)/python -m pytest -n 2 -q --ignore=tests/zoo
 	$(MAKE) docs
 	$(MAKE) zoo-test

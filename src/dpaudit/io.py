@@ -28,7 +28,9 @@ import math
 import os
 import stat
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 
@@ -166,7 +168,7 @@ def read_json(path: str | Path, what: str = "JSON file") -> object:
         raise ValueError(f"{what} {p.name}: JSON nested too deeply") from None
 
 
-def _from_columns(cols: dict[str, object], source: str) -> MembershipObservations:
+def _from_columns(cols: Mapping[str, object], source: str) -> MembershipObservations:
     missing = [c for c in ("member", "score") if c not in cols]
     if missing:
         have = ", ".join(sorted(cols)) or "none"
@@ -243,7 +245,7 @@ def _load_csv(path: Path) -> MembershipObservations:
     return MembershipObservations.from_arrays(data[:, 0], data[:, 1])
 
 
-def _npy_header(fh: object, version: tuple[int, int]) -> tuple[tuple[int, ...], bool, np.dtype]:
+def _npy_header(fh: IO[bytes], version: tuple[int, int]) -> tuple[tuple[int, ...], bool, np.dtype]:
     fmt = np.lib.format
     if version == (1, 0):
         return fmt.read_array_header_1_0(fh)
@@ -300,7 +302,7 @@ def read_npz(path: str | Path, what: str = "file", keys: tuple[str, ...] | None 
         raise ValueError(f"{p}: not a readable .npz file ({msg})") from None
 
 
-def _read_npz(path: Path, what: str, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
+def _read_npz(path: Path, what: str, keys: tuple[str, ...]) -> dict[str, np.ndarray | None]:
     arrays, names = read_npz(path, what, keys)
     return {**dict.fromkeys(names), **arrays}
 

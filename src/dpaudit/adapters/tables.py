@@ -188,8 +188,8 @@ def read_table(path: str | Path, *, member_col: str = "member", score_col: str =
     """Observations from a CSV, Parquet, .npz or JSON file with named columns."""
     p = _existing(path)
     suffix = p.suffix.lower()
-    kw = {"member_col": member_col, "score_col": score_col, "group_col": group_col,
-          "aggregate": aggregate}
+    kw: dict[str, Any] = {"member_col": member_col, "score_col": score_col,
+                          "group_col": group_col, "aggregate": aggregate}
     if suffix in (".parquet", ".pq"):
         return read_parquet(p, **kw)
     wanted = [c for c in (member_col, score_col, group_col) if c is not None]

@@ -108,7 +108,7 @@ def maybe_write_report(path: str | Path | None, fmt: str, payload: Any, *,
         return None
     from dpaudit.io import check_output_path
 
-    check_output_path(path, *(i for i in inputs if isinstance(i, (str, os.PathLike))),
+    check_output_path(path, *(Path(i) for i in inputs if isinstance(i, (str, os.PathLike))),
                       what="report")
     command, params = _context()
     st = {**params, **(settings or {})}

@@ -54,7 +54,7 @@ def gdp_epsilon(mu: float, delta: float) -> float:
         return 0.0
     z = max(float(-ndtri(delta)), 0.0)
     hi = mu * mu / 2 + mu * z + 1.0
-    return solve_monotone(lambda e: gdp_log_delta(mu, e), target, 0.0, hi, xtol=1e-12,
+    return solve_monotone(lambda e: float(gdp_log_delta(mu, e)), target, 0.0, hi, xtol=1e-12,
                           max_hi=1e300)
 
 

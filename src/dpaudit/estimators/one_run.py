@@ -310,11 +310,11 @@ def audit_one_run(member: Any, score: Any, delta: float = 1e-5, confidence: floa
                    "unadjusted_p_value": chosen.p_value}
         results.append(dataclasses.replace(chosen, confidence=gamma, p_value=p_adj,
                                            settings=settings, details=details))
-    rows = {r.method: r for r in results}
+    by_method = {r.method: r for r in results}
     for m in dist:
-        rows[m] = _distribution_row(m, obs, delta, gamma, 1.0 - alpha_method,
+        by_method[m] = _distribution_row(m, obs, delta, gamma, 1.0 - alpha_method,
                                     bool(simultaneous))
-    return [rows[m] for m in methods_all]
+    return [by_method[m] for m in methods_all]
 
 
 def _distribution_row(method: str, obs: MembershipObservations, delta: float, gamma: float,
