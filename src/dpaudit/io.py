@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import IO
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpaudit.observations import LiftedObservations, MembershipObservations
 
@@ -341,7 +342,7 @@ def _no_boolean_scores(score: object, path: Path) -> None:
 INVERTED_Z = 3.0
 
 
-def score_direction_warning(member: object, score: object, source: str,
+def score_direction_warning(member: ArrayLike, score: ArrayLike, source: str,
                             stored_auc: float | None = None) -> str | None:
     """A warning when the scores look sign-inverted, else None.
 
