@@ -2,7 +2,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench browser clean zoo-test
+.PHONY: demo test lint typecheck docs bench browser clean zoo-test
 
 $(BIN)/activate:
 	$(PY) -m venv $(VENV)
@@ -35,7 +35,9 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed-dev browser
 	$(BIN)/ruff check .
+	$(MAKE) typecheck
 	$(BIN)/python -m pytest -n 2 -q --ignore=tests/zoo
+	$(MAKE) docs
 	$(MAKE) zoo-test
 
 # The zoo's libraries (extra `zoo`, pinned) live in their own venv: diffprivlib 0.6.6 needs
@@ -53,8 +55,16 @@ zoo-test: $(VENV_ZOO)/.installed-zoo
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 
+# mypy on src/dpaudit (configuration: [tool.mypy] in pyproject.toml).
+typecheck: $(VENV)/.installed-dev
+	$(BIN)/mypy
+
+# The documentation site (mkdocs.yml): warnings are errors; output in site/ (not committed).
+docs: $(VENV)/.installed-dev
+	$(BIN)/mkdocs build --strict --quiet
+
 bench: $(VENV)/.installed-dev
 	for f in benchmarks/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
 clean:
-	rm -rf $(VENV) $(VENV_ZOO) build *.egg-info src/*.egg-info
+	rm -rf $(VENV) $(VENV_ZOO) build site .mypy_cache *.egg-info src/*.egg-info

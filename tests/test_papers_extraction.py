@@ -220,3 +220,14 @@ def test_posterior_attack_matches_closed_form_optimum(corpus: list[str], eps: fl
     se = res.row()["attack_rate_se"]
     assert abs(res.attack_rate - opt) < 4 * se
     assert opt <= res.mmc_rate_bound() <= res.thm35_rate_bound()
+
+
+def test_digit_secret_prior_with_explicit_length():
+    """``length`` given explicitly (it used to raise TypeError: check_count's minimum is
+    keyword-only; found by mypy); it must agree with the length inferred from the size."""
+    probs = np.full(100, 0.01)
+    a = digit_secret_prior(probs, length=2)
+    b = digit_secret_prior(probs)
+    assert np.array_equal(a.probs, b.probs)
+    with pytest.raises(ValueError, match="10\\^length"):
+        digit_secret_prior(probs, length=3)

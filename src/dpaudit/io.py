@@ -29,9 +29,12 @@ import math
 import os
 import stat
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
+from typing import IO
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpaudit.observations import LiftedObservations, MembershipObservations
 from dpaudit.output import check_output_target, note_input, reset_inputs
@@ -141,7 +144,7 @@ def read_json(path: str | Path, what: str = "JSON file") -> object:
         raise ValueError(f"{what} {p.name}: JSON nested too deeply") from None
 
 
-def _from_columns(cols: dict[str, object], source: str) -> MembershipObservations:
+def _from_columns(cols: Mapping[str, object], source: str) -> MembershipObservations:
     missing = [c for c in ("member", "score") if c not in cols]
     if missing:
         have = ", ".join(sorted(cols)) or "none"
@@ -218,7 +221,7 @@ def _load_csv(path: Path) -> MembershipObservations:
     return MembershipObservations.from_arrays(data[:, 0], data[:, 1])
 
 
-def _npy_header(fh: object, version: tuple[int, int]) -> tuple[tuple[int, ...], bool, np.dtype]:
+def _npy_header(fh: IO[bytes], version: tuple[int, int]) -> tuple[tuple[int, ...], bool, np.dtype]:
     fmt = np.lib.format
     if version == (1, 0):
         return fmt.read_array_header_1_0(fh)
@@ -275,7 +278,7 @@ def read_npz(path: str | Path, what: str = "file", keys: tuple[str, ...] | None 
         raise ValueError(f"{p}: not a readable .npz file ({msg})") from None
 
 
-def _read_npz(path: Path, what: str, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
+def _read_npz(path: Path, what: str, keys: tuple[str, ...]) -> dict[str, np.ndarray | None]:
     arrays, names = read_npz(path, what, keys)
     return {**dict.fromkeys(names), **arrays}
 
@@ -336,7 +339,7 @@ def _no_boolean_scores(score: object, path: Path) -> None:
 INVERTED_Z = 3.0
 
 
-def score_direction_warning(member: object, score: object, source: str,
+def score_direction_warning(member: ArrayLike, score: ArrayLike, source: str,
                             stored_auc: float | None = None) -> str | None:
     """A warning when the scores look sign-inverted, else None.
 

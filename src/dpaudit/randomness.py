@@ -52,6 +52,7 @@ Streams (the derivations are frozen: changing one changes every seeded result):
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -171,7 +172,7 @@ class TrialStreams:
         self._bg = np.random.Philox(key=np.array(key, np.uint64))
         self._gen = np.random.Generator(self._bg)
         self._ctr = [0, 0, 0, 0]
-        self._state = {"bit_generator": "Philox",
+        self._state: Any = {"bit_generator": "Philox",
                        "state": {"counter": self._ctr, "key": key},
                        "buffer": [0, 0, 0, 0], "buffer_pos": 4, "has_uint32": 0,
                        "uinteger": 0}

@@ -82,7 +82,7 @@ def chandrupatla(f: Callable[[np.ndarray, np.ndarray], np.ndarray], a: np.ndarra
     res["status"] = np.ones(n, dtype=np.int64)
     idx = np.arange(n)
     t: np.ndarray | float = 0.5
-    x3 = f3 = np.zeros(0)
+    x3 = f3 = dx = tol = np.zeros(0)
 
     def check() -> np.ndarray:
         nonlocal dx, tol
@@ -139,9 +139,10 @@ def chandrupatla(f: Callable[[np.ndarray, np.ndarray], np.ndarray], a: np.ndarra
             alpha = (x3 - x1) / (x2 - x1)
             j = ((1 - np.sqrt(1 - xi1)) < phi1) & (phi1 < np.sqrt(xi1))
             f1j, f2j, f3j, alphaj = f1[j], f2[j], f3[j], alpha[j]
-            t = np.full_like(alpha, 0.5)
-            t[j] = (f1j / (f1j - f2j) * f3j / (f3j - f2j)
-                    - alphaj * f1j / (f3j - f1j) * f2j / (f2j - f3j))
+            t_arr = np.full_like(alpha, 0.5)
+            t_arr[j] = (f1j / (f1j - f2j) * f3j / (f3j - f2j)
+                        - alphaj * f1j / (f3j - f1j) * f2j / (f2j - f3j))
+            t = t_arr
     return res
 
 

@@ -92,7 +92,8 @@ def assert_dp(mechanism: Callable[[Any, np.random.Generator], Any],
       mechanism: ``mechanism(dataset, rng) -> output``.
       neighbours: ``neighbours(rng) -> (D0, D1)``; D1 holds the canary.
       score: ``score(output) -> float``, higher = "D1 was used".
-      epsilon, delta: the claim under test.
+      epsilon: the claimed epsilon under test.
+      delta: the claimed delta.
       trials: independent runs (default 10,000; the power grows with it).
       confidence: probability the bound holds (false-failure rate <= 1 - confidence).
       seed: the audit's seed (the trials' random streams; deterministic).

@@ -211,8 +211,8 @@ def _read_table(path: str | Path, *, member_col: str, score_col: str, group_col:
                 aggregate: str | None) -> MembershipObservations:
     p = _existing(path)
     suffix = p.suffix.lower()
-    kw = {"member_col": member_col, "score_col": score_col, "group_col": group_col,
-          "aggregate": aggregate}
+    kw: dict[str, Any] = {"member_col": member_col, "score_col": score_col,
+                          "group_col": group_col, "aggregate": aggregate}
     if suffix in (".parquet", ".pq"):
         return read_parquet(p, **kw)
     wanted = [c for c in (member_col, score_col, group_col) if c is not None]

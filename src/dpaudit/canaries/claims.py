@@ -148,7 +148,7 @@ def _batch_checks(claim: Claim, facts: RunFacts) -> list[ClaimCheck]:
     out: list[ClaimCheck] = []
     n = facts.dataset_size
     if n is None and facts.expected_batch_size is not None:
-        n_eff = facts.expected_batch_size / q  # what the optimizer's divisor implies
+        n_eff: float | None = facts.expected_batch_size / q  # what the optimizer's divisor implies
     else:
         n_eff = n
     if b.size >= 2 and n_eff is not None and q < 1:

@@ -9,8 +9,9 @@ from collections.abc import Sequence
 
 __all__ = ["OPTION_ALIASES", "rewrite_aliases", "normalize_name"]
 
-#: Old option spellings, per command path, kept as hidden aliases for one release (0.2 removes
-#: them).  Keys are the command path ("bound tight"); values map old -> new spelling.
+#: Old option spellings, per command path, kept as hidden aliases (deprecated in 0.2.0, removed
+#: in 0.3.0: CHANGELOG.md).  Keys are the command path ("bound tight"); values map old -> new
+#: spelling.
 OPTION_ALIASES: dict[str, dict[str, str]] = {
     "bound tight": {"--n": "--canaries", "--r": "--guesses", "--u": "--wrong"},
     "bound bits": {"--n": "--canaries", "--errors": "--wrong"},

@@ -7,6 +7,7 @@ The ``.npz`` file holds arrays ``x`` (trials x K, 0/1 tests of the inserted cana
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -51,7 +52,7 @@ def lifted_cmd(
         raise ValueError("--exact-eq18 applies to --interval wilson --order 4 only")
     obs = load_lifted(path)
     x, y = obs.x, obs.y
-    opts = {"exact_eq18": True} if exact_eq18 else {}
+    opts: dict[str, Any] = {"exact_eq18": True} if exact_eq18 else {}
     r = lifted(x, y, delta=delta, confidence=confidence, interval=interval, order=order,
                symmetric=symmetric, **opts)
     d = r.details

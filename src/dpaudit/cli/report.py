@@ -117,7 +117,8 @@ def report_cmd(
         if obs is None and isinstance(own, Mapping) and {"member", "score"} <= set(own):
             from dpaudit.observations import MembershipObservations
 
-            pobs = MembershipObservations.from_arrays(own["member"], own["score"])
+            pobs: MembershipObservations | None = MembershipObservations.from_arrays(
+                own["member"], own["score"])
         else:
             pobs = obs
         try:

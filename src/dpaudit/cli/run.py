@@ -55,7 +55,8 @@ def load_audit(spec: str) -> Any:
 
         try:
             sig = inspect.signature(obj)
-            required = [p for p in sig.parameters.values() if p.default is p.empty and
+            required: list[object] = [
+                p for p in sig.parameters.values() if p.default is p.empty and
                         p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
         except (TypeError, ValueError):  # builtins without a signature
             required = ["?"]

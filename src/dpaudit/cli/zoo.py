@@ -10,10 +10,15 @@ skipped with the reason.  Each entry's final trials can go to a durable trial st
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from dpaudit.cli.common import app, console, print_json
+
+if TYPE_CHECKING:
+    from dpaudit.zoo.audit import ZooResult
+    from dpaudit.zoo.run import ZooRun
 
 
 @app.command("zoo")
@@ -52,12 +57,12 @@ def zoo_cmd(
     cmd = f"dpaudit zoo --trials {trials} --seed {seed}" + \
         (f" --only {only}" if only else "") + (f" --out {out}" if out else "")
 
-    def show(r: object) -> None:
+    def show(r: ZooResult) -> None:
         if not as_json:
             console.print(f"{r.key}: eps >= {r.epsilon_lb:.3f} (tested {r.tested_epsilon:.4g})"
                           f" -> {r.verdict}")
 
-    def partial(run: object) -> None:
+    def partial(run: ZooRun) -> None:
         # the report so far, rewritten after every entry (an interrupted run keeps it)
         if out is not None:
             write_text(out, markdown(run, command=cmd + "  (in progress)"), what="--out")

@@ -379,10 +379,10 @@ def _dpsgd_family(noise_multiplier: float, sampling_rate: float, steps: int, del
     if claimed_epsilon is None:
         claimed_epsilon = dpsgd_curve(sigma, q, t).epsilon(delta)
     claimed_epsilon = check_nonnegative("claimed_epsilon", claimed_epsilon)
-    nodes = [(f, _node(sigma / f, q, t, delta, vdi)) for f in fs]
+    all_nodes = [(f, _node(sigma / f, q, t, delta, vdi)) for f in fs]
     # nodes beyond DPSGD_FAMILY_MAX_EPS add nothing an audit can resolve (the family's ceiling
     # is then the last node below it)
-    nodes = [(f, nd) for f, nd in nodes if nd is not None and math.isfinite(nd[1])
+    nodes = [(f, nd) for f, nd in all_nodes if nd is not None and math.isfinite(nd[1])
              and (f <= 1.0 or nd[1] <= DPSGD_FAMILY_MAX_EPS)]
     if not any(f == 1.0 for f, _ in nodes):
         raise ValueError(f"dpsgd_family: the claim (noise_multiplier={sigma:g}, "

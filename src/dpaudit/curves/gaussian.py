@@ -56,7 +56,7 @@ def gdp_epsilon(mu: float, delta: float) -> float:
     hi = mu * mu / 2 + mu * z + 1.0
     if not math.isfinite(hi):  # mu > ~1e154: eps is beyond the float range
         return math.inf
-    return solve_monotone(lambda e: gdp_log_delta(mu, e), target, 0.0, hi, xtol=1e-12,
+    return solve_monotone(lambda e: float(gdp_log_delta(mu, e)), target, 0.0, hi, xtol=1e-12,
                           max_hi=1e300)
 
 

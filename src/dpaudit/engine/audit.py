@@ -167,7 +167,8 @@ def run_audit(audit: Any, *, trials: int, seed: int, executor: str | Executor = 
       store: SQLite trial store (durable, resumable); resume: continue the audit in it.
       sequential: stop as soon as a violation of ``claimed_epsilon`` is established.
       claimed_epsilon: the claim under test (required when ``sequential``).
-      delta, confidence: the claim's delta and the probability the verdict/bound holds.
+      delta: the claim's delta.
+      confidence: the probability the verdict/bound holds.
       threshold: threshold strategy of the fixed-n audit (see ``estimators.multi_run``).
       retries: extra attempts for a failing trial; failed trials are reported, not dropped.
       trial_timeout: seconds one attempt of a trial may run (None: no limit); a trial that

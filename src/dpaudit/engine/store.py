@@ -44,7 +44,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -126,7 +126,7 @@ class _Guard:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, typ: Any, exc: BaseException | None, tb: Any) -> bool:
+    def __exit__(self, typ: Any, exc: BaseException | None, tb: Any) -> Literal[False]:
         if exc is None or not isinstance(exc, sqlite3.Error):
             return False
         if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):

@@ -230,7 +230,7 @@ def aci_literal(errors: int, n: int, confidence: float, *, max_iter: int = 200) 
     ebar = k / n
     p_l, p_r = 0.001, 0.5
     p = 0.5 * (p_l + p_r)
-    v = aci_radius(p, n, gamma)
+    v = float(aci_radius(p, n, gamma))
     it = 0
     while abs(p - (ebar + v)) > 1e-4:
         if it >= max_iter:
@@ -240,7 +240,7 @@ def aci_literal(errors: int, n: int, confidence: float, *, max_iter: int = 200) 
         else:
             p_l = p
         p = 0.5 * (p_l + p_r)
-        v = aci_radius(p, n, gamma)
+        v = float(aci_radius(p, n, gamma))
         it += 1
     return p
 

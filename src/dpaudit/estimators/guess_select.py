@@ -142,7 +142,7 @@ def _classify(s: np.ndarray, w: np.ndarray) -> np.ndarray:
     than a binary search per entry), ``searchsorted`` for many."""
     top = w.size - 1
     if w.size <= 64:
-        j = np.zeros(s.size, dtype=np.uint8)
+        j: np.ndarray = np.zeros(s.size, dtype=np.uint8)
         gt = np.empty(s.size, dtype=bool)
         for x in w:
             np.greater(s, x, out=gt)

@@ -46,6 +46,7 @@ Two estimators:
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -143,7 +144,8 @@ def hockey_stick(member: Any, score: Any, delta: float = 1e-5, confidence: float
     if not (np.isfinite(e_up[best_up]) or np.isfinite(e_lo[best_lo])):
         # no grid threshold has any in-score beyond it (e.g. every score tied): no evidence
         eps_raw = -math.inf
-        chosen = {"direction": "none (no grid threshold separates the scores)"}
+        chosen: dict[str, str | float] = {
+            "direction": "none (no grid threshold separates the scores)"}
     elif e_up[best_up] >= e_lo[best_lo]:
         eps_raw = float(e_up[best_up])
         jj = int(jpos[best_up])
@@ -215,8 +217,8 @@ def hockey_stick_histogram(member: Any, score: Any, delta: float = 1e-5, *,
     for a, b in ((p, q), (q, p)):
         if histogram_hockey_stick_delta(0.0, a, b) <= delta:
             continue
-        e = float(invert_decreasing(lambda x, a=a, b=b: histogram_hockey_stick_delta(x, a, b),
-                                    delta, 0.0, _EPS_MAX))
+        fn = partial(histogram_hockey_stick_delta, p_mass=a, q_mass=b)
+        e = float(invert_decreasing(fn, delta, 0.0, _EPS_MAX))
         eps = max(eps, e)
     return AuditResult(
         epsilon=eps, delta=delta, confidence=math.nan, method="hockey_stick_histogram",

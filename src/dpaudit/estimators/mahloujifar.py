@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from scipy import special
@@ -98,13 +98,13 @@ def _binv_many(curves: Sequence[Curve]) -> Callable[[np.ndarray, np.ndarray], np
     """B^{-1} for many candidate curves at once: fn(y, idx) evaluates curve idx[j] at y[j]."""
     sym = [_symmetric(c) for c in curves]
     if all(isinstance(c, GaussianDP) for c in sym):
-        mus = np.array([c.mu for c in sym])
+        mus = np.array([cast(GaussianDP, c).mu for c in sym])
         return lambda y, idx: special.ndtr(special.ndtri(np.clip(y, 0.0, 1.0)) - mus[idx])
 
-    if all(isinstance(c, SubsampledGaussianDP) and c.symmetrized for c in sym) and \
-            len({c.q for c in sym}) == 1:
-        mus_s = np.array([c.mu for c in sym])
-        q = sym[0].q
+    ss = [c for c in sym if isinstance(c, SubsampledGaussianDP)]
+    if len(ss) == len(sym) and all(c.symmetrized for c in ss) and len({c.q for c in ss}) == 1:
+        mus_s = np.array([c.mu for c in ss])
+        q = ss[0].q
         return lambda y, idx: sgm_tradeoff(mus_s[idx], q, 1.0 - np.clip(y, 0.0, 1.0),
                                            symmetrized=True)
 
@@ -221,10 +221,10 @@ def _binv_family(fam: Family, thetas: np.ndarray) -> tuple[Bind, Linear | None]:
             return fn
         return bind_eps_delta, _linear_piece(ex_d, emx_d, d0)
     curves = [_symmetric(fam.curve(float(t))) for t in thetas.tolist()]
-    if all(isinstance(c, SubsampledGaussianDP) for c in curves) and \
-            len({(c.q, c.symmetrized) for c in curves}) == 1:
-        mus_s = np.array([c.mu for c in curves])
-        q, sym = curves[0].q, curves[0].symmetrized
+    sgm = [c for c in curves if isinstance(c, SubsampledGaussianDP)]
+    if len(sgm) == len(curves) and len({(c.q, c.symmetrized) for c in sgm}) == 1:
+        mus_s = np.array([c.mu for c in sgm])
+        q, sym = sgm[0].q, sgm[0].symmetrized
 
         def bind_sgm(sel: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
             mu = mus_s[sel]

@@ -108,7 +108,7 @@ def gdp_mu_from_rates(tpr_lo: Any, tpr_hi: Any, fpr_lo: Any, fpr_hi: Any,
 
 
 def _rate_bounds(tp: np.ndarray, n_pos: int, fp: np.ndarray, n_neg: int, fail: float,
-                 direction: str) -> tuple[np.ndarray, ...]:
+                 direction: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Clopper-Pearson bounds on TPR and FPR spending ``fail`` in total (union bound)."""
     if direction == "both":
         tpr_lo, tpr_hi = clopper_pearson(tp, n_pos, 1 - fail / 2, "two-sided")

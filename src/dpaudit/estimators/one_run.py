@@ -331,11 +331,11 @@ def audit_one_run(member: Any, score: Any, delta: float = 1e-5, confidence: floa
                    "unadjusted_p_value": chosen.p_value}
         results.append(dataclasses.replace(chosen, confidence=gamma, p_value=p_adj,
                                            settings=settings, details=details))
-    rows = {r.method: r for r in results}
+    by_method = {r.method: r for r in results}
     for m in dist:
-        rows[m] = _distribution_row(m, obs, delta, gamma, 1.0 - alpha_method,
-                                    bool(simultaneous))
-    out = [rows[m] for m in methods_all]
+        by_method[m] = _distribution_row(m, obs, delta, gamma, 1.0 - alpha_method,
+                                         bool(simultaneous))
+    out = [by_method[m] for m in methods_all]
     claim = None
     if claimed_epsilon is not None:
         claim = Claim.of(claimed_epsilon, delta, assume=assume,

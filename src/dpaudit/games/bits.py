@@ -102,7 +102,7 @@ class CanaryGenerator:
             return self.canaries[i]
         return NULL if self.alternatives is None else self.alternatives[i]
 
-    def dataset(self, bits: np.ndarray, indices: Sequence[int]) -> list[Any]:
+    def dataset(self, bits: np.ndarray, indices: Sequence[int] | np.ndarray) -> list[Any]:
         """The audit records of the canaries ``indices`` (null objects dropped)."""
         recs = [self.record(int(i), bool(bits[int(i)])) for i in indices]
         return [r for r in recs if r is not NULL]

@@ -6,10 +6,13 @@ The one-run DP-SGD part is :func:`dpaudit.games.audit.demo_dpsgd_run`.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from dpaudit.curves.calibration import gdp_mu
 from dpaudit.estimators.multi_run import multi_run
+from dpaudit.results import AuditResult
 
 __all__ = ["gaussian_mu_for_epsilon", "multi_run_demo_data", "multi_run_demo", "TRAINING_DEMO"]
 
@@ -32,7 +35,7 @@ def multi_run_demo_data(claimed_epsilon: float = 2.0, delta: float = 1e-5,
 
 
 def multi_run_demo(claimed_epsilon: float = 2.0, delta: float = 1e-5, trials: int = 100_000,
-                   noise_scale_bug: float = 1.0, seed: int = 0) -> tuple[float, object]:
+                   noise_scale_bug: float = 1.0, seed: int = 0) -> tuple[float, AuditResult]:
     """Multi-run audit of a Gaussian sum query (sensitivity 1) calibrated to the claim.
 
     ``noise_scale_bug`` < 1 simulates noise calibrated to a too-small sensitivity: the
@@ -45,5 +48,5 @@ def multi_run_demo(claimed_epsilon: float = 2.0, delta: float = 1e-5, trials: in
 
 
 #: the real-training part of the demo (about 15 s per run on a free core).
-TRAINING_DEMO = {"canaries": 300, "hidden": 128, "steps": 150, "sampling_rate": 0.05,
-                 "noise_multiplier": 1.0}
+TRAINING_DEMO: dict[str, Any] = {"canaries": 300, "hidden": 128, "steps": 150,
+                                 "sampling_rate": 0.05, "noise_multiplier": 1.0}

@@ -24,7 +24,7 @@ __all__ = ["smartnoise_primitives", "pipelinedp_primitives"]
 
 
 def _sn_release(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-    vals = args[0] if args else kwargs.get("vals")
+    vals: Any = args[0] if args else kwargs.get("vals")
     out: dict[str, Any] = {"epsilon": obj.epsilon, "delta": obj.delta, "value": list(vals)}
     if getattr(obj, "scale", None) is not None and str(obj.mechanism).endswith("laplace"):
         out["sensitivity"] = float(obj.scale) * float(obj.epsilon)

@@ -188,11 +188,11 @@ class DPSGDSimulator(SimulatedMechanism):
         return self.noise_multiplier
 
     @cached_property
-    def claimed_curve(self) -> Curve:  # type: ignore[override]
+    def claimed_curve(self) -> Curve:
         return dpsgd_curve(self.noise_multiplier, self.sampling_rate, self.steps)
 
     @cached_property
-    def curve(self) -> Curve:  # type: ignore[override]
+    def curve(self) -> Curve:
         """True guarantee (exact without background gradients; with them it is conservative).
 
         Note: for the backprop-clipping flaw the PLD with noise sigma/|B| can take tens of
@@ -254,13 +254,15 @@ class DPSGDSimulator(SimulatedMechanism):
             if want_lr:
                 lr += np.logaddexp(log1mq, logq + (y - 0.5) / s2).sum(axis=0)
             if reuse:
+                assert hi is not None and lo is not None
                 np.maximum(hi, y.max(axis=0), out=hi)
                 np.minimum(lo, y.min(axis=0), out=lo)
             done += k
         out: dict[str, np.ndarray] = {"sum": total * self.clip_norm}
         if want_lr:
-            out["lr"] = lr
+            out["lr"] = np.asarray(lr)
         if reuse:
+            assert hi is not None and lo is not None
             out["range"] = (hi - lo) * self.clip_norm
         return out
 

@@ -140,8 +140,9 @@ class SparseVector:
         rho = g.laplace(0.0, self.threshold_scale, (n, 1))
         noisy = a + (g.laplace(0.0, self.query_scale, (n, m)) if self.query_scale > 0 else 0.0)
         above = noisy >= t + rho
+        answered: np.ndarray
         if self.has_cutoff:
-            before = np.cumsum(above, axis=1) - above
+            before: np.ndarray = np.cumsum(above, axis=1) - above
             answered = before < self.cutoff
         else:
             answered = np.ones_like(above)

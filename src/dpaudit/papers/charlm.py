@@ -28,7 +28,9 @@ This module imports torch; nothing outside :mod:`dpaudit.training` does.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
+from functools import reduce
 
 import numpy as np
 import torch
@@ -144,7 +146,7 @@ def _per_example_grads(params: Params, x: torch.Tensor, y: torch.Tensor) -> Para
             "fc2.bias": d2}
 
 
-def dpsgd_train(template: CharMLP, params: Params, x: torch.Tensor, y: torch.Tensor,
+def dpsgd_train(template: CharMLP | None, params: Params, x: torch.Tensor, y: torch.Tensor,
                 options: DPSGDOptions, *, seed: int = 0,
                 mask: Params | None = None) -> Params:
     """Train M models at once with full-batch DP-SGD (see the module docstring).
@@ -167,7 +169,7 @@ def dpsgd_train(template: CharMLP, params: Params, x: torch.Tensor, y: torch.Ten
         g = _per_example_grads(p, x, y)  # {name: (M, B, ...)}
         if mask is not None:
             g = {k: v * mask[k] for k, v in g.items()}
-        sq = sum(v.flatten(2).pow(2).sum(-1) for v in g.values())  # (M, B)
+        sq = reduce(operator.add, (v.flatten(2).pow(2).sum(-1) for v in g.values()))  # (M, B)
         scale = torch.clamp(c / (sq.sqrt() + 1e-12), max=1.0)
         for k, v in g.items():
             summed = (v * scale.reshape(*scale.shape, *([1] * (v.ndim - 2)))).sum(1)

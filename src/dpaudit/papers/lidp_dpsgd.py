@@ -39,7 +39,9 @@ Only this package imports torch.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
+from functools import reduce
 
 import numpy as np
 import torch
@@ -88,7 +90,7 @@ class TrainSpec:
 
 
 def _init(spec: MLPSpec, m: int, gen: torch.Generator) -> list[tuple[torch.Tensor, ...]]:
-    layers = []
+    layers: list[tuple[torch.Tensor, ...]] = []
     for a, b in zip(spec.widths[:-1], spec.widths[1:], strict=True):
         bound = 1.0 / np.sqrt(a)  # nn.Linear's default
         w = (torch.rand((m, b, a), generator=gen) * 2 - 1) * bound
@@ -126,7 +128,8 @@ def _clipped_sum(layers: list[tuple[torch.Tensor, ...]], x: torch.Tensor, y: tor
         w = layers[i][0]
         delta = torch.einsum("mbo,moi->mbi", delta, w) * (acts[i] > 0)
         deltas.insert(0, delta)
-    sq = sum(d.pow(2).sum(-1) * (a.pow(2).sum(-1) + 1.0) for d, a in zip(deltas, acts, strict=True))
+    sq = reduce(operator.add, (d.pow(2).sum(-1) * (a.pow(2).sum(-1) + 1.0)
+                               for d, a in zip(deltas, acts, strict=True)))
     scale = torch.clamp(clip / (sq.sqrt() + 1e-12), max=1.0) * mask
     out = []
     for d, a in zip(deltas, acts, strict=True):
@@ -189,7 +192,7 @@ def train_many(spec: MLPSpec, train: TrainSpec, features: np.ndarray, labels: np
         flat = flat + torch.randn(flat.shape, generator=gen) * (s * c)
         step = train.learning_rate * flat / expected
         off = 0
-        new = []
+        new: list[tuple[torch.Tensor, ...]] = []
         for w, b in layers:
             nw, nb = w.shape[1] * w.shape[2], b.shape[1]
             new.append((w - step[:, off:off + nw].reshape(w.shape),

@@ -170,7 +170,7 @@ def roc_figures(m: ReportModel) -> tuple[dict[str, Any], dict[str, Any]]:
     roc = m.scores.roc
     auc = m.scores.auroc
     name = f"attack (AUROC {auc[0]:.3f})"
-    lin = {"data": [
+    lin: dict[str, Any] = {"data": [
         {"type": "scatter", "mode": "lines", "x": [0, 1], "y": [0, 1], "name": "chance",
          "line": {"color": COLORS["neutral"], "dash": "dot", "width": 1}, "hoverinfo": "skip"},
         {"type": "scatter", "mode": "lines", "x": _r(roc.fpr), "y": _r(roc.tpr), "name": name,
@@ -186,7 +186,7 @@ def roc_figures(m: ReportModel) -> tuple[dict[str, Any], dict[str, Any]]:
     hover = [f"FPR {'0' if f == 0 else f'{f:.3g}'}, TPR {t:.4g}"
              for f, t in zip(roc.fpr[pos], roc.tpr[pos], strict=True)]
     chance = np.geomspace(lo, 1.0, 50)
-    log = {"data": [
+    log: dict[str, Any] = {"data": [
         {"type": "scatter", "mode": "lines", "x": _r(chance), "y": _r(chance), "name": "chance",
          "line": {"color": COLORS["neutral"], "dash": "dot", "width": 1}, "hoverinfo": "skip"},
         {"type": "scatter", "mode": "lines", "x": _r(x[pos]), "y": _r(roc.tpr[pos]),

@@ -183,7 +183,7 @@ def render_png(models: Sequence[ReportModel] | ReportModel, path: str | Path, *,
         raise ValueError("render_png needs at least one report model")
     with plt.rc_context({"text.usetex": False}):
         fig = plt.figure(figsize=(15, CARD_HEIGHT_IN * len(ms)), layout=None)
-        subs = fig.subfigures(len(ms), 1) if len(ms) > 1 else [fig]
+        subs: Any = fig.subfigures(len(ms), 1) if len(ms) > 1 else [fig]
         for sf, m in zip(np.atleast_1d(subs), ms, strict=True):
             _card(sf, m)
         fig.savefig(path, dpi=dpi)

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import expit
 
 from dpaudit.risk.flipping import (
@@ -97,7 +98,7 @@ def _check_multiplier(m: Any) -> float:
     return v
 
 
-def _scalar_epsilon(epsilon: Any) -> float:
+def _scalar_epsilon(epsilon: ArrayLike) -> float:
     e = check_epsilon(epsilon)
     if not isinstance(e, float):
         raise ValueError(f"epsilon must be a single number >= 0, got {epsilon!r}")
@@ -129,16 +130,16 @@ class TailBound:
     stderr: np.ndarray | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
 
-    def sf(self, v: Any) -> np.ndarray | float:
+    def sf(self, v: ArrayLike) -> np.ndarray | float:
         """B(v) at (vectorised, real) v: 1 for v <= 0, 0 for v > n."""
         return _tail_at(self.tail, v)
 
-    def p_value(self, observed: Any) -> np.ndarray | float:
+    def p_value(self, observed: ArrayLike) -> np.ndarray | float:
         """Auditing mode: B(v_obs), the probability of at least ``observed`` successes under the
         claimed guarantee.  A small value refutes the claim (BWC notes §7.5)."""
         return self.sf(observed)
 
-    def v_ub(self, confidence: Any) -> np.ndarray | int:
+    def v_ub(self, confidence: ArrayLike) -> np.ndarray | int:
         """v_UB(c) = min{v in 0..n : B(v+1) <= 1 - c} (BWC notes §1.8(e)), vectorised over c."""
         return v_ub(self.tail, confidence)
 
@@ -152,7 +153,7 @@ class TailBound:
         }
 
 
-def v_ub(tail: Any, confidence: Any) -> np.ndarray | int:
+def v_ub(tail: ArrayLike, confidence: ArrayLike) -> np.ndarray | int:
     """v_UB(c) = min{v in 0..n : B(v+1) <= 1 - c} for a tail array B(0..n+1).
 
     At confidence c, the number of successful attacks is at most v_UB(c) (BWC notes §1.8(e);
@@ -171,7 +172,7 @@ def v_ub(tail: Any, confidence: Any) -> np.ndarray | int:
     return out if np.ndim(out) else int(out)
 
 
-def pure_tail(priors: Any, epsilon: Any, *, method: str = "auto") -> TailBound:
+def pure_tail(priors: ArrayLike, epsilon: ArrayLike, *, method: str = "auto") -> TailBound:
     """Thm 3.2 (pure eps-DP): B(v) = Pr[sum_i Bern(beta(p_i, eps)) >= v], v = 0..n+1.
 
     Conditional on any output a, the number of targets for which the attempt z = A(a) succeeds
@@ -314,7 +315,7 @@ def _alpha_all_tangent(tail: np.ndarray, chunk: int = 1 << 20, stride: int = 256
     return alpha
 
 
-def alpha_term(tail: Any, v: Any = None) -> np.ndarray:
+def alpha_term(tail: ArrayLike, v: ArrayLike | None = None) -> np.ndarray:
     """alpha(v) of Thm 3.5: max_{1<=j<=n} (T(v-j) - T(v)) / j with T(u) = 1 for u <= 0.
 
     Args:
@@ -351,8 +352,8 @@ def _thm35_from_tail(t: np.ndarray, n: int, delta: float, mult: float,
     return np.minimum.accumulate(b, out=b)
 
 
-def thm35_tail(priors: Any, epsilon: Any, delta: Any, *, delta_multiplier: float = 1.0,
-               method: str = "auto") -> TailBound:
+def thm35_tail(priors: ArrayLike, epsilon: ArrayLike, delta: ArrayLike, *,
+               delta_multiplier: float = 1.0, method: str = "auto") -> TailBound:
     """Thm 3.5 (approximate DP, attack-independent, one run): the full curve B(v), v = 0..n+1.
 
         B(v) = min(1, T*(v) + alpha(v) * m * n * delta),
@@ -363,7 +364,8 @@ def thm35_tail(priors: Any, epsilon: Any, delta: Any, *, delta_multiplier: float
     Args:
       priors: p*_i = max_z Pr_{X ~ D_i}[l_i(X, z) = 1], the a-priori best-guess success of each
         target (see :mod:`dpaudit.risk.priors`), in [0, 1].
-      epsilon, delta: the (eps, delta)-DP guarantee (eps >= 0, delta in [0, 1)).
+      epsilon: the (eps, delta)-DP guarantee's eps (>= 0).
+      delta: its delta (in [0, 1)).
       delta_multiplier: m (1 = paper; 2 = Steinke et al.'s code).
       method: Poisson-binomial method.
     """
@@ -385,7 +387,7 @@ def thm35_tail(priors: Any, epsilon: Any, delta: Any, *, delta_multiplier: float
                                "method": method})
 
 
-def thm35_bound(priors: Any, epsilon: Any, delta: Any, v: Any, *,
+def thm35_bound(priors: ArrayLike, epsilon: ArrayLike, delta: ArrayLike, v: ArrayLike, *,
                 delta_multiplier: float = 1.0, method: str = "auto") -> np.ndarray | float:
     """Thm 3.5 bound B(v) at the requested v only (O(n) per v; fast for n = 1e5 targets).
 
@@ -407,7 +409,7 @@ def thm35_bound(priors: Any, epsilon: Any, delta: Any, v: Any, *,
     return out if out.ndim else float(out)
 
 
-def thm35_v_ub(priors: Any, epsilon: Any, delta: Any, confidence: Any, *,
+def thm35_v_ub(priors: ArrayLike, epsilon: ArrayLike, delta: ArrayLike, confidence: ArrayLike, *,
                delta_multiplier: float = 1.0, method: str = "auto") -> np.ndarray | int:
     """v_UB(c) under Thm 3.5 without building the whole curve: binary search over v with the
     pointwise bound (O(n log n) per confidence), for very many targets (1e6 and more).
@@ -450,7 +452,8 @@ def thm35_v_ub(priors: Any, epsilon: Any, delta: Any, confidence: Any, *,
     return res if res.ndim else int(res)
 
 
-def thm33_tail(priors: Any, epsilon: Any, f_pmf: Any, *, method: str = "auto") -> np.ndarray:
+def thm33_tail(priors: ArrayLike, epsilon: ArrayLike, f_pmf: ArrayLike, *,
+               method: str = "auto") -> np.ndarray:
     """Thm 3.3 building block: Pr[F + sum_i S_i >= v] for v = 0..n+1, F independent of the S_i.
 
     F is the randomized function of the output in Thm 3.3 (BWC notes §1.5), given by its pmf
@@ -476,7 +479,7 @@ def thm33_tail(priors: Any, epsilon: Any, f_pmf: Any, *, method: str = "auto") -
     return np.minimum(out, 1.0)
 
 
-def cor34_tail(prior_samples: Any, epsilon: Any, delta: Any, *,
+def cor34_tail(prior_samples: ArrayLike, epsilon: ArrayLike, delta: ArrayLike, *,
                delta_multiplier: float = 1.0, method: str = "auto") -> TailBound:
     """Cor 3.4 (approximate DP, probability over data and mechanism) from R Monte Carlo runs.
 
@@ -490,7 +493,9 @@ def cor34_tail(prior_samples: Any, epsilon: Any, delta: Any, *,
 
     Args:
       prior_samples: array (R, n) (or (R,) for a single target) of p_i^(r), in [0, 1].
-      epsilon, delta, delta_multiplier: as in :func:`thm35_tail`.
+      epsilon: as in :func:`thm35_tail`.
+      delta: as in :func:`thm35_tail`.
+      delta_multiplier: as in :func:`thm35_tail`.
     """
     arr = np.asarray(prior_samples, dtype=float)
     if arr.ndim == 1:
@@ -519,7 +524,8 @@ def cor34_tail(prior_samples: Any, epsilon: Any, delta: Any, *,
                                "delta_multiplier": m, "method": method})
 
 
-def cor34_monte_carlo(simulate: Callable[[np.random.Generator], Any], epsilon: Any, delta: Any,
+def cor34_monte_carlo(simulate: Callable[[np.random.Generator], Any], epsilon: ArrayLike,
+                      delta: ArrayLike,
                       *, runs: int = 1000, seed: int | None = None,
                       rng: np.random.Generator | None = None, delta_multiplier: float = 1.0,
                       method: str = "auto") -> TailBound:
@@ -529,7 +535,8 @@ def cor34_monte_carlo(simulate: Callable[[np.random.Generator], Any], epsilon: A
       simulate: ``simulate(rng) -> p`` runs one attack game (sample X ~ D, a ~ M(X),
         z = A(a)) and returns the n prior success probabilities p_i(z) of the attempt.
       runs: number R of independent runs (>= 1).
-      seed / rng: randomness (explicit; ``rng`` wins if both are given).
+      seed: randomness (explicit; ``rng`` wins if both are given).
+      rng: a generator, used instead of ``seed`` when given.
     """
     runs = check_count("runs", runs, minimum=1)
     gen = rng if rng is not None else np.random.default_rng(seed)
@@ -547,7 +554,7 @@ def cor34_monte_carlo(simulate: Callable[[np.random.Generator], Any], epsilon: A
 # Single target (n = 1, k = 1, v = 1) closed forms and derived quantities (BWC notes §1.8)
 # --------------------------------------------------------------------------------------------
 
-def single_target_bound(prior: Any, epsilon: Any, delta: Any = 0.0, *,
+def single_target_bound(prior: ArrayLike, epsilon: ArrayLike, delta: ArrayLike = 0.0, *,
                         theorem: str = "thm3.5") -> np.ndarray | float:
     """Posterior success bound for one target and one guess (BWC notes §1.8(a)), vectorised:
 
@@ -573,7 +580,7 @@ def single_target_from_beta(b: np.ndarray, delta: float, theorem: str) -> np.nda
     return b + (1.0 - b) * delta
 
 
-def advantage(posterior: Any, prior: Any) -> np.ndarray | float:
+def advantage(posterior: ArrayLike, prior: ArrayLike) -> np.ndarray | float:
     """Generalised advantage (posterior - prior) / (1 - prior) (Beyond Worst Case §5.3, Cherubin
     2017)."""
     post = np.asarray(posterior, dtype=float)
@@ -585,7 +592,7 @@ def advantage(posterior: Any, prior: Any) -> np.ndarray | float:
     return out if np.ndim(out) else float(out)
 
 
-def advantage_bound(prior: Any, epsilon: Any, delta: Any = 0.0, *,
+def advantage_bound(prior: ArrayLike, epsilon: ArrayLike, delta: ArrayLike = 0.0, *,
                     theorem: str = "cor3.4") -> np.ndarray | float:
     """Upper bound on the advantage of any attack on one target: Adv of
     :func:`single_target_bound` (the paper's Fig. 2(a) uses Cor 3.4 with delta = 1e-5)."""
@@ -600,7 +607,7 @@ def _logit(x: np.ndarray) -> np.ndarray:
         return np.log(x) - np.log1p(-x)
 
 
-def epsilon_protect(prior: Any, tau: float = 0.05, delta: Any = 0.0, *,
+def epsilon_protect(prior: ArrayLike, tau: float = 0.05, delta: ArrayLike = 0.0, *,
                     theorem: str = "cor3.4") -> np.ndarray | float:
     """Smallest epsilon with advantage bound <= tau (Beyond Worst Case §5.3; closed form BWC notes
     §1.8(d)).
@@ -647,7 +654,7 @@ def epsilon_protect(prior: Any, tau: float = 0.05, delta: Any = 0.0, *,
     return float(eps[0]) if scalar else eps
 
 
-def epsilon_for_posterior(prior: Any, posterior: Any) -> np.ndarray | float:
+def epsilon_for_posterior(prior: ArrayLike, posterior: ArrayLike) -> np.ndarray | float:
     """The epsilon at which beta(prior, eps) = posterior: logit(posterior) - logit(prior)."""
     p = np.asarray(check_prior_array(prior, "prior", open_interval=True, min_size=0))
     q = np.asarray(check_prior_array(posterior, "posterior", open_interval=True, min_size=0))
@@ -656,7 +663,7 @@ def epsilon_for_posterior(prior: Any, posterior: Any) -> np.ndarray | float:
         if out.size != 1 else float(out.reshape(-1)[0])
 
 
-def leaked_bits(epsilon: Any, alpha: Any) -> np.ndarray | float:
+def leaked_bits(epsilon: ArrayLike, alpha: ArrayLike) -> np.ndarray | float:
     """Bits an eps-DP mechanism leaks about one person, except with probability alpha:
     log2(e^eps (1/alpha - 1) + 1) (Beyond Worst Case §3.2 "Estimating bit leakage"), vectorised."""
     e = check_epsilon(epsilon)
@@ -667,7 +674,7 @@ def leaked_bits(epsilon: Any, alpha: Any) -> np.ndarray | float:
     return out if np.ndim(out) else float(out)
 
 
-def leak_probability(bits: Any, epsilon: Any) -> np.ndarray | float:
+def leak_probability(bits: ArrayLike, epsilon: ArrayLike) -> np.ndarray | float:
     """Probability that an eps-DP mechanism reveals d uniform bits: e^eps / (e^eps - 1 + 2^d)
     = beta(2^-d, eps) (Beyond Worst Case §3.2), vectorised; computed from logit(2^-d) so that d =
     100
@@ -683,7 +690,7 @@ def leak_probability(bits: Any, epsilon: Any) -> np.ndarray | float:
     return out if np.ndim(out) else float(out)
 
 
-def epsilon_for_leak(bits: Any, alpha: Any) -> np.ndarray | float:
+def epsilon_for_leak(bits: ArrayLike, alpha: ArrayLike) -> np.ndarray | float:
     """The epsilon at which the probability of leaking d uniform bits reaches alpha:
     ln((2^d - 1) alpha / (1 - alpha)) (inverse of :func:`leak_probability`), floored at 0."""
     d = np.asarray(bits, dtype=float)

@@ -23,9 +23,8 @@ plots).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpaudit.curves import Curve, EpsDeltaDP
 from dpaudit.risk.bounds import thm35_bound
@@ -43,7 +42,7 @@ __all__ = [
 ]
 
 
-def _prior(p: Any, name: str) -> np.ndarray | float:
+def _prior(p: ArrayLike, name: str) -> np.ndarray | float:
     arr = check_prior_array(p, name, min_size=0) if np.ndim(p) else \
         check_prior_array([p], name)[0]
     return arr
@@ -53,7 +52,7 @@ def _out(x: np.ndarray) -> np.ndarray | float:
     return x if np.ndim(x) else float(x)
 
 
-def rero_bound(kappa: Any, epsilon: Any, delta: Any = 0.0) -> np.ndarray | float:
+def rero_bound(kappa: ArrayLike, epsilon: ArrayLike, delta: ArrayLike = 0.0) -> np.ndarray | float:
     """ReRo (Balle et al. 2022, Cor. 3; Beyond Worst Case eq. (1)): min(1, e^eps kappa + delta).
 
     kappa = sup_z Pr_{X ~ D}[L(X, z) = 1], the prior success of the heaviest item.  delta = 0 is
@@ -67,14 +66,16 @@ def rero_bound(kappa: Any, epsilon: Any, delta: Any = 0.0) -> np.ndarray | float
     return _out(out)
 
 
-def narcissus_bound(prior: Any, epsilon: Any, delta: Any = 0.0) -> np.ndarray | float:
+def narcissus_bound(prior: ArrayLike, epsilon: ArrayLike, delta: ArrayLike = 0.0
+                    ) -> np.ndarray | float:
     """Narcissus resiliency bound of (eps, delta)-DP (Cohen et al. Thm F.1; Beyond Worst Case §4.2):
     min(1, e^eps p + delta).  It is the same expression as ReRo's with the target's prior p in
     the place of kappa, so it is computed by :func:`rero_bound`.  Vectorised."""
     return rero_bound(_prior(prior, "prior"), epsilon, delta)
 
 
-def narcissus_printed_form(prior: Any, epsilon: Any, delta: Any = 0.0) -> np.ndarray | float:
+def narcissus_printed_form(prior: ArrayLike, epsilon: ArrayLike, delta: ArrayLike = 0.0
+                           ) -> np.ndarray | float:
     """The formula *as printed* in Beyond Worst Case §4.2 for the paper's own bound:
     e^eps / (e^eps + 1/p) + delta.  A typo (missing "- 1"): NOT a valid bound -- at eps = 0 it
     gives p / (1 + p) + delta < p.  Kept only to document the erratum (BWC notes §8.2); use
@@ -87,7 +88,7 @@ def narcissus_printed_form(prior: Any, epsilon: Any, delta: Any = 0.0) -> np.nda
     return _out(np.where(p > 0, out, d))
 
 
-def mmc_bound(k: Any, curve: Curve | None = None, *, epsilon: float | None = None,
+def mmc_bound(k: ArrayLike, curve: Curve | None = None, *, epsilon: float | None = None,
               delta: float = 0.0) -> np.ndarray | float:
     """MMC single-canary bound for a uniform prior over K candidates (BWC notes §2.2):
 
@@ -120,7 +121,7 @@ def mmc_bound(k: Any, curve: Curve | None = None, *, epsilon: float | None = Non
     return _out(out)
 
 
-def steinke_membership_bound(m: int, r: int, v: Any, epsilon: float, delta: float, *,
+def steinke_membership_bound(m: int, r: int, v: ArrayLike, epsilon: float, delta: float, *,
                              delta_multiplier: float = 1.0) -> np.ndarray | float:
     """Steinke-Nasr-Jagielski one-run MI audit as a special case of Thm 3.5 (Beyond Worst Case
     §3.3):
@@ -138,7 +139,7 @@ def steinke_membership_bound(m: int, r: int, v: Any, epsilon: float, delta: floa
     return thm35_bound(priors, epsilon, delta, v, delta_multiplier=delta_multiplier)
 
 
-def kaissis_bound(kappa: Any, curve: Curve) -> np.ndarray | float:
+def kaissis_bound(kappa: ArrayLike, curve: Curve) -> np.ndarray | float:
     """[EXT] Kaissis et al. 2023 ReRo bound of an f-DP mechanism: 1 - f(kappa).  For f_{eps,0}
     this is min{1, e^eps kappa, 1 - e^-eps (1 - kappa)} (BWC notes §2.4).
     Not plotted in Beyond Worst Case."""

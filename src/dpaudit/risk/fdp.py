@@ -24,6 +24,7 @@ import math
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpaudit.curves import Curve
 from dpaudit.curves.calibration import gdp_mu
@@ -63,7 +64,7 @@ def curve_epsilon(curve: Curve, delta: float) -> float:
     return float(_check_curve(curve).epsilon(check_delta(delta)))
 
 
-def pure_tail_from_curve(priors: Any, curve: Curve, **kw: Any) -> TailBound:
+def pure_tail_from_curve(priors: ArrayLike, curve: Curve, **kw: Any) -> TailBound:
     """Thm 3.2 with eps = curve.epsilon(0); raises ValueError if the curve is not pure DP."""
     eps = curve_epsilon(curve, 0.0)
     if not math.isfinite(eps):
@@ -72,13 +73,13 @@ def pure_tail_from_curve(priors: Any, curve: Curve, **kw: Any) -> TailBound:
     return pure_tail(priors, eps, **kw)
 
 
-def thm35_tail_from_curve(priors: Any, curve: Curve, delta: float, **kw: Any) -> TailBound:
+def thm35_tail_from_curve(priors: ArrayLike, curve: Curve, delta: float, **kw: Any) -> TailBound:
     """Thm 3.5 curve B(v) at the curve's (eps(delta), delta) guarantee."""
     eps = curve_epsilon(curve, delta)
     return thm35_tail(priors, eps, delta, **kw)
 
 
-def _grid(deltas: Any) -> np.ndarray:
+def _grid(deltas: ArrayLike | None) -> np.ndarray:
     g = np.asarray(DEFAULT_DELTA_GRID if deltas is None else deltas, dtype=float).reshape(-1)
     if g.size == 0:
         raise ValueError("deltas must contain at least one value")
@@ -87,7 +88,8 @@ def _grid(deltas: Any) -> np.ndarray:
     return g
 
 
-def thm35_bound_from_curve(priors: Any, curve: Curve, v: Any, *, deltas: Any = None,
+def thm35_bound_from_curve(priors: ArrayLike, curve: Curve, v: ArrayLike, *,
+                           deltas: ArrayLike | None = None,
                            **kw: Any) -> np.ndarray | float:
     """min over delta in ``deltas`` of the Thm 3.5 bound B(v) at (curve.epsilon(delta), delta).
 
@@ -108,7 +110,8 @@ def thm35_bound_from_curve(priors: Any, curve: Curve, v: Any, *, deltas: Any = N
     return best if best.ndim else float(best)
 
 
-def single_target_bound_from_curve(prior: Any, curve: Curve, *, deltas: Any = None,
+def single_target_bound_from_curve(prior: ArrayLike, curve: Curve, *,
+                                   deltas: ArrayLike | None = None,
                                    theorem: str = "thm3.5") -> np.ndarray | float:
     """One target, one guess: min over delta of beta(p, eps(delta)) + (1 - beta) delta
     (Thm 3.5 at n = 1; ``theorem="cor3.4"`` uses beta + delta).  Vectorised over the prior."""

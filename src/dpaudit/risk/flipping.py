@@ -20,9 +20,8 @@ versions are Cor. 3.4 and Thm. 3.5 in :mod:`dpaudit.risk.bounds`.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import expit
 
 from dpaudit.validation import check_finite_array, check_probability, check_real_array
@@ -31,7 +30,7 @@ __all__ = ["beta", "beta_of_checked", "posterior_lower", "check_prior_array", "c
            "check_epsilon"]
 
 
-def check_epsilon(epsilon: Any, name: str = "epsilon") -> np.ndarray | float:
+def check_epsilon(epsilon: ArrayLike, name: str = "epsilon") -> np.ndarray | float:
     """epsilon >= 0 (scalar or array; +inf allowed and means 'no privacy'; strings, booleans
     and complex numbers are rejected)."""
     e = check_real_array(name, epsilon)
@@ -40,7 +39,7 @@ def check_epsilon(epsilon: Any, name: str = "epsilon") -> np.ndarray | float:
     return e if e.ndim else float(e)
 
 
-def check_prior_array(values: Any, name: str = "priors", *, open_interval: bool = False,
+def check_prior_array(values: object, name: str = "priors", *, open_interval: bool = False,
                       min_size: int = 1) -> np.ndarray:
     """Per-target prior success probabilities as a 1-D float array.
 
@@ -58,7 +57,7 @@ def check_prior_array(values: Any, name: str = "priors", *, open_interval: bool 
     return arr
 
 
-def check_prior_scalar(value: Any, name: str = "prior") -> float:
+def check_prior_scalar(value: ArrayLike, name: str = "prior") -> float:
     """A single prior success probability, in the open interval (0, 1)."""
     v = check_probability(name, value)
     if not (0.0 < v < 1.0):
@@ -66,7 +65,7 @@ def check_prior_scalar(value: Any, name: str = "prior") -> float:
     return v
 
 
-def _check_p(p: Any) -> np.ndarray:
+def _check_p(p: ArrayLike) -> np.ndarray:
     """p of any shape, each entry in [0, 1]."""
     arr = check_real_array("p", p)
     bad = ~((arr >= 0) & (arr <= 1))
@@ -81,7 +80,7 @@ def _logit(p: np.ndarray) -> np.ndarray:
         return np.log(p) - np.log1p(-p)
 
 
-def beta(p: Any, epsilon: Any) -> np.ndarray | float:
+def beta(p: ArrayLike, epsilon: ArrayLike) -> np.ndarray | float:
     """Flipping probability beta(p, eps) = sigmoid(eps + logit p) (Beyond Worst Case Thm 3.2).
 
     Vectorised (NumPy broadcasting over p and epsilon).  Computed as
@@ -123,7 +122,7 @@ def beta_of_checked(p: np.ndarray, epsilon: float) -> np.ndarray:
     return out
 
 
-def posterior_lower(p: Any, epsilon: Any) -> np.ndarray | float:
+def posterior_lower(p: ArrayLike, epsilon: ArrayLike) -> np.ndarray | float:
     """Lower companion of beta: e^-eps / (e^-eps - 1 + 1/p) = sigmoid(logit p - eps)
     (Beyond Worst Case App. B, proof of Thm 3.2).  p = 0 -> 0, p = 1 -> 1, eps = inf -> 0 for p <
     1."""

@@ -41,9 +41,9 @@ import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import logsumexp, zeta
 
 from dpaudit.risk.flipping import check_prior_array
@@ -68,7 +68,7 @@ __all__ = [
 ]
 
 
-def _ranks(rank: Any, size: float) -> np.ndarray:
+def _ranks(rank: ArrayLike, size: float) -> np.ndarray:
     r = np.asarray(rank, dtype=float)
     if np.isnan(r).any() or (r < 1).any() or (r > size).any() or (r != np.floor(r)).any():
         raise ValueError(f"rank must be an integer in [1, {size:g}], got {rank!r}")
@@ -81,10 +81,10 @@ class DiscretePrior:
     size: float
     name: str = "prior"
 
-    def prob_at_rank(self, rank: Any) -> np.ndarray | float:  # pragma: no cover - abstract
+    def prob_at_rank(self, rank: ArrayLike) -> np.ndarray | float:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def top_k_mass(self, k: Any) -> np.ndarray | float:  # pragma: no cover - abstract
+    def top_k_mass(self, k: ArrayLike) -> np.ndarray | float:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def max(self) -> float:
@@ -144,12 +144,12 @@ class UniformPrior(DiscretePrior):
         n = check_count("length", length, minimum=1)
         return cls(float(a) ** n, name=f"uniform {a}^{n}")
 
-    def prob_at_rank(self, rank: Any) -> np.ndarray | float:
+    def prob_at_rank(self, rank: ArrayLike) -> np.ndarray | float:
         r = _ranks(rank, self.size)
         out = np.full(r.shape, 1.0 / self.size)
         return out if out.ndim else float(out)
 
-    def top_k_mass(self, k: Any) -> np.ndarray | float:
+    def top_k_mass(self, k: ArrayLike) -> np.ndarray | float:
         kk = np.asarray(k, dtype=float)
         if np.isnan(kk).any() or (kk < 0).any():
             raise ValueError(f"k must be >= 0, got {k!r}")
@@ -157,7 +157,7 @@ class UniformPrior(DiscretePrior):
         return out if out.ndim else float(out)
 
 
-def generalized_harmonic(n: Any, s: float) -> np.ndarray | float:
+def generalized_harmonic(n: ArrayLike, s: float) -> np.ndarray | float:
     """H_{N,s} = sum_{k=1}^{N} k^-s, vectorised over N.
 
     s > 1: zeta(s) - zeta(s, N + 1) (Hurwitz zeta, exact; BWC notes §1.10.6).  s <= 1: direct
@@ -208,12 +208,12 @@ class ZipfPrior(DiscretePrior):
             raise ValueError(f"size must be an integer >= 1, got {self.size!r}")
         object.__setattr__(self, "norm", float(generalized_harmonic(n, self.s)))
 
-    def prob_at_rank(self, rank: Any) -> np.ndarray | float:
+    def prob_at_rank(self, rank: ArrayLike) -> np.ndarray | float:
         r = _ranks(rank, self.size)
         out = r ** -float(self.s) / self.norm
         return out if out.ndim else float(out)
 
-    def top_k_mass(self, k: Any) -> np.ndarray | float:
+    def top_k_mass(self, k: ArrayLike) -> np.ndarray | float:
         kk = np.minimum(np.asarray(k, dtype=float), self.size)
         if np.isnan(kk).any() or (kk < 0).any():
             raise ValueError(f"k must be >= 0, got {k!r}")
@@ -242,13 +242,13 @@ class ExplicitPrior(DiscretePrior):
         object.__setattr__(self, "size", float(p.size))
 
     @classmethod
-    def from_log_scores(cls, log_scores: Any, name: str = "explicit") -> ExplicitPrior:
+    def from_log_scores(cls, log_scores: ArrayLike, name: str = "explicit") -> ExplicitPrior:
         """Softmax of log-likelihood scores (normalised over the candidate set)."""
         s = check_finite_array("log_scores", log_scores)
         return cls(np.exp(s - logsumexp(s)), name=name)
 
     @classmethod
-    def from_perplexities(cls, perplexities: Any, *, n_tokens: Any = None,
+    def from_perplexities(cls, perplexities: ArrayLike, *, n_tokens: ArrayLike | None = None,
                           normalization: str = "likelihood",
                           name: str = "pii") -> ExplicitPrior:
         """Prior over candidates from LM perplexities of the filled-in sequence (Beyond Worst Case
@@ -269,12 +269,12 @@ class ExplicitPrior(DiscretePrior):
         nt = np.broadcast_to(np.asarray(n_tokens, dtype=float), ppl.shape)
         return cls.from_log_scores(-nt * np.log(ppl), name=name)
 
-    def prob_at_rank(self, rank: Any) -> np.ndarray | float:
+    def prob_at_rank(self, rank: ArrayLike) -> np.ndarray | float:
         r = _ranks(rank, self.size).astype(np.int64)
         out = self.probs[r - 1]
         return out if np.ndim(out) else float(out)
 
-    def top_k_mass(self, k: Any) -> np.ndarray | float:
+    def top_k_mass(self, k: ArrayLike) -> np.ndarray | float:
         kk = np.asarray(k, dtype=float)
         if np.isnan(kk).any() or (kk < 0).any():
             raise ValueError(f"k must be >= 0, got {k!r}")
@@ -339,7 +339,7 @@ def pii_like_prior(num_candidates: int = 5000, p_max: float = 0.0055) -> Explici
 # Best-guess prior success per metric, for per-person priors (rows of a pmf matrix)
 # --------------------------------------------------------------------------------------------
 
-def _pmf_rows(pmf: Any, name: str = "pmf") -> np.ndarray:
+def _pmf_rows(pmf: ArrayLike, name: str = "pmf") -> np.ndarray:
     arr = np.asarray(pmf, dtype=float)
     if arr.ndim == 1:
         arr = arr[None, :]
@@ -354,11 +354,11 @@ def _pmf_rows(pmf: Any, name: str = "pmf") -> np.ndarray:
     return arr / s
 
 
-def _squeeze(out: np.ndarray, pmf: Any) -> np.ndarray | float:
+def _squeeze(out: np.ndarray, pmf: ArrayLike) -> np.ndarray | float:
     return float(out[0]) if np.ndim(pmf) == 1 else out
 
 
-def exact_match_success(pmf: Any, guesses: int = 1) -> np.ndarray | float:
+def exact_match_success(pmf: ArrayLike, guesses: int = 1) -> np.ndarray | float:
     """p*_i for exact match with k guesses: the mass of the k heaviest values of D_i
     (BWC notes §1.7).  ``pmf``: one distribution (1-D) or one row per person (2-D)."""
     p = _pmf_rows(pmf)
@@ -368,7 +368,7 @@ def exact_match_success(pmf: Any, guesses: int = 1) -> np.ndarray | float:
     return _squeeze(np.minimum(top.sum(axis=1), 1.0), pmf)
 
 
-def within_distance_success(pmf: Any, distance: int) -> np.ndarray | float:
+def within_distance_success(pmf: ArrayLike, distance: int) -> np.ndarray | float:
     """p*_i for L1-approximate match on an ordinal attribute, l_i = 1{|x_i - z_i| <= E}:
     max_c sum_{|x - c| <= E} D_i(x), a sliding window of width 2E + 1 (BWC notes §1.7; Beyond Worst
     Case
@@ -378,7 +378,7 @@ def within_distance_success(pmf: Any, distance: int) -> np.ndarray | float:
     return _squeeze(np.minimum(win.max(axis=1), 1.0), pmf)
 
 
-def window_mass(probs: Any, tolerance: int) -> np.ndarray:
+def window_mass(probs: ArrayLike, tolerance: int) -> np.ndarray:
     """Mass of the window |x - c| <= E for every centre c (prefix sums, truncated at the edges):
     out[i, c] = sum_{|x - c| <= E} probs[i, x].  For E = 0 this is ``probs``; its row maxima are
     :func:`within_distance_success` and its argmax the best window centre (the guess)."""
@@ -390,7 +390,7 @@ def window_mass(probs: Any, tolerance: int) -> np.ndarray:
     return cs[:, np.minimum(c + e + 1, v)] - cs[:, np.maximum(c - e, 0)]
 
 
-def guess_success(pmf: Any, guesses: Any, *, distance: int = 0) -> np.ndarray | float:
+def guess_success(pmf: ArrayLike, guesses: ArrayLike, *, distance: int = 0) -> np.ndarray | float:
     """p_i(z) of specific guesses (for Thm 3.2 / Cor 3.4): the prior mass of the values within
     ``distance`` (L1, ordinal index) of any of person i's guesses.
 
@@ -411,7 +411,7 @@ def guess_success(pmf: Any, guesses: Any, *, distance: int = 0) -> np.ndarray | 
     return _squeeze(np.minimum((p * hit).sum(axis=1), 1.0), pmf)
 
 
-def best_guess_success(prior: Any, metric: str = "exact", k: int = 1) -> np.ndarray | float:
+def best_guess_success(prior: ArrayLike, metric: str = "exact", k: int = 1) -> np.ndarray | float:
     """Best-guess (a-priori Bayes-optimal) prior success p* per success metric.
 
     metric "exact": exact match with k guesses (top-k mass); "within": ordinal L1 match within
@@ -429,7 +429,7 @@ def best_guess_success(prior: Any, metric: str = "exact", k: int = 1) -> np.ndar
     return within_distance_success(prior, k)
 
 
-def heterogeneous_priors(values: Any, *, name: str = "priors") -> np.ndarray:
+def heterogeneous_priors(values: ArrayLike, *, name: str = "priors") -> np.ndarray:
     """Per-person priors from a user's array, validated: 1-D, finite, each in [0, 1]."""
     return check_prior_array(values, name)
 

@@ -57,6 +57,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import stats
 
 from dpaudit.observations import MembershipObservations
@@ -102,7 +103,7 @@ class MetricInterval:
                 "confidence": self.confidence, "method": self.method}
 
 
-def _obs(member: Any, score: Any) -> MembershipObservations:
+def _obs(member: ArrayLike, score: ArrayLike) -> MembershipObservations:
     obs = MembershipObservations.from_arrays(member, score)
     obs.require_both_classes()
     return obs
@@ -118,7 +119,7 @@ def _auc_xy(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
     return (ranks[..., :m].sum(axis=-1) - m * (m + 1) / 2) / (m * n)
 
 
-def auroc(member: Any, score: Any, *, convention: str = "mann_whitney") -> float:
+def auroc(member: ArrayLike, score: ArrayLike, *, convention: str = "mann_whitney") -> float:
     """AUROC = P[member score > non-member score] + P[tie] / 2 (Mann-Whitney U / (m n)); with
     ``convention="convex_hull"`` the area under the ROC convex hull (see module)."""
     check_choice("convention", convention, AUROC_CONVENTIONS)
@@ -130,7 +131,7 @@ def auroc(member: Any, score: Any, *, convention: str = "mann_whitney") -> float
     return auroc_from_counts(counts_from_sorted(obs.score[order], obs.member[order]))
 
 
-def roc_points(member: Any, score: Any) -> tuple[np.ndarray, np.ndarray]:
+def roc_points(member: ArrayLike, score: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """(FPR, TPR) of every threshold rule "score >= t", t over the distinct scores and +inf,
     from (0, 0) to (1, 1), FPR non-decreasing (one sort, cumulative counts)."""
     return _roc_points(_obs(member, score))
@@ -146,7 +147,7 @@ def _roc_points(obs: MembershipObservations) -> tuple[np.ndarray, np.ndarray]:
     return fpr, tpr
 
 
-def roc_convex_hull(member: Any, score: Any) -> tuple[np.ndarray, np.ndarray]:
+def roc_convex_hull(member: ArrayLike, score: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Vertices (FPR, TPR) of the upper convex hull of the ROC points, from (0, 0) to (1, 1):
     every point of the hull is reached by a classifier that randomises between two thresholds
     (Provost & Fawcett 2001).  Qhull (``scipy.spatial.ConvexHull``) on the ROC points plus the
@@ -177,7 +178,7 @@ def _roc_convex_hull(obs: MembershipObservations) -> tuple[np.ndarray, np.ndarra
     return f[keep], t[keep]
 
 
-def max_accuracy(member: Any, score: Any, prevalence: float | None = None) -> float:
+def max_accuracy(member: ArrayLike, score: ArrayLike, prevalence: float | None = None) -> float:
     """max over thresholds of prevalence TPR + (1 - prevalence)(1 - FPR); ``prevalence``
     defaults to the members' share (then it is the best empirical accuracy of one threshold).
     A linear objective: the hull vertices give the same maximum as all the ROC points."""
@@ -211,7 +212,8 @@ def _bootstrap(stat: Any, x: np.ndarray, y: np.ndarray, confidence: float, n_res
     return float(lo), float(hi)
 
 
-def auroc_interval(member: Any, score: Any, confidence: float = 0.95, method: str = "delong",
+def auroc_interval(member: ArrayLike, score: ArrayLike, confidence: float = 0.95,
+                   method: str = "delong",
                    *, n_resamples: int = 2000, seed: Any = 0) -> MetricInterval:
     """AUROC with a two-sided interval: "delong" (default), "hanley_mcneil" or "bca"."""
     obs = _obs(member, score)
@@ -255,7 +257,8 @@ def _tpr_xy(x: np.ndarray, y: np.ndarray, fpr: float, axis: int = -1) -> np.ndar
     return (x > t).mean(axis=-1)
 
 
-def tpr_at_fpr(member: Any, score: Any, fpr: float, *, convention: str = "step") -> float:
+def tpr_at_fpr(member: ArrayLike, score: ArrayLike, fpr: float, *,
+               convention: str = "step") -> float:
     """Largest empirical TPR among thresholds whose empirical FPR is <= ``fpr``; with
     ``convention="interpolated"`` the ROC convex hull read at exactly ``fpr`` (see module)."""
     check_choice("convention", convention, TPR_CONVENTIONS)
@@ -267,7 +270,8 @@ def tpr_at_fpr(member: Any, score: Any, fpr: float, *, convention: str = "step")
     return float(_tpr_xy(obs.score[obs.member], obs.score[~obs.member], f))
 
 
-def tpr_at_fpr_interval(member: Any, score: Any, fpr: float, confidence: float = 0.95, *,
+def tpr_at_fpr_interval(member: ArrayLike, score: ArrayLike, fpr: float,
+                        confidence: float = 0.95, *,
                         n_resamples: int = 2000, seed: Any = 0,
                         method: str = "bca") -> MetricInterval:
     """TPR at an FPR target with the threshold chosen on the data: bootstrap interval.
@@ -300,7 +304,7 @@ def _tpr_at_fpr_interval(obs: MembershipObservations, f: float, gamma: float, ho
     return MetricInterval(est, max(0.0, lo), min(1.0, hi), gamma, how)
 
 
-def rates_at_threshold(member: Any, score: Any, threshold: float,
+def rates_at_threshold(member: ArrayLike, score: ArrayLike, threshold: float,
                        confidence: float = 0.95) -> dict[str, MetricInterval]:
     """TPR and FPR of "score >= threshold" for a threshold fixed before seeing the data, each
     with its exact two-sided Clopper-Pearson interval."""
@@ -318,7 +322,7 @@ def rates_at_threshold(member: Any, score: Any, threshold: float,
     return out
 
 
-def attack_metrics(member: Any, score: Any, confidence: float = 0.95, *,
+def attack_metrics(member: ArrayLike, score: ArrayLike, confidence: float = 0.95, *,
                    fprs: tuple[float, ...] = (0.01,), auroc_method: str = "delong",
                    bootstrap: bool = True, n_resamples: int = 2000, seed: Any = 0
                    ) -> dict[str, Any]:

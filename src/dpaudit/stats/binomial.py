@@ -14,9 +14,8 @@ the side that is not bounded is 0 (lower) or 1 (upper).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import special, stats
 
 from dpaudit.validation import check_choice, check_confidence, check_real_array
@@ -28,8 +27,8 @@ SIDES = ("two-sided", "lower", "upper")
 BINOMIAL_METHODS = ("clopper_pearson", "hoeffding", "wilson", "jeffreys")
 
 
-def _prepare(k: Any, n: Any, confidence: float, side: str) -> tuple[np.ndarray, np.ndarray,
-                                                                      float]:
+def _prepare(k: ArrayLike, n: ArrayLike, confidence: float, side: str
+             ) -> tuple[np.ndarray, np.ndarray, float]:
     check_confidence(confidence)
     check_choice("side", side, SIDES)
     k = check_real_array("k", k)
@@ -61,7 +60,7 @@ def _finish(lo: np.ndarray, hi: np.ndarray, side: str) -> tuple[np.ndarray, np.n
     return lo, hi
 
 
-def clopper_pearson(k: Any, n: Any, confidence: float = 0.95,
+def clopper_pearson(k: ArrayLike, n: ArrayLike, confidence: float = 0.95,
                     side: str = "two-sided") -> tuple[np.ndarray, np.ndarray]:
     """Exact Clopper-Pearson bounds: Beta(k, n-k+1) and Beta(k+1, n-k) quantiles."""
     k, n, t = _prepare(k, n, confidence, side)
@@ -71,7 +70,7 @@ def clopper_pearson(k: Any, n: Any, confidence: float = 0.95,
     return _finish(lo, hi, side)
 
 
-def hoeffding(k: Any, n: Any, confidence: float = 0.95,
+def hoeffding(k: ArrayLike, n: ArrayLike, confidence: float = 0.95,
               side: str = "two-sided") -> tuple[np.ndarray, np.ndarray]:
     """Hoeffding bounds p_hat -+ sqrt(log(1/t) / (2n))."""
     k, n, t = _prepare(k, n, confidence, side)
@@ -80,7 +79,7 @@ def hoeffding(k: Any, n: Any, confidence: float = 0.95,
     return _finish(p - w, p + w, side)
 
 
-def wilson(k: Any, n: Any, confidence: float = 0.95,
+def wilson(k: ArrayLike, n: ArrayLike, confidence: float = 0.95,
            side: str = "two-sided") -> tuple[np.ndarray, np.ndarray]:
     """Wilson score interval (p + z^2/2n -+ z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n)."""
     k, n, t = _prepare(k, n, confidence, side)
@@ -92,7 +91,7 @@ def wilson(k: Any, n: Any, confidence: float = 0.95,
     return _finish(c - w, c + w, side)
 
 
-def jeffreys(k: Any, n: Any, confidence: float = 0.95,
+def jeffreys(k: ArrayLike, n: ArrayLike, confidence: float = 0.95,
              side: str = "two-sided") -> tuple[np.ndarray, np.ndarray]:
     """Jeffreys interval: Beta(k+1/2, n-k+1/2) quantiles; lower = 0 at k = 0, upper = 1 at k = n."""
     k, n, t = _prepare(k, n, confidence, side)
@@ -105,7 +104,7 @@ _METHODS = {"clopper_pearson": clopper_pearson, "hoeffding": hoeffding, "wilson"
             "jeffreys": jeffreys}
 
 
-def binomial_interval(k: Any, n: Any, confidence: float = 0.95, side: str = "two-sided",
+def binomial_interval(k: ArrayLike, n: ArrayLike, confidence: float = 0.95, side: str = "two-sided",
                       method: str = "clopper_pearson") -> tuple[np.ndarray, np.ndarray]:
     """Dispatch to one of :data:`BINOMIAL_METHODS`."""
     check_choice("method", method, BINOMIAL_METHODS)

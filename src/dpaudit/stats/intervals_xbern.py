@@ -138,7 +138,7 @@ def bernstein_upper(mu_hat: Any, n: Any, log_term: Any, v2: Any, v1: Any, v0: An
     return np.clip(hi, 0.0, 1.0)
 
 
-def _bernstein(mu: np.ndarray, n: float, k: int, beta: float, order: int,
+def _bernstein(mu: np.ndarray, n: np.ndarray | float, k: int, beta: float, order: int,
                tight_k_factor: bool) -> tuple[np.ndarray, np.ndarray]:
     m1 = mu[..., 0]
     if order == 1:
@@ -162,13 +162,14 @@ def _bernstein(mu: np.ndarray, n: float, k: int, beta: float, order: int,
 
 # --------------------------------------------------------------------------- Wilson core
 
-def _wilson_roots(mu_hat: np.ndarray, n: float, z2: float) -> tuple[np.ndarray, np.ndarray]:
+def _wilson_roots(mu_hat: np.ndarray, n: np.ndarray | float, z2: float
+                  ) -> tuple[np.ndarray, np.ndarray]:
     r1, r2, _ = _roots(n + z2, -(2 * n * mu_hat + z2), n * mu_hat * mu_hat)
     return r1, r2
 
 
-def _wilson(mu: np.ndarray, n: float, k: int, beta: float, order: int, exact_eq18: bool,
-            worst_case_clip: bool) -> tuple[np.ndarray, np.ndarray]:
+def _wilson(mu: np.ndarray, n: np.ndarray | float, k: int, beta: float, order: int,
+            exact_eq18: bool, worst_case_clip: bool) -> tuple[np.ndarray, np.ndarray]:
     m1 = mu[..., 0]
     if order == 1:
         z = stats.norm.isf(beta)

@@ -581,6 +581,7 @@ def _log_cut_mixture(mean_error: Any, n: int, r: np.ndarray, u: np.ndarray,
     li[live] = lb[live] + log_binom_cdf(uu[live], rr[live], gbar[live])
     if np.isnan(li).any():
         raise FloatingPointError("NaN in the tail integrand")
+    assert x is not None  # rows >= 1
     num = _log_trapz_rows(li, x)
     den = _log_trapz_rows(lb, x)
     with np.errstate(invalid="ignore"):
@@ -652,7 +653,7 @@ def expected_errors(source: Curve | ScoreProfile, n: int, r: int, *,
 
 
 def _trapz(y: np.ndarray, x: np.ndarray, axis: int = -1) -> np.ndarray:
-    fn = getattr(np, "trapezoid", None) or np.trapz  # noqa: NPY201
+    fn = getattr(np, "trapezoid", None) or getattr(np, "trapz")  # noqa: B009 - NumPy 1.x
     return fn(y, x, axis=axis)
 
 

@@ -26,9 +26,8 @@ outside < 1e-39 by Bernstein's inequality): 1e7 heterogeneous targets in seconds
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import fft as sfft
 from scipy import special
 
@@ -59,7 +58,7 @@ _BLOCK = 256
 _CHUNK_BLOCKS = 256
 
 
-def _check_probs(probs: Any, name: str = "probs") -> np.ndarray:
+def _check_probs(probs: ArrayLike, name: str = "probs") -> np.ndarray:
     p = check_finite_array(name, probs, min_size=0)
     if p.size and (p.min() < 0 or p.max() > 1):
         i = int(np.flatnonzero((p < 0) | (p > 1))[0])
@@ -77,7 +76,7 @@ def _pmf_dp(p: np.ndarray) -> np.ndarray:
     return pmf
 
 
-def poisson_binomial_logpmf(probs: Any) -> np.ndarray:
+def poisson_binomial_logpmf(probs: ArrayLike) -> np.ndarray:
     """log Pr[S = s] for s = 0..n, by the dynamic programme in log space (exact, O(n^2)).
 
     Entries that are exactly zero (e.g. s > number of p_i > 0) are -inf.
@@ -281,7 +280,7 @@ def _binomial_pmf(n: int, q: float) -> np.ndarray:
     return out
 
 
-def poisson_binomial_pmf(probs: Any, *, method: str = "auto") -> np.ndarray:
+def poisson_binomial_pmf(probs: ArrayLike, *, method: str = "auto") -> np.ndarray:
     """Pr[S = s] for s = 0..n, S = sum of independent Bernoulli(probs[i]).
 
     Args:
@@ -302,7 +301,7 @@ def poisson_binomial_pmf(probs: Any, *, method: str = "auto") -> np.ndarray:
     return _pmf_fft(p)
 
 
-def poisson_binomial_tail(probs: Any, *, method: str = "auto") -> np.ndarray:
+def poisson_binomial_tail(probs: ArrayLike, *, method: str = "auto") -> np.ndarray:
     """T(v) = Pr[S >= v] for v = 0..n+1 (length n + 2; T(0) = 1, T(n+1) = 0).
 
     The reverse cumulative sum of the pmf (BWC notes §1.10.1), clipped to [0, 1] and made
@@ -319,13 +318,14 @@ def poisson_binomial_tail(probs: Any, *, method: str = "auto") -> np.ndarray:
     return tail
 
 
-def poisson_binomial_sf(probs: Any, v: Any, *, method: str = "auto") -> np.ndarray | float:
+def poisson_binomial_sf(probs: ArrayLike, v: ArrayLike, *, method: str = "auto"
+                        ) -> np.ndarray | float:
     """Pr[S >= v] for (vectorised) real v: 1 for v <= 0 and 0 for v > n."""
     tail = poisson_binomial_tail(probs, method=method)
     return _tail_at(tail, v)
 
 
-def _tail_at(tail: np.ndarray, v: Any) -> np.ndarray | float:
+def _tail_at(tail: np.ndarray, v: ArrayLike) -> np.ndarray | float:
     """Evaluate a tail array T(0..n+1) at real v (T(v) = T(ceil v); 1 below 0, 0 above n)."""
     vv = np.asarray(v, dtype=float)
     if np.isnan(vv).any():
@@ -337,7 +337,8 @@ def _tail_at(tail: np.ndarray, v: Any) -> np.ndarray | float:
     return out if out.ndim else float(out)
 
 
-def poisson_binomial_quantile(probs: Any, q: Any, *, method: str = "auto") -> np.ndarray | int:
+def poisson_binomial_quantile(probs: ArrayLike, q: ArrayLike, *, method: str = "auto"
+                              ) -> np.ndarray | int:
     """Smallest s in 0..n with Pr[S <= s] >= q (the q-quantile), vectorised over q in (0, 1)."""
     qq = np.asarray(q, dtype=float)
     if ((qq <= 0) | (qq >= 1) | np.isnan(qq)).any():

@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import special
 
 from dpaudit.validation import check_binary_array, check_choice, check_count, check_finite_matrix
@@ -51,7 +52,7 @@ __all__ = [
 DIRECTIONS = ("greater", "less")
 
 
-def xbern_counts(x: Any) -> tuple[np.ndarray, int]:
+def xbern_counts(x: ArrayLike) -> tuple[np.ndarray, int]:
     """Per-trial counts s_i = sum_j x_ij of an (n, K) 0/1 matrix; returns ``(s, K)``.
 
     A 1-D array is read as n trials with K = 1.
@@ -63,7 +64,7 @@ def xbern_counts(x: Any) -> tuple[np.ndarray, int]:
     return xb.sum(axis=1, dtype=np.int64), int(xb.shape[1])
 
 
-def _check_counts(counts: Any, k: Any) -> tuple[np.ndarray, int]:
+def _check_counts(counts: ArrayLike, k: ArrayLike) -> tuple[np.ndarray, int]:
     kk = check_count("k", k, minimum=1)
     s = np.asarray(counts)
     try:
@@ -78,7 +79,7 @@ def _check_counts(counts: Any, k: Any) -> tuple[np.ndarray, int]:
     return sf, kk
 
 
-def moments_closed_form(counts: Any, k: int, order: int) -> np.ndarray:
+def moments_closed_form(counts: ArrayLike, k: int, order: int) -> np.ndarray:
     """Per-trial m_l = C(s, l) / C(K, l) for l = 1..order; shape ``counts.shape + (order,)``.
 
     Closed form equal to Eq. 14 of Pillutla et al. (LiDP notes §2.2, DERIVED); uses
@@ -92,7 +93,7 @@ def moments_closed_form(counts: Any, k: int, order: int) -> np.ndarray:
     return special.comb(s[..., None], ls) / special.comb(kk, ls)
 
 
-def moments_recurrence(counts: Any, k: int, order: int) -> np.ndarray:
+def moments_recurrence(counts: ArrayLike, k: int, order: int) -> np.ndarray:
     """Per-trial m_l via Pillutla et al. Proposition 6 (Eq. 14): m_{l+1} = m_l (K m_1 - l)/(K - l).
 
     Shape ``counts.shape + (order,)``; O(order) vectorised passes.
@@ -111,7 +112,7 @@ def moments_recurrence(counts: Any, k: int, order: int) -> np.ndarray:
 per_trial_moments = moments_recurrence
 
 
-def empirical_moments(counts: Any, k: int, order: int, axis: int = -1) -> np.ndarray:
+def empirical_moments(counts: ArrayLike, k: int, order: int, axis: int = -1) -> np.ndarray:
     """mu_hat_l = mean over trials of m_l^(i), l = 1..order (Pillutla et al., Eq. 5 and Alg. 3-7).
 
     ``counts`` may carry leading batch axes; trials are along ``axis``.  The result has the
@@ -121,14 +122,15 @@ def empirical_moments(counts: Any, k: int, order: int, axis: int = -1) -> np.nda
     return moments_recurrence(s, k, order).mean(axis=-2)
 
 
-def counts_at_threshold(scores: Any, threshold: float, direction: str = "greater") -> np.ndarray:
+def counts_at_threshold(scores: ArrayLike, threshold: float, direction: str = "greater"
+                        ) -> np.ndarray:
     """0/1 test outcomes of a score matrix: ``score >= tau`` ("greater") or ``<= tau``."""
     check_choice("direction", direction, DIRECTIONS)
     sc = np.asarray(scores, dtype=float)
     return sc >= threshold if direction == "greater" else sc <= threshold
 
 
-def moments_at_thresholds(scores: Any, thresholds: Any, order: int,
+def moments_at_thresholds(scores: ArrayLike, thresholds: ArrayLike, order: int,
                           direction: str = "greater") -> np.ndarray:
     """mu_hat_l(tau) for every threshold tau of a grid, from an (n, K) score matrix.
 
@@ -190,7 +192,7 @@ def var_m2(mu2: Any, mu3: Any, mu4: Any, k: int) -> np.ndarray:
             + (k - 2) * (k - 3) * mu4 / kk1)
 
 
-def var_moment(mu: Any, ell: int, k: int) -> np.ndarray:
+def var_moment(mu: ArrayLike, ell: int, k: int) -> np.ndarray:
     """Exact Var(m_l) for any order l (LiDP notes §2.3, DERIVED; the paper's "apply recursively").
 
     ``mu`` holds mu_1..mu_{2l} on its last axis (entries beyond K are ignored: their
@@ -211,7 +213,7 @@ def var_moment(mu: Any, ell: int, k: int) -> np.ndarray:
     return second - m[..., ell - 1] ** 2
 
 
-def correlation_diagnostics(mu_hat: Any) -> dict[str, np.ndarray]:
+def correlation_diagnostics(mu_hat: ArrayLike) -> dict[str, np.ndarray]:
     """Correlation diagnostics reported by Pillutla et al. (§4, Fig. 4): |mu2 - mu1^2|,
     |mu4 - mu2^2| and (reference code) mu3 - mu2^2, from moments mu_hat on the last axis."""
     m = np.asarray(mu_hat, dtype=float)

@@ -248,7 +248,7 @@ class GradientCanaries:
         self._theta0 = self._gather_read(lambda p: p.detach())
         self._plant_t, self._plant_local = self.layout.split(plan.plant_coords)
         self._merged = _merge_repeats(plan.plant_coords, plan.plant_values)
-        self._plant_index: list[tuple[int, np.ndarray, torch.Tensor]] = []
+        self._plant_index: list[tuple[int, torch.Tensor, torch.Tensor]] = []
         self._sparse = False
         self._pending = False
         self._optimizer: object | None = None
@@ -526,7 +526,7 @@ def hook_dp_optimizer(optimizer: Any, canaries: Any,
         if previous_hook is not None:
             previous_hook(opt)
 
-    optimizer.clip_and_accumulate = clip_and_accumulate  # type: ignore[method-assign]
+    optimizer.clip_and_accumulate = clip_and_accumulate
     optimizer.step_hook = step_hook
 
 

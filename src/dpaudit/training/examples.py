@@ -27,6 +27,7 @@ the canary's loss before minus after training.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -92,7 +93,7 @@ class ExampleCanaries:
                   value: float = 10.0) -> ExampleCanaries:
         """n canary examples for a :class:`~dpaudit.training.models.ReservedModel` (reads
         ``branch[0].weight``), bits and labels drawn from ``seed``."""
-        inner = getattr(model, "_module", model)
+        inner: Any = getattr(model, "_module", model)  # unwrap Opacus's GradSampleModule
         branch = getattr(inner, "branch", None)
         if branch is None:
             raise ValueError("model must be a ReservedModel (make_model(..., reserved=R)) or "
@@ -154,7 +155,9 @@ class ExampleCanaries:
         return self
 
     def _record(self, opt: object) -> None:
-        released = self._columns(self.weight.grad) * (_batch_unit(opt) / self.clip)
+        grad = self.weight.grad
+        assert grad is not None  # the hook runs after backward
+        released = self._columns(grad) * (_batch_unit(opt) / self.clip)
         y = np.einsum("ij,ij->i", self.directions(), released)
         sigma = float(opt.noise_multiplier)
         self._acc.add(y, sigma)

@@ -69,6 +69,8 @@ class BackpropClippingOptimizer(DPOptimizer):
 class MeanNoiseOptimizer(DPOptimizer):
     """Adds noise of std sigma C / |B| to the clipped *sum* (see module)."""
 
+    noise_multiplier: float
+
     def add_noise(self) -> None:
         claimed = self.noise_multiplier
         self.noise_multiplier = claimed / float(self.expected_batch_size)
@@ -106,6 +108,8 @@ class BatchSumClippingOptimizer(DPOptimizer):
 
 class WrongClipNoiseOptimizer(DPOptimizer):
     """Clips to WRONG_CLIP_FACTOR x C while the noise is for C."""
+
+    max_grad_norm: float
 
     def clip_and_accumulate(self) -> None:
         claimed = self.max_grad_norm

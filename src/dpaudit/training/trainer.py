@@ -16,7 +16,7 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -173,7 +173,8 @@ def train_with_canaries(config: TrainingConfig, data: Dataset | None = None, *,
         gsm = GradSampleModule(model, loss_reduction="mean")
         params = trainable_parameters(model)
         if cfg.flawed == "non_private_group":
-            last = model.main[-1] if cfg.reserved else model[-1]
+            seq: Any = model  # an nn.Sequential, or a ReservedModel with .main
+            last = seq.main[-1] if cfg.reserved else seq[-1]
             head = set(map(id, last.parameters()))
             dp_params = [p for p in params if id(p) in head]
             plain = torch.optim.SGD([p for p in params if id(p) not in head],
@@ -241,6 +242,7 @@ def train_with_canaries(config: TrainingConfig, data: Dataset | None = None, *,
                      else planter.last_iterate_scores())
         else:
             initial.eval()
+            assert inputs is not None  # black box: the input canaries
             score = loss_drop_scores(initial, model, inputs)
     finally:
         torch.set_num_threads(prev_threads)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -220,7 +221,7 @@ def audit_entry(entry: ZooEntry, *, trials: int, seed: int = 0, confidence: floa
         tpr=_rate(d, "tp", "n_members"), fpr=_rate(d, "fp", "n_nonmembers"))
 
 
-def _rate(details: dict[str, Any], k: str, n: str) -> float:
+def _rate(details: Mapping[str, Any], k: str, n: str) -> float:
     try:
         return float(details[k]) / float(details[n])
     except (KeyError, ZeroDivisionError, TypeError):

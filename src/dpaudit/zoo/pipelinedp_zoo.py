@@ -145,7 +145,7 @@ def entries() -> list[ZooEntry]:
     pairs = (Pair("[0] vs [0, 10]", (0.0,), (0.0, 10.0), A),
              Pair("[5] vs [5, 1e9] (beyond the bound)", (5.0,), (5.0, 1e9), A),
              Pair("[0, 0] vs [0, 0, 10]", (0.0, 0.0), (0.0, 0.0, 10.0), A))
-    kw = {"randomness": "library", "adjacency": A, "trials_scale": 0.5}
+    kw: dict[str, Any] = {"randomness": "library", "adjacency": A, "trials_scale": 0.5}
     return [
         ZooEntry("pipeline-dp/COUNT", LIB, Aggregate("COUNT", eps), eps, 0.0, pairs,
                  "DPEngine.aggregate COUNT, public partition", **kw),

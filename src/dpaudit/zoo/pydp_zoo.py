@@ -59,7 +59,7 @@ def entries() -> list[ZooEntry]:
     sized = (Pair("[0] vs [0, 10]", (0.0,), (0.0, 10.0), A),
              Pair("empty vs [10]", (), (10.0,), A),
              Pair("[5] vs [5, 1e9] (beyond the bound)", (5.0,), (5.0, 1e9), A))
-    kw = {"randomness": "library"}
+    kw: dict[str, Any] = {"randomness": "library"}
     return [
         ZooEntry("python-dp/LaplaceMechanism", LIB,
                  Noise("LaplaceMechanism", (("epsilon", eps), ("sensitivity", 1.0))), eps, 0.0,

@@ -65,7 +65,7 @@ class Query:
 def entries() -> list[ZooEntry]:
     pairs = (Pair("[0] vs [0, 10]", (0.0,), (0.0, 10.0), A),
              Pair("[5] vs [5, 1e9] (beyond the bound)", (5.0,), (5.0, 1e9), A))
-    kw = {"randomness": "library", "adjacency": A, "trials_scale": 0.03}
+    kw: dict[str, Any] = {"randomness": "library", "adjacency": A, "trials_scale": 0.03}
     out = []
     for agg in ("COUNT", "SUM", "AVG"):
         q = Query(agg, 1.0)

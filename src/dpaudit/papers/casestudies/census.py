@@ -349,7 +349,8 @@ class BayesNet:
         return known, known_cols, query_cols, hidden
 
     def _eliminate_all(self, fs: list[_Factor], vars_: Sequence[int], how: str
-                       ) -> tuple[list[_Factor], list[tuple[int, tuple]]]:
+                       ) -> tuple[list[_Factor],
+                                  list[tuple[int, tuple[tuple[int, ...], np.ndarray] | None]]]:
         """Eliminate ``vars_`` greedily (smallest combined table first); keep max traces."""
         left = list(vars_)
         traces = []

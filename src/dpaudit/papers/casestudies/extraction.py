@@ -103,7 +103,8 @@ def digit_secret_prior(probs: Any, *, length: int | None = None, name: str = "pr
     ``.probs`` (dpaudit.risk.priors.ExplicitPrior).
     """
     p = np.asarray(getattr(probs, "probs", probs), dtype=float)
-    m = int(round(math.log10(p.size))) if length is None else check_count("length", length, 1)
+    m = (int(round(math.log10(p.size))) if length is None
+         else check_count("length", length, minimum=1))
     if 10 ** m != p.size:
         raise ValueError(f"probs must have 10^length entries; got {p.size}")
     strings = ["".join(t) for t in itertools.product("0123456789", repeat=m)]

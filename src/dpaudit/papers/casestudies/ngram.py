@@ -205,7 +205,7 @@ def train_dp_ngram(docs: Sequence[str], spec: NgramSpec, *, clip: float, noise_s
     w = ev.count * clip_scales(ev, clip)[ev.rec]
     row_of = np.searchsorted(rows, ev.cell // spec.vocab)
     flat = row_of * spec.vocab + ev.cell % spec.vocab
-    table = np.bincount(flat, weights=w, minlength=rows.size * spec.vocab).reshape(
+    table: np.ndarray = np.bincount(flat, weights=w, minlength=rows.size * spec.vocab).reshape(
         rows.size, spec.vocab)
     if s > 0:
         table = table + rng.normal(0.0, s, table.shape)

@@ -99,7 +99,7 @@ def run_lidp_figure6(out_dir: Path, *, full: bool = False, seed: int = 0,
         lo_b.append(float(np.squeeze(lo)))
         hi_b.append(float(np.squeeze(hi)))
     out["bernstein"] = (np.asarray(lo_b), np.asarray(hi_b))
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, (lo, hi) in out.items():
         for n, kk, a, b in zip(ns, k, np.asarray(lo), np.asarray(hi), strict=True):
             rows.append({"interval": name, "n": int(n), "k": int(kk), "p": p,

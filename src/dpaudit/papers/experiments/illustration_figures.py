@@ -272,7 +272,8 @@ def run_lidp_figure4(out_dir: Path, *, full: bool = False, seed: int = 0,
         tau_fixed = 1.0 + math.sqrt(sigma**2 + (k - 1) / d) * float(special.ndtri(1 - fixed_rate))
         fixed = [correlation_diagnostics(moments_at_thresholds(ev.x_scores, [tau_fixed], 4)[0])
                  for ev in evals]
-        for mode, t, dgs in (("tuned", tau, diags), ("fixed", tau_fixed, fixed)):
+        modes: list[tuple[str, float, Any]] = [("tuned", tau, diags), ("fixed", tau_fixed, fixed)]
+        for mode, t, dgs in modes:
             for r, dg in enumerate(dgs):
                 rows.append({"threshold_mode": mode, "K": k, "rep": r, "n": n, "d": d,
                              "claimed_epsilon": eps_claim, "sigma": sigma, "threshold": t,

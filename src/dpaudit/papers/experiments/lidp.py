@@ -307,10 +307,10 @@ def run_dpsgd(out_dir: Path, *, full: bool = False, seed: int = 0,
         for e in eps_list:
             summ = _summ([r for r in rows if r["canary"] == can and r["claimed_epsilon"] == e
                           and r["estimator"] != "DP+W1"], "estimator", "n")
-            base = [r["epsilon"] for r in rows if r["canary"] == can
+            base_w1 = [r["epsilon"] for r in rows if r["canary"] == can
                     and r["claimed_epsilon"] == e and r["estimator"] == "DP+W1"]
             summ[f"DP+W1 (n={n_ref})"] = (np.array(n_grid, float),
-                                          np.full(len(n_grid), float(np.mean(base))),
+                                          np.full(len(n_grid), float(np.mean(base_w1))),
                                           np.zeros(len(n_grid)))
             panels.append((f"DP-SGD sim, {can}, eps={e:g}", summ, "trials n", False))
     paths.append(_plot(out_dir / "lidp_dpsgd.png", panels))

@@ -58,13 +58,13 @@ def run_figure1(out_dir: Path, *, full: bool = False, seed: int = 0,
     ks = np.array([2, 3, 4, 5, 10, 20, 100])
     rows: list[dict[str, Any]] = []
     for eps in (1.0, 2.0, 4.0):
-        pure = single_target_bound(grid, eps, 0.0, theorem="thm3.2")
-        ours35 = single_target_bound(grid, eps, DELTA, theorem="thm3.5")
-        rero_p = rero_bound(grid, eps)
-        rero_a = rero_bound(grid, eps, DELTA)
-        narc = narcissus_bound(grid, eps, DELTA)
+        pure_b = np.asarray(single_target_bound(grid, eps, 0.0, theorem="thm3.2"))
+        ours35 = np.asarray(single_target_bound(grid, eps, DELTA, theorem="thm3.5"))
+        rero_p = np.asarray(rero_bound(grid, eps))
+        rero_a = np.asarray(rero_bound(grid, eps, DELTA))
+        narc = np.asarray(narcissus_bound(grid, eps, DELTA))
         for i, p in enumerate(grid):
-            rows.append({"panel": "curve", "epsilon": eps, "prior": p, "ours_pure": pure[i],
+            rows.append({"panel": "curve", "epsilon": eps, "prior": p, "ours_pure": pure_b[i],
                          "ours_thm35": ours35[i], "rero_pure": rero_p[i],
                          "rero_approx": rero_a[i], "narcissus": narc[i]})
         mmc0 = np.atleast_1d(mmc_bound(ks, epsilon=eps, delta=0.0))

@@ -69,7 +69,8 @@ def run_training_dpsgd(out_dir: Path, *, full: bool = False, seed: int = 0,
 
     sz = SIZES_TRAINING[resolve_size(full, size)]
     rows: list[dict[str, Any]] = []
-    plan = [(n, eps, None) for n in sz.canaries for eps in sz.epsilons]
+    plan: list[tuple[int, float, str | None]] = [(n, eps, None) for n in sz.canaries
+                                                 for eps in sz.epsilons]
     plan += [(n, eps, "backprop_clipping") for n in sz.canaries[:1] for eps in sz.flawed_epsilons]
     for n, eps, flaw in plan:
         sigma = sigma_for_epsilon(eps, Q, sz.steps, DELTA)

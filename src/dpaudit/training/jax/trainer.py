@@ -346,8 +346,9 @@ def train_jax_with_canaries(config: JaxTrainingConfig, data: DigitsArrays | None
 
     scores: dict[str, np.ndarray] = {}
     if cfg.threat == "white_box":
-        kw = {"sampling_rate": cfg.sampling_rate, "noise_multiplier": cfg.noise_multiplier,
-              "amplitude": canaries.amplitude}
+        kw: dict[str, Any] = {"sampling_rate": cfg.sampling_rate,
+                              "noise_multiplier": cfg.noise_multiplier,
+                              "amplitude": canaries.amplitude}
         scores["whitened"] = correlated.whitened_scores(transcript, strategy, groups, **kw)
         scores["naive"] = correlated.naive_step_scores(transcript, strategy, groups, **kw)
         scores["sum"] = running.scores("sum")

@@ -1,0 +1,82 @@
+"""MkDocs hooks of the documentation site (``mkdocs.yml``: ``hooks:``).
+
+* the CLI reference: the marker ``<!-- dpaudit:cli-reference -->`` in a page is replaced by the
+  reference generated from the typer commands (``tools/cli_reference.py``);
+* the maths: MathJax 3 (``tex-svg.js``, one self-contained file) is copied into the site from
+  the ``django-static-mathjax`` package (declared in the ``docs`` extra), so that the site
+  builds and renders offline; a missing package is a build error, not a silent CDN;
+* pages written by other work that may or may not exist yet: ``docs/llm.md`` (training a
+  language model) joins the navigation and the training guide's link when it is there.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+if str(ROOT / "src") not in sys.path:
+    sys.path.insert(0, str(ROOT / "src"))
+
+import cli_reference  # noqa: E402
+
+log = logging.getLogger("mkdocs.hooks.dpaudit")
+MATHJAX = "javascripts/mathjax/tex-svg.js"
+LLM_MARKER = "<!-- dpaudit:llm-link -->"
+#: optional pages: path under docs/ -> (nav section, title), added when the file exists
+OPTIONAL_PAGES = {"llm.md": ("Topics", "Training a language model")}
+
+
+def _mathjax_source() -> Path | None:
+    spec = importlib.util.find_spec("mathjax")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for base in spec.submodule_search_locations:
+        path = Path(base) / "static" / "mathjax" / "es5" / "tex-svg.js"
+        if path.is_file():
+            return path
+    return None
+
+
+def on_config(config: Any) -> Any:
+    docs = Path(config["docs_dir"])
+    for page, (section, title) in OPTIONAL_PAGES.items():
+        if not (docs / page).is_file():
+            continue
+        for item in config["nav"]:
+            if isinstance(item, dict) and section in item:
+                entries = item[section]
+                if not any(page in e.values() for e in entries if isinstance(e, dict)):
+                    entries.append({title: page})
+    return config
+
+
+def on_files(files: Any, config: Any) -> Any:
+    from mkdocs.structure.files import File
+
+    src = _mathjax_source()
+    if src is None:
+        log.warning("MathJax not found: install the docs extra (pip install -e '.[docs]'), "
+                    "which provides django-static-mathjax")
+        return files
+    files.append(File.generated(config, MATHJAX, abs_src_path=str(src)))
+    return files
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    if cli_reference.MARKER in markdown:
+        markdown = markdown.replace(cli_reference.MARKER, cli_reference.markdown())
+    if LLM_MARKER in markdown:
+        docs = Path(config["docs_dir"])
+        depth = page.file.src_uri.count("/")
+        link = "../" * depth + "llm.md"
+        text = (f"Language models (`train-audit --model lm`): [the language-model page]({link})."
+                if (docs / "llm.md").is_file() else
+                "Language models: `dpaudit train-audit --model lm` (see `dpaudit train-audit "
+                "--help`).")
+        markdown = markdown.replace(LLM_MARKER, text)
+    return markdown
