@@ -35,12 +35,26 @@ from dpaudit.curves.zcdp import zcdp_rho_bound
 from dpaudit.estimators.multi_run import epsilon_from_rates
 from dpaudit.search import largest_rejected
 from dpaudit.stats.binomial import clopper_pearson
-from dpaudit.validation import check_confidence, check_count, check_delta, check_nonnegative
+from dpaudit.validation import (
+    check_choice,
+    check_confidence,
+    check_count,
+    check_delta,
+    check_nonnegative,
+)
 
 __all__ = ["Power", "box_bound", "bound_at_counts", "detectable_mass", "detectable_epsilon",
            "power"]
 
 _EPS_CEILING = 40.0
+CURRENCIES = ("epsilon", "rho")
+
+
+def _check(trials: Any, confidence: Any, epsilon: Any, delta: Any, currency: Any
+           ) -> tuple[int, float, float, float]:
+    check_choice("currency", currency, CURRENCIES)
+    return (check_count("trials", trials, minimum=1), check_confidence(confidence),
+            check_nonnegative("epsilon", epsilon), check_delta(delta))
 
 
 def box_bound(tp: Any, n1: int, fp: Any, n0: int, *, delta: float, confidence: float,
@@ -68,9 +82,7 @@ def detectable_mass(trials: int, confidence: float, epsilon: float, delta: float
                     currency: str = "epsilon") -> float:
     """Smallest p (a multiple of 1 / trials) such that round(p n) hits against 0 false hits
     put the bound above ``epsilon``; ``inf`` when even p = 1 does not."""
-    n = check_count("trials", trials, minimum=1)
-    confidence, delta = check_confidence(confidence), check_delta(delta)
-    epsilon = check_nonnegative("epsilon", epsilon)
+    n, confidence, epsilon, delta = _check(trials, confidence, epsilon, delta, currency)
     if bound_at_counts(n, n, 0, delta=delta, confidence=confidence,
                        currency=currency) <= epsilon:
         return math.inf
@@ -89,9 +101,7 @@ def detectable_epsilon(trials: int, confidence: float, epsilon: float, delta: fl
                        currency: str = "epsilon") -> float:
     """Smallest epsilon' (to 0.01) such that randomized response at epsilon', at its expected
     counts, puts the bound above ``epsilon``; ``inf`` above 40."""
-    n = check_count("trials", trials, minimum=1)
-    confidence, delta = check_confidence(confidence), check_delta(delta)
-    epsilon = check_nonnegative("epsilon", epsilon)
+    n, confidence, epsilon, delta = _check(trials, confidence, epsilon, delta, currency)
 
     def undetected(e: float) -> bool:
         p = 1.0 / (1.0 + math.exp(-e))
