@@ -22,7 +22,7 @@ from dpaudit import estimators as E
 from dpaudit import risk as R
 from dpaudit.attacks import quantile as _QA
 from dpaudit.canaries import correlated as CORR
-from dpaudit.curves import resolve_family
+from dpaudit.curves import ZCDP, resolve_family
 from dpaudit.curves.calibration import dpsgd_noise_multiplier
 from dpaudit.estimators import gaussian_pair as _GP
 from dpaudit.estimators import hockey_stick as _HS
@@ -71,6 +71,12 @@ def _obs(n: int = 200) -> tuple[np.ndarray, np.ndarray]:
 
 
 M, S = _obs()
+
+
+def _zoo_power(**kw: Any) -> Any:
+    from dpaudit.zoo.power import power
+
+    return power(**kw)
 
 
 def _run_zoo_reference(**kw: Any) -> Any:
@@ -199,6 +205,13 @@ TARGETS = [
                 value="positive"), needles={"n": "canaries"}),
     Target("zoo.run_zoo", _run_zoo_reference, dict(trials=40, seed=0),
            dict(trials="count", seed="count", confidence="confidence")),
+    Target("zoo.power.power", _zoo_power, dict(trials=100, confidence=0.99, epsilon=1.0,
+                                               delta=0.0),
+           dict(trials="count", confidence="confidence", epsilon="nonnegative", delta="delta",
+                currency="choice")),
+    Target("ZCDP", ZCDP, dict(rho=0.5), dict(rho="positive")),
+    Target("ZCDP.delta", lambda epsilon: ZCDP(0.5).delta(epsilon), dict(epsilon=1.0),
+           dict(epsilon="nonnegative")),
     Target("calibration.dpsgd_noise_multiplier", dpsgd_noise_multiplier,
            dict(epsilon=1.0, delta=1e-5),
            dict(epsilon="positive", delta="delta", sampling_rate="probability",

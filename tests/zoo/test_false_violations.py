@@ -5,7 +5,9 @@ randomized-response simulators; diffprivlib's Geometric mechanism; diffprivlib's
 the threshold scores output / -output, which see it as the ideal Laplace up to float rounding
 (its low-order bits are not eps-DP: the zoo entry diffprivlib/Laplace-precision); PipelineDP's
 VARIANCE on [0, 10] with the joint-tail score of the symmetric-bounds finding; OpenDP's and
-PyDP's Laplace under the precision score OffGrid (when installed).  Randomized response is the
+PyDP's Laplace and OpenDP's Gaussian under the precision score OffGrid (when installed); the
+rho-zCDP claims (dpaudit's Gaussian and randomized-response simulators, OpenDP's Gaussian and
+noisy max under zero-concentrated divergence), audited in rho.  Randomized response is the
 demanding case: each output's likelihood ratio is exactly e^eps, so one threshold attains eps
 and with 2000 trials the bound comes close to the claim.  The procedure runs at confidence 0.99
 per entry (a single-entry zoo), so a correct procedure flags at most 1% of the seeds:
@@ -24,7 +26,10 @@ def test_controls_cover_every_installed_library():
     # the zoo venv installs every library of the `zoo` extra: each contributes its controls
     keys = {e.key for e in correct_entries()}
     assert {"diffprivlib/Laplace", "diffprivlib/Geometric", "opendp/laplace+offgrid",
-            "python-dp/LaplaceMechanism+offgrid", "pipeline-dp/VARIANCE-control"} <= keys
+            "opendp/gaussian+offgrid", "python-dp/LaplaceMechanism+offgrid",
+            "pipeline-dp/VARIANCE-control", "dpaudit/GaussianMechanism-zCDP",
+            "dpaudit/RandomizedResponse-zCDP", "opendp/gaussian-zcdp",
+            "opendp/noisy_max-zcdp"} <= keys
 
 
 @pytest.mark.slow

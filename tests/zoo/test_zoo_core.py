@@ -106,10 +106,14 @@ def test_a_bound_above_the_claim_without_a_cause_is_not_a_violation():
 
 def test_report_escapes_and_lists_every_entry():
     run = run_zoo(trials=100, seed=0, only=("dpaudit",))
-    assert run.entry_confidence == pytest.approx(1 - 0.01 / 2)
+    assert run.entry_confidence == pytest.approx(1 - 0.01 / 4)
     md = markdown(run, command="dpaudit zoo --only dpaudit <x>")
-    assert "&lt;x&gt;" in md and md.count("| dpaudit |") == 2
+    assert "&lt;x&gt;" in md and md.count("| dpaudit |") == 4
     assert "None in this run." in md
+    # the zCDP rows are in their own currency, and every clean row states its power
+    assert md.count("| rho 0.5 (zCDP) |") == 2
+    assert "## What the \"no violation found\" rows tried" in md
+    assert md.count("p >= ") >= 8  # 4 table rows + 4 rows of the "tried" section
 
 
 def test_only_validation():
@@ -126,8 +130,10 @@ def test_cli_zoo_json(tmp_path, capsys):
     rc = main(["zoo", "--only", "dpaudit", "--trials", "100", "--out", str(out), "--json"])
     assert rc in (0, None)
     doc = json.loads(capsys.readouterr().out)
-    assert [r["key"] for r in doc["results"]] == ["dpaudit/LaplaceMechanism",
-                                                   "dpaudit/RandomizedResponse"]
+    assert [r["key"] for r in doc["results"]] == [
+        "dpaudit/LaplaceMechanism", "dpaudit/RandomizedResponse",
+        "dpaudit/GaussianMechanism-zCDP", "dpaudit/RandomizedResponse-zCDP"]
+    assert [r["currency"] for r in doc["results"]] == ["epsilon", "epsilon", "rho", "rho"]
     assert doc["violations"] == [] and out.read_text().startswith("# The zoo")
 
 

@@ -44,3 +44,25 @@ def test_variance_blackbox_bound_with_located_cause():
     assert r.cause == ("rust/src/transformations/sum_of_squared_deviations/mod.rs "
                        "(v0.14.2 tag):112")
 
+
+
+def test_zcdp_rows_claim_the_measurements_own_rho():
+    # make_gaussian(scale 1): rho = d_in^2 / (2 scale^2) = 1/2; make_noisy_max(scale 1):
+    # the exponential mechanism at eps = 2 d_in / scale = 2, rho = eps^2 / 8 = 1/2
+    assert E["opendp/gaussian-zcdp"].rho == pytest.approx(0.5)
+    assert E["opendp/noisy_max-zcdp"].rho == pytest.approx(0.5)
+    assert E["opendp/noisy_max-zcdp"].currency == "rho"
+
+
+@pytest.mark.slow
+def test_noisy_max_selects_by_gumbel_at_the_pinned_version():
+    # opendp issue #2911 (permute-and-flip claimed at eps^2/8, filed on 0.15.1): at 0.14.2
+    # P(index 0 | (1, -1)) is the exponential mechanism's 0.881, not permute-and-flip's 0.932
+    import importlib.metadata
+
+    from dpaudit.zoo.fixed import _odp_noisy_max_zcdp
+
+    if importlib.metadata.version("opendp") != "0.14.2":
+        pytest.skip("checked at the pinned opendp 0.14.2")
+    reproduces, evidence = _odp_noisy_max_zcdp()
+    assert reproduces is False and "0.881" in evidence

@@ -59,7 +59,8 @@ def zoo_cmd(
 
     def show(r: ZooResult) -> None:
         if not as_json:
-            console.print(f"{r.key}: eps >= {r.epsilon_lb:.3f} (tested {r.tested_epsilon:.4g})"
+            console.print(f"{r.key}: {r.currency} >= {r.epsilon_lb:.3f} (tested "
+                          f"{r.tested_epsilon:.4g})"
                           f" -> {r.verdict}")
 
     def partial(run: ZooRun) -> None:

@@ -14,10 +14,11 @@ from dpaudit.curves.gaussian import GaussianDP, gdp_delta
 from dpaudit.curves.laplace import LaplaceDP
 from dpaudit.curves.numeric import NumericCurve
 from dpaudit.curves.subsampled import SubsampledGaussianDP
+from dpaudit.curves.zcdp import ZCDP, zcdp_rho
 
 __all__ = [
     "Curve", "GaussianDP", "LaplaceDP", "EpsDeltaDP", "SubsampledGaussianDP", "NumericCurve",
     "PLDCurve", "dpsgd_curve", "Family", "resolve_family", "FAMILY_NAMES", "numeric_delta",
     "numeric_epsilon", "gdp_delta", "claim_family", "DEFAULT_FAMILY",
-    "dpsgd_family", "ProfileCurve",
+    "dpsgd_family", "ProfileCurve", "ZCDP", "zcdp_rho",
 ]

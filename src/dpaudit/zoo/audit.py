@@ -18,6 +18,11 @@ Across a zoo of K entries, each final audit runs at confidence 1 - (1 - confiden
 (Bonferroni), so the probability that the zoo reports any false violation is at most
 1 - confidence.
 
+A rho-zCDP claim (``entry.rho``) is audited in its own currency: the same two phases, with
+the bound on rho of the same Clopper-Pearson box (:func:`dpaudit.curves.zcdp.zcdp_rho_bound`:
+the smallest rho whose trade-off curve the box lies entirely above), never a converted
+(epsilon, delta).
+
 Verdicts: "violation" needs the bound above the claim AND a located cause (the library's file
 and line at the installed version); a bound above the claim without a located cause is
 "unexplained" and is never counted as a finding; otherwise "no violation found".
@@ -36,11 +41,10 @@ import numpy as np
 
 from dpaudit.engine.audit import run_audit
 from dpaudit.engine.seeding import trial_rng
-from dpaudit.estimators.multi_run import epsilon_from_rates
 from dpaudit.games.blackbox import BlackBoxAudit
-from dpaudit.stats.binomial import clopper_pearson
 from dpaudit.validation import check_confidence, check_count
 from dpaudit.zoo.entry import Pair, ZooEntry, library_version, locate, tested_claim
+from dpaudit.zoo.power import box_bound, power
 
 __all__ = ["SearchChoice", "ZooResult", "search", "audit_entry", "search_seed_of",
            "VERDICTS"]
@@ -106,6 +110,11 @@ class ZooResult:
     notes: str
     tpr: float
     fpr: float
+    currency: str = "epsilon"
+    detectable_mass: float = math.nan
+    detectable_epsilon: float = math.nan
+    pairs_tried: tuple[str, ...] = ()
+    scores_tried: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
@@ -126,8 +135,8 @@ def _outputs(entry: ZooEntry, data: Any, seed: int, block: tuple[int, int], n: i
     return out, failed
 
 
-def _best_threshold(s0: np.ndarray, s1: np.ndarray, delta: float, confidence: float
-                    ) -> tuple[float, float]:
+def _best_threshold(s0: np.ndarray, s1: np.ndarray, delta: float, confidence: float,
+                    currency: str = "epsilon") -> tuple[float, float]:
     """(threshold, bound) maximising the multi-run bound on search scores (member = s1)."""
     pooled = np.concatenate([s0, s1])
     cands = np.unique(np.quantile(pooled, np.linspace(0, 1, _MAX_THRESHOLDS),
@@ -135,10 +144,8 @@ def _best_threshold(s0: np.ndarray, s1: np.ndarray, delta: float, confidence: fl
     s0, s1 = np.sort(s0), np.sort(s1)
     tp = s1.size - np.searchsorted(s1, cands, side="left")
     fp = s0.size - np.searchsorted(s0, cands, side="left")
-    fail = 1 - confidence
-    tpr_lo, tpr_hi = clopper_pearson(tp, s1.size, 1 - fail / 2, "two-sided")
-    fpr_lo, fpr_hi = clopper_pearson(fp, s0.size, 1 - fail / 2, "two-sided")
-    eps = epsilon_from_rates(tpr_lo, tpr_hi, fpr_lo, fpr_hi, delta=delta)
+    eps = box_bound(tp, s1.size, fp, s0.size, delta=delta, confidence=confidence,
+                    currency=currency)
     i = int(np.argmax(eps))
     return float(cands[i]), float(eps[i])
 
@@ -161,7 +168,7 @@ def search(entry: ZooEntry, *, trials: int, seed: int, confidence: float) -> Sea
         for sc in entry.scores:
             s0 = np.array([sc(o) for o in o0], dtype=float)
             s1 = np.array([sc(o) for o in o1], dtype=float)
-            t, eps = _best_threshold(s0, s1, claim[1], confidence)
+            t, eps = _best_threshold(s0, s1, claim[1], confidence, entry.currency)
             margin = eps - claim[0]
             if best is None or margin > best[0]:
                 best = (margin, eps, pair, sc, t, claim)
@@ -194,8 +201,16 @@ def audit_entry(entry: ZooEntry, *, trials: int, seed: int = 0, confidence: floa
                     delta=choice.tested_delta,
                     confidence=confidence, threshold=choice.threshold, retries=0)
     res = run.result
+    d = res.details
+    bound = float(res.epsilon)
+    if entry.currency == "rho":
+        bound = float(box_bound(int(d["tp"]), int(d["n_members"]), int(d["fp"]),
+                                int(d["n_nonmembers"]), delta=0.0, confidence=confidence,
+                                currency="rho"))
+    pw = power(n_final, confidence, choice.tested_epsilon, choice.tested_delta,
+               currency=entry.currency)
     seconds = time.perf_counter() - start
-    above = res.epsilon > choice.tested_epsilon
+    above = bound > choice.tested_epsilon
     where = locate(entry.cause) if entry.cause is not None else None
     if above and where is not None:
         verdict = "violation"
@@ -204,21 +219,23 @@ def audit_entry(entry: ZooEntry, *, trials: int, seed: int = 0, confidence: floa
     else:
         verdict = "no violation found"
     cause = f"{where[0]}:{where[1]}" if where is not None else None
-    d = res.details
     return ZooResult(
         key=entry.key, library=entry.library, version=library_version(entry.library),
         description=entry.description, neighbours=choice.pair.label,
         adjacency=choice.pair.adjacency, score=str(choice.score),
         threshold=choice.threshold, claimed_epsilon=entry.epsilon, delta=entry.delta,
         tested_epsilon=choice.tested_epsilon, tested_delta=choice.tested_delta,
-        epsilon_lb=float(res.epsilon), confidence=confidence, trials=n_final,
+        epsilon_lb=bound, confidence=confidence, trials=n_final,
         search_trials=n_search * 2 * len(entry.pairs), seconds=seconds, verdict=verdict,
         cause=cause,
         cause_explanation=entry.cause.explanation if entry.cause is not None else None,
         cause_reference=entry.cause.reference if entry.cause is not None else None,
         cause_known=entry.cause.known if entry.cause is not None else None,
         randomness=entry.randomness, notes=entry.notes,
-        tpr=_rate(d, "tp", "n_members"), fpr=_rate(d, "fp", "n_nonmembers"))
+        tpr=_rate(d, "tp", "n_members"), fpr=_rate(d, "fp", "n_nonmembers"),
+        currency=entry.currency, detectable_mass=pw.mass, detectable_epsilon=pw.epsilon,
+        pairs_tried=tuple(p.label for p in entry.pairs if tested_claim(entry, p) is not None),
+        scores_tried=tuple(str(sc) for sc in entry.scores))
 
 
 def _rate(details: Mapping[str, Any], k: str, n: str) -> float:

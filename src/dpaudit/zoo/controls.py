@@ -5,9 +5,12 @@ Each is eps-DP for its claim under the scores it is audited with: dpaudit's Lapl
 randomized-response simulators; diffprivlib's Geometric mechanism and its Laplace under the
 threshold scores output / -output (which see it as the ideal Laplace up to float rounding; its
 low-order bits are not eps-DP, the separate entry diffprivlib/Laplace-precision); OpenDP's and
-PyDP's Laplace under the precision score :class:`~dpaudit.zoo.entry.OffGrid` (built to resist
-it: exact arithmetic then one rounding, and a granularity grid); PipelineDP's VARIANCE on
-[0, 10] (the control of the symmetric-bounds finding).  Libraries that are not installed
+PyDP's Laplace and OpenDP's Gaussian (an (eps, delta) claim) under the precision score
+:class:`~dpaudit.zoo.entry.OffGrid` (built to resist it: exact arithmetic then one rounding,
+and a granularity grid); PipelineDP's VARIANCE on [0, 10] (the control of the symmetric-bounds
+finding); the rho-zCDP claims (dpaudit's Gaussian and randomized-response simulators, OpenDP's
+Gaussian and noisy max under zero-concentrated divergence at 0.14.2, whose Gumbel selection is
+the exponential mechanism).  Libraries that are not installed
 contribute nothing.
 """
 
@@ -33,7 +36,7 @@ def correct_entries() -> list[ZooEntry]:
                 if e.key in keep]
     except ImportError:
         pass
-    for mod, key in (("opendp_zoo", "opendp/laplace"),
+    for mod, key in (("opendp_zoo", "opendp/laplace"), ("opendp_zoo", "opendp/gaussian"),
                      ("pydp_zoo", "python-dp/LaplaceMechanism")):
         try:
             m = importlib.import_module(f"dpaudit.zoo.{mod}")
@@ -42,6 +45,13 @@ def correct_entries() -> list[ZooEntry]:
         out += [dataclasses.replace(e, key=f"{e.key}+offgrid", scores=(OffGrid(),),
                                     pairs=(Pair("value 1 vs 0", 1.0, 0.0, e.adjacency),))
                 for e in m.entries() if e.key == key]
+    try:
+        from dpaudit.zoo import opendp_zoo
+
+        out += [e for e in opendp_zoo.entries()
+                if e.key in ("opendp/gaussian-zcdp", "opendp/noisy_max-zcdp")]
+    except ImportError:
+        pass
     try:
         from dpaudit.zoo import pipelinedp_zoo
 

@@ -14,8 +14,22 @@ Known bugs audited (causes located in the installed source by :func:`dpaudit.zoo
 * ``models.LinearRegression``: the sensitivity of the diagonal 2nd-degree coefficient
   sum_i x_i^2 uses the lower bound twice (``bounds_X[0][i], bounds_X[0][i]``), so with
   bounds_X = (0, 100) it is 0 and that coefficient gets no noise (IBM/differential-privacy-library
-  issue #105, reported by Cebere et al. with dp-recorder, "Privacy in Theory, Bugs in Practice:
-  Grey-Box Auditing of Differential Privacy Libraries", PETS 2026).
+  issue #104, item 1, September 2025; filed again as issue #105 by Cebere et al. with
+  dp-recorder, "Privacy in Theory, Bugs in Practice: Grey-Box Auditing of Differential Privacy
+  Libraries", PETS 2026; fix proposed in PR #110, open).
+* **Precision of value + noise** (Haney, Desfontaines, Hartman, Shrestha and Hay, "Precision-based
+  attacks and interval refining: how to break, then fix, differential privacy on finite
+  computers", 2022, Section 3; Mironov, CCS 2012, for the low-order bits): every float sampler
+  that returns ``value + noise`` in floats (Laplace and its truncated / folded / bounded
+  variants, Staircase, Gaussian, GaussianAnalytic) releases, for value 1, outputs in (-1/2, 1/2)
+  that are exact multiples of 2^-53 (1 and any double of magnitude in [1/2, 2) are multiples of
+  2^-53, and their difference is exact), while for value 0 the output is the noise itself,
+  finer than 2^-53 near 0 in most draws.  The output set S = "|output| < 1/2 and not a
+  multiple of 2^-53" has P1(S) = 0 exactly and P0(S) of 0.08 to 0.3, so P0(S) - e^eps P1(S) >
+  delta breaks (eps, delta)-DP for every eps (IBM/differential-privacy-library issue #94).
+* ``models.LogisticRegression``: ``classes_ = np.unique(y)`` releases the label set of the
+  training data without noise (IBM/differential-privacy-library issue #106): replacing one
+  record's label by a label no other record has adds a class, deterministically.
 """
 
 from __future__ import annotations
@@ -37,7 +51,7 @@ from dpaudit.zoo.entry import (
     ZooEntry,
 )
 
-__all__ = ["entries", "float_sum_pair"]
+__all__ = ["entries", "float_sum_pair", "precision_entries"]
 
 LIB = "diffprivlib"
 
@@ -129,6 +143,25 @@ class LinReg:
         return float(np.ravel(model.coef_)[0])
 
 
+@dataclass(frozen=True)
+class LogReg:
+    """``models.LogisticRegression(data_norm=1).fit(X, y)``; the output is ``len(classes_)``
+    (a post-processing of the released model)."""
+
+    epsilon: float
+
+    def __call__(self, data: Any, rng: np.random.Generator) -> float:
+        from diffprivlib.models import LogisticRegression
+
+        xy = np.asarray(data, dtype=float).reshape(-1, 2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = LogisticRegression(epsilon=self.epsilon, data_norm=1.0,
+                                       random_state=_seed(rng), accountant=_accountant())
+            model.fit(xy[:, :1], xy[:, 1].astype(int))
+        return float(len(model.classes_))
+
+
 def float_sum_pair(n: int = 4096, exponent: int = 50) -> Pair:
     """Replace-one neighbours whose NumPy float sums differ by 1024 (U - L) (n = 4096,
     bounds [2^50, 2^50 + 1]): D0 = n copies of 2^50 + 1/4, D1 = D0 with the first record
@@ -158,13 +191,19 @@ _FLOAT_SUM = Cause(
     module="diffprivlib.tools.utils",
     snippet="actual_sum = _func(array, axis=axis, dtype=dtype, keepdims=keepdims)",
     explanation="np.sum rounds: replacing one record in [L, U] moves the float sum by up "
-                "to 1024 (U - L) at n = 4096, |x| ~ 2^50, but the noise is calibrated to U - L",
+                "to 1024 (U - L) at n = 4096, |x| ~ 2^50, but the noise is calibrated to U - L; "
+                "and at |sum| ~ 2^62 that noise (Laplace scale 2) is far below the float "
+                "spacing 1024, so sum + noise rounds back to the sum: the release is the "
+                "un-noised rounded sum.  Fixing the summation alone would not restore DP: the "
+                "noise must also be at least the output's float spacing",
     reference="Casacuberta, Shoemate, Vadhan, Wagaman, CCS 2022 (rounding attack)")
 _FLOAT_MEAN = Cause(
     module="diffprivlib.tools.utils",
     snippet="actual_mean = _func(array, axis=axis, dtype=dtype, keepdims=keepdims)",
     explanation="np.mean = rounded float sum / n: the mean moves by 1024 (U - L) / n, the "
-                "noise is calibrated to (U - L) / n",
+                "noise is calibrated to (U - L) / n; at |mean| ~ 2^50 that noise (Laplace scale "
+                "2^-11) is far below the float spacing 1/4, so the release is the un-noised "
+                "rounded mean.  Fixing the summation alone would not restore DP",
     reference="Casacuberta, Shoemate, Vadhan, Wagaman, CCS 2022 (rounding attack)")
 _FLOAT_VAR = Cause(
     module="diffprivlib.tools.utils",
@@ -177,7 +216,68 @@ _LINREG = Cause(
     snippet="sensitivity = np.max(np.abs([bounds_X[0][i], bounds_X[0][i]])) ** 2",
     explanation="the diagonal coefficient sum x_i^2 gets sensitivity max(|lower|, |lower|)^2 "
                 "= 0 for bounds_X = (0, 100): no noise on it",
-    reference="IBM/differential-privacy-library issue #105 (Cebere et al., PETS 2026)")
+    reference="IBM/differential-privacy-library issue #104, item 1 (Sept. 2025; filed again "
+              "as #105 by Cebere et al., PETS 2026; fix proposed in PR #110, open)")
+
+
+_PRECISION_WHY = ("for value 1 every output in (-1/2, 1/2) is an exact multiple of 2^-53 (the "
+                  "sum of 1 and a double of magnitude in [1/2, 2)), for value 0 the output is the "
+                  "noise itself, finer than 2^-53 near 0 in most draws: the set 'finer than "
+                  "2^-53 near 0' has probability 0 under value 1")
+_PRECISION_REF = ("Haney, Desfontaines, Hartman, Shrestha, Hay 2022 (precision-based attacks); "
+                  "IBM/differential-privacy-library issue #94 (open)")
+
+
+def _precision_cause(module: str, snippet: str, what: str) -> Cause:
+    return Cause(module, snippet, f"{what} is computed in floats: {_PRECISION_WHY}",
+                 _PRECISION_REF)
+
+
+def _precision_entry(key: str, mech: Mech, delta: float, description: str,
+                     cause: Cause) -> ZooEntry:
+    """value 1 vs 0 under the precision score :class:`OffGrid` (module docstring)."""
+    return ZooEntry(key, LIB, mech, mech.epsilon, delta,
+                    (Pair("value 1 vs 0 (float precision of value + noise)", 1.0, 0.0, V),),
+                    description, scores=(OffGrid(),), adjacency=V, cause=cause)
+
+
+def precision_entries() -> list[ZooEntry]:
+    """The precision attack on diffprivlib's float samplers beyond ``Laplace`` (whose entry is
+    ``diffprivlib/Laplace-precision``): one entry per distinct line adding the noise."""
+    eps, s1 = 1.0, (("sensitivity", 1.0),)
+    dom = (("lower", -10.0), ("upper", 10.0))
+    gauss = _precision_cause("diffprivlib.mechanisms.gaussian",
+                             "return value + standard_normal * self._scale",
+                             "value + standard_normal * scale")
+    return [
+        _precision_entry("diffprivlib/Gaussian-precision",
+                         Mech("Gaussian", eps, (("delta", 1e-3),) + s1), 1e-3,
+                         "mechanisms.Gaussian(1, 1e-3), sensitivity 1, precision of the output",
+                         gauss),
+        _precision_entry("diffprivlib/GaussianAnalytic-precision",
+                         Mech("GaussianAnalytic", eps, (("delta", 1e-3),) + s1), 1e-3,
+                         "mechanisms.GaussianAnalytic(1, 1e-3), sensitivity 1, precision of the "
+                         "output (inherits Gaussian.randomise)", gauss),
+        _precision_entry("diffprivlib/LaplaceBoundedDomain-precision",
+                         Mech("LaplaceBoundedDomain", eps, s1 + dom), 0.0,
+                         "mechanisms.LaplaceBoundedDomain on [-10, 10], sensitivity 1, precision "
+                         "of the output",
+                         _precision_cause("diffprivlib.mechanisms.laplace",
+                                          "noisy = value + self._scale * self._laplace_sampler(",
+                                          "value + scale * noise (each rejection-sampling "
+                                          "candidate)")),
+        _precision_entry("diffprivlib/LaplaceBoundedNoise-precision",
+                         Mech("LaplaceBoundedNoise", eps, (("delta", 0.01),) + s1), 0.01,
+                         "mechanisms.LaplaceBoundedNoise(1, 0.01), sensitivity 1, precision of "
+                         "the output",
+                         _precision_cause("diffprivlib.mechanisms.laplace",
+                                          "return value + noisy[idx]", "value + bounded noise")),
+        _precision_entry("diffprivlib/Staircase-precision", Mech("Staircase", eps, s1), 0.0,
+                         "mechanisms.Staircase, sensitivity 1, precision of the output",
+                         _precision_cause("diffprivlib.mechanisms.staircase",
+                                          "return value + sign * ((1 - binary_rv)",
+                                          "value + staircase noise")),
+    ]
 
 
 def entries() -> list[ZooEntry]:
@@ -258,5 +358,17 @@ def entries() -> list[ZooEntry]:
                  "models.LinearRegression(fit_intercept=False), bounds_X (0, 100), "
                  "bounds_y (0, 1)", scores=(Identity(), Negate(), NegAbs(0.0)),
                  cause=_LINREG, trials_scale=0.5, adjacency=U),
+        ZooEntry("diffprivlib/LogisticRegression-classes", LIB, LogReg(eps), eps, 0.0,
+                 (Pair("labels [0, 1, 1] vs [0, 1, 2] (x = 0)", (0.0, 0.0, 0.0, 1.0, 0.0, 1.0),
+                       (0.0, 0.0, 0.0, 1.0, 0.0, 2.0), R),),
+                 "models.LogisticRegression(data_norm=1), output len(classes_)",
+                 cause=Cause("diffprivlib.models.logistic_regression",
+                             "self.classes_ = np.unique(y)",
+                             "the model's label set classes_ is the set of labels in the "
+                             "training data, released without noise: replacing one record's "
+                             "label by a new one adds a class to the released model",
+                             "IBM/differential-privacy-library issue #106 (open; Cebere et al., "
+                             "PETS 2026)"),
+                 trials_scale=0.05, adjacency=U),
     ]
-    return out
+    return out + precision_entries()

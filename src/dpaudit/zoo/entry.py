@@ -178,6 +178,10 @@ class ZooEntry:
       adjacency: the neighbour relation the library's claim is stated for: "add_remove",
         "replace_one", or "unstated" (then the claim is read in the way least favourable to
         a finding: see :func:`tested_claim`).
+      rho: a claim in its own currency, rho-zCDP (Bun and Steinke 2016): the audit then bounds
+        rho under the trade-off curve every rho-zCDP mechanism satisfies
+        (:mod:`dpaudit.curves.zcdp`), never a converted (epsilon, delta); ``epsilon`` and
+        ``delta`` then hold the library's own conversion, shown for reference only.
     """
 
     key: str
@@ -193,10 +197,16 @@ class ZooEntry:
     randomness: str = "seeded"
     adjacency: str = "add_remove"
     notes: str = ""
+    rho: float | None = None
 
     @property
     def name(self) -> str:
         return self.key.split("/", 1)[1]
+
+    @property
+    def currency(self) -> str:
+        """"rho" for a zCDP claim, else "epsilon"."""
+        return "epsilon" if self.rho is None else "rho"
 
 
 def tested_claim(entry: ZooEntry, pair: Pair) -> tuple[float, float] | None:
@@ -211,7 +221,17 @@ def tested_claim(entry: ZooEntry, pair: Pair) -> tuple[float, float] | None:
       both readings; add/remove pairs are not neighbours under the replace-one reading (the
       sizes differ), so they are not used;
     * add/remove pair, replace-one claim: not neighbours, not used.
+
+    A rho-zCDP claim (``entry.rho``) is tested as (rho, 0) under the same rules, with group
+    privacy 4 rho for a replaced record (k-group privacy of zCDP is k^2 rho, Bun and Steinke
+    2016, Proposition 1.9).
     """
+    if entry.rho is not None:
+        if pair.adjacency == entry.adjacency:
+            return entry.rho, 0.0
+        if pair.adjacency == "replace_one" and entry.adjacency in ("add_remove", "unstated"):
+            return 4.0 * entry.rho, 0.0
+        return None
     eps, delta = entry.epsilon, entry.delta
     if pair.adjacency == entry.adjacency:
         return eps, delta

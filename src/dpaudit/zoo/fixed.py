@@ -90,6 +90,28 @@ def _odp_sized_float_sum() -> tuple[bool, str]:
                           f"{sens:.6g}")
 
 
+def _odp_noisy_max_zcdp(runs: int = 4000) -> tuple[bool, str]:
+    """opendp #2911: make_noisy_max under zCDP claimed the exponential mechanism's
+    rho = eps^2 / 8 while selecting by permute-and-flip (only eps-DP).  On scores (0, 0) vs
+    (1, -1) at scale 1 the two differ in P(index 0 | (1, -1)): e / (e + 1/e) = 0.881 for the
+    exponential mechanism (Gumbel noise), 1 - e^-2 / 2 = 0.932 for permute-and-flip
+    (exponential noise).  With 4000 runs the frequency's standard deviation is <= 0.0052, so
+    the midpoint 0.907 is 5 deviations from either: the selection rule is told apart with
+    error probability below 1e-6."""
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    m = dp.m.make_noisy_max(dp.vector_domain(dp.atom_domain(T=float, nan=False)),
+                            dp.linf_distance(T=float), dp.zero_concentrated_divergence(),
+                            scale=1.0)
+    freq = sum(m([1.0, -1.0]) == 0 for _ in range(runs)) / runs
+    pf = freq > (0.8808 + 0.9323) / 2
+    return pf, (f"P(index 0 | scores (1, -1)) = {freq:.4f} over {runs} runs "
+                f"(exponential mechanism 0.881, permute-and-flip 0.932); claimed rho at "
+                f"d_in = 1: {float(m.map(1.0)):g} = eps^2 / 8, correct for the exponential "
+                f"mechanism")
+
+
 FIXED: tuple[FixedViolation, ...] = (
     FixedViolation("smartnoise-sql", "opendp/smartnoise-sdk issue #317",
                    "SUM over a column with no bounds in the metadata was released with no "
@@ -118,6 +140,14 @@ FIXED: tuple[FixedViolation, ...] = (
                    "(reproduced on opendp 0.4.0: docs/zoo-opendp-0.4.md)",
                    "OpenDP 0.5.0 (PRs #467 sum, #476 mean: the relation includes the "
                    "rounding error)", _odp_sized_float_sum),
+    FixedViolation("opendp", "opendp/opendp issue #2911 (filed on 0.15.1, closed)",
+                   "make_noisy_max under zero-concentrated divergence claimed rho = eps^2 / 8 "
+                   "(the exponential mechanism's) while selecting by permute-and-flip, which "
+                   "is only eps-DP: 4 times the claimed budget",
+                   "PR #2916 (Sept. 2026, noisy max respects its optimize argument); not "
+                   "reproduced at 0.14.2 (the selection is Gumbel's), nor at 0.15.1 and 0.16.0 "
+                   "installed from PyPI on this machine (P(index 0) = 0.877 and 0.880 over "
+                   "20000 runs, integer and float scores)", _odp_noisy_max_zcdp),
 )
 
 

@@ -80,10 +80,14 @@ def _build(kind: str, p: dict[str, Any]) -> Any:
         g = dp.m.make_gaussian(dp.atom_domain(T=float, nan=False),
                                dp.absolute_distance(T=float), scale=p["scale"])
         return dp.c.make_fix_delta(dp.c.make_zCDP_to_approxDP(g), p["delta"])
-    if kind == "noisy_max":
+    if kind == "gaussian_zcdp":
+        return dp.m.make_gaussian(dp.atom_domain(T=float, nan=False),
+                                  dp.absolute_distance(T=float), scale=p["scale"])
+    if kind in ("noisy_max", "noisy_max_zcdp"):
+        measure = dp.max_divergence() if kind == "noisy_max" else \
+            dp.zero_concentrated_divergence()
         return dp.m.make_noisy_max(dp.vector_domain(dp.atom_domain(T=float, nan=False)),
-                                   dp.linf_distance(T=float), dp.max_divergence(),
-                                   scale=p["scale"])
+                                   dp.linf_distance(T=float), measure, scale=p["scale"])
     if kind == "count":
         return (vec, dp.symmetric_distance()) >> dp.t.then_count() >> \
             dp.m.then_laplace(p["scale"])
@@ -118,11 +122,13 @@ def _ssd_cause(which: str) -> Cause:
     verdict is then "unexplained", never a finding)."""
     return Cause(
         module="opendp.transformations", snippet=f"def make_{which}(",
-        explanation="the function computes mean = sum / n in floats and sums (x - mean)^2; "
-        "the stability map (d_in / 2) range'^2 (n - 1) / n + relaxation widens the range by the "
-        "error of the sum but not by the rounding of the mean: replacing 2^50 + 1/4 by "
-        "2^50 + 1/2 in 4096 x (2^50 + 1/4) moves the sum of squared deviations by 255.9 > the "
-        "stated 54.4 (the variance by 0.0625 > 0.0133)",
+        explanation="the function computes m = sum / n in floats and sums (x - m)^2 = "
+        "sum (x - mean)^2 + n (m - mean)^2; the stability map bounds the first term (plus the "
+        "error of the sums) but not the second, the rounding of m: replacing 2^50 + 1/4 by "
+        "2^50 + 1/2 in 4096 x (2^50 + 1/4) moves the exact mean by 2^-14 but the rounded m by "
+        "one float spacing (1/4 at 2^50), so the other 4095 deviations become 1/4 and the sum "
+        "of squared deviations moves by 4095 / 16 = 255.9 > the stated 54.4 (the variance by "
+        "0.0625 > 0.0133)",
         reference="opendp/opendp issue #2923 (open; Casacuberta et al. 2022 class of attacks)",
         known=True,
         compiled=("opendp", "0.14.2",
@@ -134,6 +140,15 @@ def _entry(key: str, built: Built, pairs: tuple[Pair, ...], description: str,
     eps, delta = built.claim()
     return ZooEntry(key, LIB, built, eps, delta, pairs, description, adjacency=adjacency,
                     randomness="library", **kw)
+
+
+def _zcdp_entry(key: str, built: Built, pairs: tuple[Pair, ...], description: str,
+                adjacency: str, **kw: Any) -> ZooEntry:
+    """A measurement whose output measure is zero-concentrated divergence: the claim is its
+    own rho = ``meas.map(1)``, audited as rho (no conversion)."""
+    rho, _ = built.claim()
+    return ZooEntry(key, LIB, built, rho, 0.0, pairs, description, adjacency=adjacency,
+                    randomness="library", rho=rho, **kw)
 
 
 def entries() -> list[ZooEntry]:
@@ -157,6 +172,17 @@ def entries() -> list[ZooEntry]:
         _entry("opendp/noisy_max", Built("noisy_max", (("scale", 1.0),)),
                (Pair("scores (1,0,0) vs (0,1,1)", (1.0, 0.0, 0.0), (0.0, 1.0, 1.0), V),),
                "make_noisy_max (Gumbel), scale 1", V),
+        _zcdp_entry("opendp/gaussian-zcdp", Built("gaussian_zcdp", (("scale", 1.0),)),
+                    (Pair("value 0 vs 1", 0.0, 1.0, V),),
+                    "make_gaussian, scale 1, claim rho-zCDP", V),
+        _zcdp_entry("opendp/noisy_max-zcdp", Built("noisy_max_zcdp", (("scale", 1.0),)),
+                    (Pair("scores (0,0) vs (1,-1)", (0.0, 0.0), (1.0, -1.0), V),
+                     Pair("scores (1,0,0) vs (0,1,1)", (1.0, 0.0, 0.0), (0.0, 1.0, 1.0), V)),
+                    "make_noisy_max, scale 1, claim rho-zCDP (opendp issue #2911 pair)", V,
+                    notes="opendp issue #2911 (permute-and-flip claimed at the exponential "
+                          "mechanism's eps^2/8) was filed on 0.15.1; at 0.14.2 the selection is "
+                          "Gumbel (the exponential mechanism), P(index 0 | (1,-1)) = "
+                          "e / (e + 1/e) = 0.881, and eps^2/8 is its correct rho"),
         _entry("opendp/count", Built("count", (("scale", 1.0),)),
                (Pair("empty vs one record", (), (1.0,), A),), "then_count >> laplace(1)", A),
         _entry("opendp/sum", Built("sum", (("bounds", (0.0, 10.0)), ("scale", 10.0))),

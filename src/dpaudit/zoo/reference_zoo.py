@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.mechanisms.simple import LaplaceMechanism, RandomizedResponse
+from dpaudit.mechanisms.simple import GaussianMechanism, LaplaceMechanism, RandomizedResponse
 from dpaudit.zoo.entry import Identity, Negate, Pair, ZooEntry
 
 __all__ = ["entries", "SimulatorRun"]
@@ -37,4 +37,13 @@ def entries() -> list[ZooEntry]:
         ZooEntry("dpaudit/RandomizedResponse", LIB, SimulatorRun(RandomizedResponse(1.0, 0.0)),
                  1.0, 0.0, pair, "simulator: randomized response, exactly 1-DP",
                  scores=(Identity(), Negate()), adjacency=V),
+        # rho-zCDP claims (the controls of the zCDP rows): N(b, 1) is exactly 1/2-zCDP; eps-RR
+        # is eps^2/2-zCDP (Bun and Steinke 2016, Proposition 1.4)
+        ZooEntry("dpaudit/GaussianMechanism-zCDP", LIB, SimulatorRun(GaussianMechanism(1.0)),
+                 0.5, 0.0, pair, "simulator: bit + N(0, 1), exactly 1/2-zCDP", adjacency=V,
+                 rho=0.5),
+        ZooEntry("dpaudit/RandomizedResponse-zCDP", LIB,
+                 SimulatorRun(RandomizedResponse(1.0, 0.0)), 0.5, 0.0, pair,
+                 "simulator: randomized response at eps = 1, claim 1/2-zCDP",
+                 scores=(Identity(), Negate()), adjacency=V, rho=0.5),
     ]

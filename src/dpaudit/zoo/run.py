@@ -9,6 +9,7 @@ its own SQLite trial store (durable; ``resume=True`` continues an interrupted ru
 from __future__ import annotations
 
 import html
+import math
 import platform
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -131,6 +132,25 @@ def _num(x: float) -> str:
     return f"{x:.3f}" if x < 1e4 else f"{x:.4g}"
 
 
+def _cur(r: ZooResult) -> str:
+    return "rho " if r.currency == "rho" else ""
+
+
+def _claim(r: ZooResult) -> str:
+    if r.currency == "rho":
+        return f"rho {r.claimed_epsilon:.4g} (zCDP)"
+    return f"{r.claimed_epsilon:.4g} ({r.delta:.2g})"
+
+
+def _detects(r: ZooResult) -> str:
+    """The row's power (:mod:`dpaudit.zoo.power`), or "-" for a violation."""
+    if r.verdict == "violation" or math.isnan(r.detectable_mass):
+        return "-"
+    m = "no set" if math.isinf(r.detectable_mass) else f"p >= {r.detectable_mass:.3g}"
+    e = "no eps'" if math.isinf(r.detectable_epsilon) else f"eps' >= {r.detectable_epsilon:.3g}"
+    return f"{m}; {e}"
+
+
 def markdown(run: ZooRun, *, command: str) -> str:
     """The docs/zoo.md report."""
     lines = [
@@ -152,7 +172,13 @@ def markdown(run: ZooRun, *, command: str) -> str:
         "replaced record when the library's adjacency is add/remove or unstated).  A verdict "
         "\"violation\" needs the bound above the tested claim and the cause located in the "
         "installed library source; \"unexplained\" (bound above, no located cause) is not a "
-        "finding.",
+        "finding.  A rho-zCDP claim is audited in its own currency: its row bounds rho under "
+        "the trade-off curve every rho-zCDP mechanism satisfies (dpaudit.curves.zcdp), not a "
+        "converted epsilon.  \"detects\" is the row's power (dpaudit.zoo.power): the smallest "
+        "output set of probability p under one data set and 0 under the other, and the "
+        "smallest randomized-response epsilon', that this audit's trials and confidence put "
+        "above the tested claim at their expected counts; a violation smaller than that can "
+        "pass as \"no violation found\".",
         "",
     ]
     groups = sorted({r.key.split("/")[0] for r in run.results} & set(VENVS))
@@ -160,25 +186,29 @@ def markdown(run: ZooRun, *, command: str) -> str:
               for g in groups] + ([""] if groups else [])
     lines += [
         "| library | version | mechanism | neighbours | score | claimed eps (delta) | "
-        "tested eps | audit eps lower bound | trials (search) | time s | verdict | cause | "
-        "grey-box |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "tested eps | audit eps lower bound | trials (search) | time s | verdict | detects | "
+        "cause | grey-box |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r, g in zip(run.results, run.greybox, strict=True):
         cause = f"`{_md(r.cause)}`" if r.cause else "-"
         lines.append(
             f"| {_md(r.library)} | {_md(r.version)} | {_md(r.description)} | "
-            f"{_md(r.neighbours)} | {_md(r.score)} | {r.claimed_epsilon:.4g} "
-            f"({r.delta:.2g}) | {r.tested_epsilon:.4g} | {_num(r.epsilon_lb)} | {r.trials} "
-            f"({r.search_trials}) | {r.seconds:.1f} | **{_md(r.verdict)}** | {cause} | "
-            f"{'black-box only' if g is None else g.describe()} |")
+            f"{_md(r.neighbours)} | {_md(r.score)} | {_claim(r)} | {_cur(r)}{r.tested_epsilon:.4g}"
+            f" | {_cur(r)}{_num(r.epsilon_lb)} | {r.trials} "
+            f"({r.search_trials}) | {r.seconds:.1f} | **{_md(r.verdict)}** | {_detects(r)} | "
+            f"{cause} | {'black-box only' if g is None else g.describe()} |")
     viol = [r for r in run.results if r.verdict == "violation"]
     lines += ["", "## Violations", ""]
+    unexplained = [r for r in run.results if r.verdict == "unexplained"]
     if not viol:
-        lines.append("None in this run.")
+        lines += ["None in this run" + (" with a cause located at the installed version; "
+                                        "see the unexplained rows below." if unexplained
+                                        else "."), ""]
     for r in viol:
         lines += [f"### {_md(r.key)} ({_md(r.library)} {_md(r.version)})", "",
-                  f"* bound: epsilon >= {_num(r.epsilon_lb)} > tested {r.tested_epsilon:.4g} "
+                  f"* bound: {r.currency} >= {_num(r.epsilon_lb)} > tested "
+                  f"{r.tested_epsilon:.4g} "
                   f"at confidence {r.confidence:.6f} ({r.trials} fresh trials; TPR "
                   f"{r.tpr:.3f}, FPR {r.fpr:.4f} at threshold {r.threshold:.6g} on "
                   f"{_md(r.score)})",
@@ -186,6 +216,26 @@ def markdown(run: ZooRun, *, command: str) -> str:
                   f"* cause: `{_md(r.cause)}`: {_md(r.cause_explanation)}",
                   f"* reference: {_md(r.cause_reference)} "
                   f"({'known' if r.cause_known else 'new'})", ""]
+    if unexplained:
+        lines += ["## Bounds above the claim without a located cause (unexplained)", "",
+                  "Not counted as findings: the bound holds at its confidence, but the "
+                  "library line that causes it was not located in the installed version.", ""]
+        lines += [f"* {_md(r.key)} ({_md(r.library)} {_md(r.version)}): {r.currency} >= "
+                  f"{_num(r.epsilon_lb)} > tested {r.tested_epsilon:.4g} at confidence "
+                  f"{r.confidence:.6f} (TPR {r.tpr:.3f}, FPR {r.fpr:.4f} on {_md(r.score)}, "
+                  f"{_md(r.neighbours)}){'; ' + _md(r.notes) if r.notes else ''}"
+                  for r in unexplained]
+        lines.append("")
+    clean = [r for r in run.results if r.verdict == "no violation found"]
+    if clean:
+        lines += ["## What the \"no violation found\" rows tried", "",
+                  "Every candidate pair and score below was searched (search trials), the best "
+                  "kept for the final audit; \"detects\" as in the table.", "",
+                  "| entry | neighbours searched | scores searched | detects |",
+                  "|---|---|---|---|"]
+        lines += [f"| {_md(r.key)} | {_md('; '.join(r.pairs_tried))} | "
+                  f"{_md('; '.join(r.scores_tried))} | {_detects(r)} |" for r in clean]
+        lines.append("")
     pairs = [(r, g) for r, g in zip(run.results, run.greybox, strict=True)
              if r.verdict == "violation" and g is not None and g.findings]
     if pairs:
