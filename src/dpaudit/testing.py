@@ -124,7 +124,7 @@ def assert_dp(mechanism: Callable[[Any, np.random.Generator], Any],
         raise ValueError(f"trial {f.trial} failed ({len(run.failures)} of {n} trials failed): "
                          f"{f.error}")
     res = run.result
-    audit = run.to_audit()
-    if audit.violation:
-        raise DPViolation(_evidence(res, str(audit.message()), n, seed), res, audit)
+    outcome = run.to_audit()
+    if outcome.violation:
+        raise DPViolation(_evidence(res, str(outcome.message()), n, seed), res, outcome)
     return res

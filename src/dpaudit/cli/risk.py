@@ -61,12 +61,9 @@ def check_targets_fit(n: int) -> None:
 
 
 def _check_report_path(path: Path, *inputs: Path | None) -> None:
-    from dpaudit.io import check_output_path
+    from dpaudit.output import check_output_target
 
-    check_output_path(path, *(i for i in inputs if i is not None), what="report")
-    if path.exists() and not path.is_file():
-        raise ValueError(f"report must be a regular file path (not a directory, device or "
-                         f"pipe): {path}")
+    check_output_target(path, *(i for i in inputs if i is not None), what="report")
     if path.suffix.lower() == ".png":
         raise ValueError(f"report: the risk card is HTML; got {path}")
 

@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit.output import write_bytes
 from dpaudit.report.figures import COLORS, _layout, _r, _reserve_legend
 from dpaudit.report.html import _E, _f, page_html
 from dpaudit.report.provenance import make_provenance
-from dpaudit.report.write import _atomic_write
 from dpaudit.risk.inverse import InverseAnswer
 from dpaudit.risk.summary import risk_summary
 from dpaudit.risk.sweep import plain_sentence
@@ -190,6 +190,4 @@ def render_risk_card(card: RiskCard, *, plotlyjs: str | None = None) -> str:
 
 def write_risk_card(path: str | Path, card: RiskCard) -> Path:
     """Write the risk card (HTML) to ``path`` atomically; returns the path."""
-    p = Path(path)
-    _atomic_write(p, render_risk_card(card).encode("utf-8"))
-    return p
+    return write_bytes(path, render_risk_card(card).encode("utf-8"), what="report")
