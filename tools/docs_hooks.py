@@ -9,7 +9,9 @@
   language model) joins the navigation and the training guide's link when it is there;
 * the API reference is complete by construction: a module of ``src/dpaudit`` that no page of
   ``docs/reference/api/`` names (``::: module``) is documented on a generated page, "More
-  modules" (``reference/api/more.md``), until it is given a place in a curated page.
+  modules" (``reference/api/more.md``), until it is given a place in a curated page;
+* a page under ``docs/`` that the navigation does not list is added to a "More pages" section
+  (titled by its first heading), so pages written on other branches are reachable at once.
 """
 
 from __future__ import annotations
@@ -81,8 +83,33 @@ def _mathjax_source() -> Path | None:
     return None
 
 
+def _nav_pages(items: Any) -> set[str]:
+    out: set[str] = set()
+    for item in items if isinstance(items, list) else [items]:
+        if isinstance(item, str):
+            out.add(item)
+        elif isinstance(item, dict):
+            for value in item.values():
+                out |= _nav_pages(value)
+    return out
+
+
+def _title(path: Path) -> str:
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("# "):
+            return line[2:].strip()
+    return path.stem
+
+
 def on_config(config: Any) -> Any:
     docs = Path(config["docs_dir"])
+    optional = set(OPTIONAL_PAGES)
+    listed = _nav_pages(config["nav"]) | optional
+    extra = [p for p in sorted(docs.rglob("*.md"))
+             if p.relative_to(docs).as_posix() not in listed]
+    if extra:
+        config["nav"].append({"More pages": [{_title(p): p.relative_to(docs).as_posix()}
+                                             for p in extra]})
     if uncovered_modules(docs):
         for item in config["nav"]:
             if isinstance(item, dict) and "Reference" in item:
