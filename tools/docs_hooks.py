@@ -6,13 +6,19 @@
   the ``django-static-mathjax`` package (declared in the ``docs`` extra), so that the site
   builds and renders offline; a missing package is a build error, not a silent CDN;
 * pages written by other work that may or may not exist yet: ``docs/llm.md`` (training a
-  language model) joins the navigation and the training guide's link when it is there.
+  language model) joins the navigation and the training guide's link when it is there;
+* the API reference is complete by construction: a module of ``src/dpaudit`` that no page of
+  ``docs/reference/api/`` names (``::: module``) is documented on a generated page, "More
+  modules" (``reference/api/more.md``), until it is given a place in a curated page;
+* a page under ``docs/`` that the navigation does not list is added to a "More pages" section
+  (titled by its first heading), so pages written on other branches are reachable at once.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import logging
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,6 +37,41 @@ LLM_MARKER = "<!-- dpaudit:llm-link -->"
 OPTIONAL_PAGES = {"llm.md": ("Topics", "Training a language model")}
 
 
+API_DIR = "reference/api"
+MORE_PAGE = f"{API_DIR}/more.md"
+#: modules left out of the API reference on purpose: the CLI (its reference is generated from
+#: the commands), the paper reproductions, one module per zoo library / grey-box hook set, the
+#: card's renderers (reached through dpaudit.report.write)
+UNDOCUMENTED = re.compile(r"^dpaudit\.(cli|papers|data)(\.|$)|^dpaudit\.zoo\.\w+_zoo$|"
+                          r"^dpaudit\.greybox\.\w+_hooks$|^dpaudit\.zoo\.greybox_check$|"
+                          r"^dpaudit\.report\.(html|png|browser)$")
+
+
+def public_modules(src: Path = ROOT / "src" / "dpaudit") -> list[str]:
+    """Every module of the package that the API reference should document."""
+    out = []
+    for path in sorted(src.rglob("*.py")):
+        rel = path.relative_to(src.parent).with_suffix("")
+        if path.name == "__init__.py" or path.name.startswith("_"):
+            continue
+        name = ".".join(rel.parts)
+        if not UNDOCUMENTED.search(name):
+            out.append(name)
+    return out
+
+
+def documented_modules(docs: Path) -> set[str]:
+    """The modules named by a ``::: module`` line of a curated API page."""
+    text = "\n".join(p.read_text(encoding="utf-8") for p in (docs / API_DIR).glob("*.md"))
+    return set(re.findall(r"^::: ([\w.]+)\s*$", text, flags=re.M))
+
+
+def uncovered_modules(docs: Path) -> list[str]:
+    """Modules no curated page documents (they go on the generated "More modules" page)."""
+    have = documented_modules(docs)
+    return [m for m in public_modules() if m not in have]
+
+
 def _mathjax_source() -> Path | None:
     spec = importlib.util.find_spec("mathjax")
     if spec is None or not spec.submodule_search_locations:
@@ -42,8 +83,39 @@ def _mathjax_source() -> Path | None:
     return None
 
 
+def _nav_pages(items: Any) -> set[str]:
+    out: set[str] = set()
+    for item in items if isinstance(items, list) else [items]:
+        if isinstance(item, str):
+            out.add(item)
+        elif isinstance(item, dict):
+            for value in item.values():
+                out |= _nav_pages(value)
+    return out
+
+
+def _title(path: Path) -> str:
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("# "):
+            return line[2:].strip()
+    return path.stem
+
+
 def on_config(config: Any) -> Any:
     docs = Path(config["docs_dir"])
+    optional = set(OPTIONAL_PAGES)
+    listed = _nav_pages(config["nav"]) | optional
+    extra = [p for p in sorted(docs.rglob("*.md"))
+             if p.relative_to(docs).as_posix() not in listed]
+    if extra:
+        config["nav"].append({"More pages": [{_title(p): p.relative_to(docs).as_posix()}
+                                             for p in extra]})
+    if uncovered_modules(docs):
+        for item in config["nav"]:
+            if isinstance(item, dict) and "Reference" in item:
+                for sub in item["Reference"]:
+                    if isinstance(sub, dict) and "API reference" in sub:
+                        sub["API reference"].append({"More modules": MORE_PAGE})
     for page, (section, title) in OPTIONAL_PAGES.items():
         if not (docs / page).is_file():
             continue
@@ -64,6 +136,13 @@ def on_files(files: Any, config: Any) -> Any:
                     "which provides django-static-mathjax")
         return files
     files.append(File.generated(config, MATHJAX, abs_src_path=str(src)))
+    more = uncovered_modules(Path(config["docs_dir"]))
+    if more:
+        body = ["# More modules", "",
+                "Modules not yet placed on a page of the API reference (generated when the "
+                "site is built)."]
+        body += [f"\n::: {m}" for m in more]
+        files.append(File.generated(config, MORE_PAGE, content="\n".join(body) + "\n"))
     return files
 
 
