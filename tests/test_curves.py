@@ -250,3 +250,19 @@ def test_subsampled_gaussian_tiny_q_at_eps_zero() -> None:
     assert c.log_delta(0.0) == pytest.approx(math.log(1e-300) + gdp_log_delta(2.0, 0.0),
                                              rel=1e-12)
     assert c.epsilon(1e-5) == 0.0
+
+
+@pytest.mark.parametrize("eps", [710.0, 1e5, 1e308])
+def test_eps_delta_and_laplace_beyond_exp_overflow(eps) -> None:
+    """Issue 32: e^eps overflowed (OverflowError) above eps ~ 709 in EpsDeltaDP's epsilon,
+    delta, tradeoff and bit error and in LaplaceDP's tradeoff; in log space: f(0) = 1 - delta0,
+    f ~ 0 beyond, e* = 0, and epsilon(delta0) = eps."""
+    from dpaudit.curves import EpsDeltaDP, LaplaceDP
+
+    c = EpsDeltaDP(eps, 1e-5)
+    assert c.epsilon(1e-5) == eps and c.bit_error() == 0.0 and c.delta(eps) == 1e-5
+    assert c.tradeoff([0.0, 0.5]).tolist() == pytest.approx([1 - 1e-5, 0.0], abs=1e-300)
+    assert c.epsilon(0.5) == pytest.approx(eps + math.log(0.5 / (1 - 1e-5)), rel=1e-15)
+    lap = LaplaceDP(eps)
+    assert lap.tradeoff([0.0, 0.5]).tolist() == pytest.approx([1.0, 0.0], abs=1e-300)
+    assert lap.delta(1e308) == 0.0

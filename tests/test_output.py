@@ -202,3 +202,27 @@ def test_write_scores_round_trip(tmp_path) -> None:
     write_scores(p, [0, 1, 1], [0.1, 1 / 3, -2.5])
     obs = load_scores(p)
     assert obs.score.tolist() == [0.1, 1 / 3, -2.5] and obs.member.tolist() == [0, 1, 1]
+
+
+@pytest.mark.slow  # imports matplotlib
+def test_experiment_writers_refuse_a_fifo(tmp_path) -> None:
+    """The experiments' CSV and figure helpers (every runner writes through them)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from dpaudit.papers.experiments.plotting import save_figure, write_csv
+
+    fifo = tmp_path / "fig.png"
+    os.mkfifo(fifo)
+    fig = plt.figure()
+    try:
+        with pytest.raises(ValueError, match="FIFO"):
+            save_figure(fig, fifo)
+        with pytest.raises(ValueError, match="FIFO"):
+            write_csv(fifo, [{"a": 1}])
+        png = save_figure(fig, tmp_path / "ok.png")
+    finally:
+        plt.close(fig)
+    assert png.read_bytes()[:4] == b"\x89PNG" and stat.S_ISFIFO(os.lstat(fifo).st_mode)

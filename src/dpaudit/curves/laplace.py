@@ -37,13 +37,14 @@ class LaplaceDP(Curve):
         lo = math.exp(-e) / 2
         with np.errstate(divide="ignore", over="ignore"):
             mid = math.exp(-e) / (4 * np.where(a > 0, a, 1.0))
-        return np.where(a < lo, 1 - math.exp(e) * a,
-                        np.where(a <= 0.5, mid, math.exp(-e) * (1 - a)))
+            # e^eps alpha in log space: e^eps overflows for eps > 709 (alpha < e^-eps / 2 here)
+            steep = 1 - np.exp(e + np.log(a))
+        return np.where(a <= lo, steep, np.where(a <= 0.5, mid, math.exp(-e) * (1 - a)))
 
     def delta(self, epsilon: float) -> float:
         """delta(eps) = max(0, 1 - e^{(eps - eps0)/2}) (TOR notes §2.12)."""
         epsilon = check_nonnegative("epsilon", epsilon)
-        return float(max(0.0, 1.0 - math.exp((epsilon - self.eps) / 2)))
+        return float(max(0.0, -math.expm1(min((epsilon - self.eps) / 2, 0.0))))
 
     def epsilon(self, delta: float) -> float:
         """Inverse of :meth:`delta`: eps0 + 2 log(1 - delta), floored at 0."""

@@ -239,11 +239,13 @@ class TrialStore:
         self.close()
 
     def close(self) -> None:
-        self.release()
+        # the database first, then the locks: closing a descriptor of the database file drops
+        # every POSIX (fcntl) lock this process holds on it, SQLite's included
         try:
             self._db.close()
         except sqlite3.Error:  # pragma: no cover - a damaged file
             pass
+        self.release()
 
     def acquire(self) -> None:
         """Take the driver lock (``REAL.lock`` of the resolved path); StoreLockedError if
@@ -268,7 +270,10 @@ class TrialStore:
                                    f"--store") from None
         # the database file itself, so that the lock holds across hard links (another name of
         # the same inode has another REAL.lock): flock is keyed by the file, not its name.
-        # SQLite locks with fcntl byte ranges, which flock does not touch on local files.
+        # SQLite locks with fcntl byte ranges, which flock does not touch on local files; this
+        # descriptor is opened while no transaction is open and closed after the connection
+        # (closing it drops the process's fcntl locks on the file).  Not for network file
+        # systems that emulate flock with fcntl (SQLite's WAL mode needs a local file anyway).
         try:
             dbfd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         except OSError as e:

@@ -186,6 +186,9 @@ def render_png(models: Sequence[ReportModel] | ReportModel, path: str | Path, *,
         subs: Any = fig.subfigures(len(ms), 1) if len(ms) > 1 else [fig]
         for sf, m in zip(np.atleast_1d(subs), ms, strict=True):
             _card(sf, m)
-        fig.savefig(path, dpi=dpi)
+        from dpaudit.output import atomic_output
+
+        with atomic_output(path, what="report", suffix=".png") as tmp:  # regular files only
+            fig.savefig(tmp, dpi=dpi, format="png")
         plt.close(fig)
     return Path(path)

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from dpaudit.output import atomic_output, writable_target, write_bytes
+from dpaudit.output import writable_target, write_bytes
 from dpaudit.report.model import ReportModel, build_report
 from dpaudit.validation import check_choice
 
@@ -64,8 +64,7 @@ def write_report(path: str | Path, report: Any, *, fmt: str | None = None,
     if fmt == "png":
         from dpaudit.report.png import render_png
 
-        with atomic_output(p, what="report", suffix=".png") as tmp:
-            render_png(models, tmp, dpi=dpi)
+        render_png(models, p, dpi=dpi)  # written through dpaudit.output.atomic_output
         return p
     from dpaudit.report.html import render_html
 

@@ -524,7 +524,9 @@ def write_pums_csv(path: str | Path, records: np.ndarray, rng: np.random.Generat
     x = _check_records(records, [c.size for c in columns])
     path = Path(path)
     decoded = [spec.decode(x[:, j], rng) for j, spec in enumerate(columns)]
-    with path.open("w", newline="") as fh:
+    from dpaudit.output import atomic_output
+
+    with atomic_output(path, what="PUMS CSV") as tmp, tmp.open("w", newline="") as fh:
         if comment:
             for line in comment.splitlines():
                 fh.write(f"# {line}\n")

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.papers.experiments.plotting import resolve_size, write_csv
+from dpaudit.papers.experiments.plotting import resolve_size, save_figure, write_csv
 from dpaudit.papers.experiments.registry import experiment
 
 __all__ = ["run_bits_figure3", "run_lidp_figure6", "FIG3_CURVES"]
@@ -70,7 +70,7 @@ def run_bits_figure3(out_dir: Path, *, full: bool = False, seed: int = 0,
     ax.legend(fontsize=7)
     fig.tight_layout()
     png = out_dir / "bits_figure3.png"
-    fig.savefig(png, dpi=120)
+    save_figure(fig, png)
     plt.close(fig)
     return [csv_path, png]
 
@@ -119,6 +119,6 @@ def run_lidp_figure6(out_dir: Path, *, full: bool = False, seed: int = 0,
     ax.legend(fontsize=7)
     fig.tight_layout()
     png = out_dir / "lidp_figure6.png"
-    fig.savefig(png, dpi=120)
+    save_figure(fig, png)
     plt.close(fig)
     return [csv_path, png]

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.papers.experiments.plotting import resolve_size, seed_sequence, write_csv
+from dpaudit.papers.experiments.plotting import resolve_size, save_figure, seed_sequence, write_csv
 from dpaudit.papers.experiments.registry import experiment
 
 __all__ = ["run_bits_figure4", "run_tight_figure2", "run_lidp_figure4", "FIG2_CURVES",
@@ -107,7 +107,7 @@ def run_bits_figure4(out_dir: Path, *, full: bool = False, seed: int = 0,
         ax.legend(fontsize=7)
     fig.tight_layout()
     png = out_dir / "bits_figure4.png"
-    fig.savefig(png, dpi=120)
+    save_figure(fig, png)
     plt.close(fig)
     return [*paths, png]
 
@@ -175,7 +175,7 @@ def run_tight_figure2(out_dir: Path, *, full: bool = False, seed: int = 0,
         ax.legend(fontsize=7)
     fig.tight_layout()
     png = out_dir / "tight_figure2.png"
-    fig.savefig(png, dpi=120)
+    save_figure(fig, png)
     plt.close(fig)
     return [csv_path, png]
 
@@ -312,6 +312,6 @@ def run_lidp_figure4(out_dir: Path, *, full: bool = False, seed: int = 0,
         ax.legend(fontsize=6)
     fig.tight_layout()
     png = out_dir / "lidp_figure4.png"
-    fig.savefig(png, dpi=120)
+    save_figure(fig, png)
     plt.close(fig)
     return [*paths, png]

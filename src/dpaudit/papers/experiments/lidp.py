@@ -28,7 +28,7 @@ import numpy as np
 
 from dpaudit.estimators.lifted import lifted_epsilon_curve, threshold_grid, trials_to_reach
 from dpaudit.games.lidp import LiDPScores
-from dpaudit.papers.experiments.plotting import resolve_size, write_csv
+from dpaudit.papers.experiments.plotting import resolve_size, save_figure, write_csv
 from dpaudit.papers.experiments.registry import experiment
 from dpaudit.papers.lidp_simulators import (
     LogisticDPSGD,
@@ -92,7 +92,7 @@ def _plot(path: Path, panels: Sequence[tuple[str, dict[str, tuple[np.ndarray, np
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path)
     plt.close(fig)
     return path
 

@@ -17,7 +17,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from dpaudit.papers.experiments.plotting import resolve_size, write_csv
+from dpaudit.papers.experiments.plotting import resolve_size, save_figure, write_csv
 from dpaudit.papers.experiments.registry import experiment
 
 __all__ = ["PAPER_TABLE1", "run_lidp_real", "run_lidp_figure12"]
@@ -104,7 +104,7 @@ def run_lidp_real(out_dir: Path, *, full: bool = False, seed: int = 0,
         ax.legend(fontsize=6)
     fig.tight_layout()
     png = out_dir / "lidp_real.png"
-    fig.savefig(png, dpi=120)
+    save_figure(fig, png)
     plt.close(fig)
     return [csv_path, png]
 
@@ -147,6 +147,6 @@ def run_lidp_figure12(out_dir: Path, *, full: bool = False, seed: int = 0,
     ax.legend(fontsize=7)
     fig.tight_layout()
     png = out_dir / "lidp_figure12.png"
-    fig.savefig(png, dpi=120)
+    save_figure(fig, png)
     plt.close(fig)
     return [csv_path, png]

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.papers.experiments.plotting import resolve_size, write_csv
+from dpaudit.papers.experiments.plotting import resolve_size, save_figure, write_csv
 from dpaudit.papers.experiments.registry import experiment
 
 __all__ = ["run_figure3_dpsgd", "SIZE_SETTINGS"]
@@ -95,6 +95,6 @@ def run_figure3_dpsgd(out_dir: Path, *, full: bool = False, seed: int = 0,
     axes[0].legend(fontsize=7)
     fig.tight_layout()
     png = out_dir / "risk_figure3_dpsgd.png"
-    fig.savefig(png, dpi=120)
+    save_figure(fig, png)
     plt.close(fig)
     return [csv_path, png]

@@ -168,9 +168,16 @@ def plot_panels(path: Path, rows: Sequence[Mapping[str, Any]], *, panel_key: str
     if suptitle:
         fig.suptitle(suptitle, fontsize=11)
     fig.tight_layout()
+    save_figure(fig, path)
+    plt.close(fig)
+    return path
+
+
+def save_figure(fig: Any, path: Path, dpi: int = 120) -> Path:
+    """``fig.savefig`` through :func:`dpaudit.output.atomic_output` (a regular file or a new
+    path only, renamed into place when complete); the format follows the suffix of ``path``."""
     from dpaudit.output import atomic_output
 
     with atomic_output(path, what="figure") as tmp:
-        fig.savefig(tmp, dpi=120)
-    plt.close(fig)
-    return path
+        fig.savefig(tmp, dpi=dpi, format=Path(path).suffix.lstrip(".") or "png")
+    return Path(path)

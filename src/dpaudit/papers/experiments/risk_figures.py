@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.papers.experiments.plotting import resolve_size, write_csv
+from dpaudit.papers.experiments.plotting import resolve_size, save_figure, write_csv
 from dpaudit.papers.experiments.registry import experiment
 
 __all__ = ["run_figure1", "run_figure2", "run_marginals"]
@@ -97,7 +97,7 @@ def run_figure1(out_dir: Path, *, full: bool = False, seed: int = 0,
     axes[1].legend(fontsize=6, ncol=2)
     fig.tight_layout()
     png = out_dir / "risk_figure1.png"
-    fig.savefig(png, dpi=120)
+    save_figure(fig, png)
     plt.close(fig)
     return [csv_path, png]
 
@@ -211,7 +211,7 @@ def run_figure2(out_dir: Path, *, full: bool = False, seed: int = 0,
     ax[1].legend(fontsize=6)
     fig.tight_layout()
     png2 = out_dir / "risk_figure2.png"
-    fig.savefig(png2, dpi=120)
+    save_figure(fig, png2)
     plt.close(fig)
     fig, axes = plt.subplots(1, 3, figsize=(14, 4.2), sharey=True)
     for ax_, pname in zip(axes, priors, strict=True):
@@ -236,7 +236,7 @@ def run_figure2(out_dir: Path, *, full: bool = False, seed: int = 0,
     axes[0].legend(fontsize=6)
     fig.tight_layout()
     png3 = out_dir / "risk_figure3_extraction.png"
-    fig.savefig(png3, dpi=120)
+    save_figure(fig, png3)
     plt.close(fig)
     return [csv2, png2, csv3, png3]
 
@@ -330,6 +330,6 @@ def run_marginals(out_dir: Path, *, full: bool = False, seed: int = 0,
     axes[0, 0].legend(fontsize=7)
     fig.tight_layout()
     png = out_dir / "risk_marginals.png"
-    fig.savefig(png, dpi=120)
+    save_figure(fig, png)
     plt.close(fig)
     return [csv_path, png]

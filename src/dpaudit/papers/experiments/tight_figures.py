@@ -39,7 +39,13 @@ from typing import Any
 import numpy as np
 
 from dpaudit.curves import EpsDeltaDP, GaussianDP, LaplaceDP, SubsampledGaussianDP
-from dpaudit.papers.experiments.plotting import plot_panels, resolve_size, seed_sequence, write_csv
+from dpaudit.papers.experiments.plotting import (
+    plot_panels,
+    resolve_size,
+    save_figure,
+    seed_sequence,
+    write_csv,
+)
 from dpaudit.papers.experiments.registry import experiment
 
 __all__ = [
@@ -491,7 +497,7 @@ def run_sgm(out_dir: Path, *, full: bool = False, seed: int = 0,
         ax.set_title("Tight One-Run Fig. 8: SGM trade-off functions", fontsize=10)
         ax.legend(fontsize=7)
         fig.tight_layout()
-        fig.savefig(path.with_name(path.stem + "-tradeoff.png"), dpi=120)
+        save_figure(fig, path.with_name(path.stem + "-tradeoff.png"))
         plt.close(fig)
         return path
 
