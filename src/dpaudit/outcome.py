@@ -103,6 +103,11 @@ class Audit:
         return cls(rs, ver, observations, true_epsilon, dict(settings or {}), dict(extra or {}),
                    c, tuple(falsified_by), any_mechanism_epsilon)
 
+    @staticmethod
+    def from_dict(payload: Mapping[str, Any]) -> Audit:
+        """The Audit of a saved ``--json`` document (:func:`audit_of`; ``dpaudit report``)."""
+        return audit_of(payload)
+
     # the rows, as the list ``audit_one_run`` used to return
     def __iter__(self) -> Iterator[AuditResult]:
         return iter(self.results)
