@@ -150,9 +150,9 @@ def audit_training(member: Any, score: Any, *, noise_multiplier: float, sampling
             raise ValueError("accountant must be an Opacus PrivacyEngine or accountant (with "
                              "get_epsilon)")
         acc_eps = float(acc.get_epsilon(delta=delta))
-    results = audit_one_run(np.asarray(member), np.asarray(score), delta=delta,
-                            confidence=confidence, methods=tuple(methods), family=fam,
-                            seed=seed)
+    results = list(audit_one_run(np.asarray(member), np.asarray(score), delta=delta,
+                                 confidence=confidence, methods=tuple(methods), family=fam,
+                                 seed=seed).results)
     any_eps = None
     if claim.family is None:
         # the claim's family decides the verdict (valid); the run's own epsilon, valid for any

@@ -150,9 +150,9 @@ def audit_scores(member: Any, score: Any, *, noise_multiplier: float, sampling_r
     reference = dpsgd_curve_epsilon(sigma, q, rounds, delta)
     claim = AuditClaim.dpsgd_claim(sigma, q, rounds, delta, epsilon=claimed, family=family)
     fam = claim.null_family()
-    results = audit_one_run(np.asarray(member), np.asarray(score), delta=delta,
-                            confidence=confidence, methods=tuple(methods), family=fam,
-                            seed=seed)
+    results = list(audit_one_run(np.asarray(member), np.asarray(score), delta=delta,
+                                 confidence=confidence, methods=tuple(methods), family=fam,
+                                 seed=seed).results)
     any_eps = None
     if claim.family is None:
         # as on the Opacus path: the run's own epsilon, valid for any mechanism
