@@ -79,3 +79,18 @@ def test_rows_decide_only_when_their_assumption_was_asked_for():
     assert registry.guarantee_kind(own) == registry.UNDER_ASSUMPTION
     assert registry.row_kind(_row("tight", 1.0, settings={"family": "dpsgd(sigma=1)"})) \
         == "curve"
+
+
+def test_dpsgd_curve_rows_are_never_worded_as_bounds():
+    from dpaudit.verdict import verdict_sentence
+
+    fam = {"family": "dpsgd(sigma=1, q=0.05, T=300)"}
+    assert registry.epsilon_cell(_row("tight", 49.48, settings=fam), "49.48") \
+        == "fails DP-SGD curve at 49.48"
+    assert registry.epsilon_cell(_row("tight", 0.0, settings=fam), "0") \
+        == "rejects no DP-SGD member"
+    assert registry.epsilon_cell(_row("steinke", 0.5), "0.5") == ">= 0.5"
+    v = verdict_sentence(49.48, 3.5, curve="DP-SGD", sigma=0.36, confidence=0.95)
+    assert v.startswith("violation: the run fails the claimed DP-SGD curve at sigma = 0.36")
+    assert "epsilon >=" not in v
+    assert verdict_sentence(0.0, 3.5, curve="DP-SGD").endswith("no member rejected)")

@@ -167,7 +167,7 @@ def test_no_false_violation_on_any_verdict_option():
     assert total <= stats.binom.ppf(1 - 1e-3, n_all, LEVEL), (total, n_all)
     # not vacuous: the row that decided the false violation rejects eps = 1 on
     # correct Laplace scores in most runs once its (false) assumption is granted
-    assert power >= TRIALS - 1, power
+    assert power > TRIALS // 2, power
 
 
 @pytest.mark.slow

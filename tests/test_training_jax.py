@@ -132,6 +132,10 @@ def test_flaw_is_detected(flaw: str, mechanism: str) -> None:
     # and, before any statistics, the claim check names what the run did differently
     word = {"mean_noise": "noise multiplier", "unclipped_group": "clip norm"}[flaw]
     assert len(a.configuration_errors) == 1 and word in a.configuration_errors[0]
+    # less noise than claimed falsifies the claim by itself (a violation in every framework);
+    # a clip-norm mismatch is reported but decides nothing by itself
+    assert a.to_audit().falsified_by == (tuple(a.configuration_errors)
+                                         if flaw == "mean_noise" else ())
 
 
 @pytest.mark.slow

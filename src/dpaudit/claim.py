@@ -27,6 +27,7 @@ under them decide the verdict; they are printed with it.  Nothing is assumed unl
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -147,14 +148,8 @@ class Claim:
         otherwise or beyond the accountant's range."""
         if self.dpsgd is None or not math.isfinite(epsilon) or epsilon <= 0:
             return None
-        from dpaudit.curves.calibration import dpsgd_noise_multiplier
-
-        try:
-            return float(dpsgd_noise_multiplier(float(epsilon), self.delta,
-                                                self.dpsgd.sampling_rate, self.dpsgd.steps,
-                                                value_discretization_interval=1e-2))
-        except (ValueError, ArithmeticError):
-            return None
+        return _member_sigma(round(float(epsilon), 10), self.delta, self.dpsgd.sampling_rate,
+                             self.dpsgd.steps)
 
     # ------------------------------------------------------------------ the null family
     def null_family(self) -> Family:
@@ -211,6 +206,19 @@ class Claim:
                             "sampling_rate": self.dpsgd.sampling_rate,
                             "steps": self.dpsgd.steps}
         return out
+
+
+@functools.lru_cache(maxsize=64)
+def _member_sigma(epsilon: float, delta: float, q: float, steps: int) -> float | None:
+    """The calibrated noise multiplier of :meth:`Claim.member_noise_multiplier` (cached: a
+    verdict is worded more than once)."""
+    from dpaudit.curves.calibration import dpsgd_noise_multiplier
+
+    try:
+        return float(dpsgd_noise_multiplier(epsilon, delta, q, steps,
+                                            value_discretization_interval=1e-2))
+    except (ValueError, ArithmeticError):
+        return None
 
 
 @dataclass(frozen=True)

@@ -84,12 +84,18 @@ class Audit:
            settings: Mapping[str, Any] | None = None,
            extra: Mapping[str, Any] | None = None, allow_asymptotic: bool = False,
            falsified_by: Sequence[str] = (),
-           any_mechanism_epsilon: float | None = None) -> Audit:
+           any_mechanism_epsilon: float | None = None,
+           claimed_epsilon: float | None = None) -> Audit:
         """The audit of ``results`` with THE verdict against ``claim`` (a :class:`Claim`, or a
         claimed epsilon) by ``rule`` (:func:`dpaudit.estimators.verdict.verdict_from_results`,
         admitting the rows the registry allows for the claim's named assumptions;
-        ``allow_asymptotic`` adds the assumption "asymptotic")."""
+        ``allow_asymptotic`` adds the assumption "asymptotic"; ``claimed_epsilon=`` is the
+        former spelling of a numeric ``claim``)."""
         rs = (results,) if isinstance(results, AuditResult) else tuple(results)
+        if claimed_epsilon is not None:  # the former keyword
+            if claim is not None:
+                raise ValueError("give claim or claimed_epsilon, not both")
+            claim = claimed_epsilon
         c = Claim.of(claim, rs[0].delta if rs else 1e-5, allow_asymptotic=allow_asymptotic) \
             if claim is not None and not isinstance(claim, Claim) else claim
         if c is not None and allow_asymptotic and "asymptotic" not in c.assume:
@@ -102,6 +108,11 @@ class Audit:
             ver = dataclasses.replace(ver, curve="DP-SGD", member_sigma=sigma)
         return cls(rs, ver, observations, true_epsilon, dict(settings or {}), dict(extra or {}),
                    c, tuple(falsified_by), any_mechanism_epsilon)
+
+    @staticmethod
+    def from_dict(payload: Mapping[str, Any]) -> Audit:
+        """The Audit of a saved ``--json`` document (:func:`audit_of`; ``dpaudit report``)."""
+        return audit_of(payload)
 
     # the rows, as the list ``audit_one_run`` used to return
     def __iter__(self) -> Iterator[AuditResult]:

@@ -177,7 +177,7 @@ def epsilon_cell(r: AuditResult, text: str) -> str:
     if kind == "estimate":
         return f"~ {text} (estimate)"
     if kind == "curve":
-        return f"fails DP-SGD curve at {text}"
+        return f"fails DP-SGD curve at {text}" if r.epsilon > 0 else "rejects no DP-SGD member"
     if kind == "assumption":
         return f">= {text} (assuming)"
     return f">= {text}"

@@ -134,9 +134,10 @@ def verdict_sentence(epsilon_lb: float, claimed: float, assumption: str | None =
                 out += (f" at confidence {confidence:g} (a run meeting its claim gives this "
                         f"verdict with probability <= {1 - confidence:g})")
             return out
+        largest = (f"the largest member rejected has epsilon {epsilon_lb:.4f}"
+                   if epsilon_lb > 0 else "no member rejected")
         return (f"{pre}no violation detected (the run is not shown to fail the claimed "
-                f"{curve} curve above epsilon {claimed:g}; the largest member rejected has "
-                f"epsilon {epsilon_lb:.4f})")
+                f"{curve} curve above epsilon {claimed:g}; {largest})")
     if epsilon_lb > claimed:
         out = f"{pre}violation: epsilon >= {epsilon_lb:.4f} > claimed {claimed:g}"
         if confidence is not None:

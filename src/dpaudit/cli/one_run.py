@@ -117,7 +117,8 @@ def one_run_cmd(
              "gaussian_pair_equal; asymptotic gaussian_pair_fit, hockey_stick_histogram)."),
     allow_asymptotic: bool = typer.Option(
         False, "--allow-asymptotic",
-        help="Let rows without a finite-sample guarantee decide the verdict."),
+        help="Let rows without a finite-sample guarantee (plug-in estimates) decide the "
+             "verdict: an assumption, named in the verdict."),
     member_col: str = member_col_option(),
     score_col: str = score_col_option(),
     group_col: str | None = group_col_option(),

@@ -65,7 +65,8 @@ class MethodRow:
         if self.kind == "estimate":
             return f"~ {e} (estimate)"
         if self.kind == "curve":
-            return f"fails the claimed DP-SGD curve at ε = {e}"
+            return (f"fails the claimed DP-SGD curve at ε = {e}" if self.epsilon > 0 else
+                    "rejects no member of the claimed DP-SGD curve")
         if self.kind == "assumption":
             return f"≥ {e} (assuming)"
         return f"≥ {e}"

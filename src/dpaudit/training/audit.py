@@ -38,18 +38,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from dpaudit.canaries.claims import Claim, ClaimCheck, RunFacts, check_claim
 from dpaudit.claim import Claim as AuditClaim
 from dpaudit.claim import falsified_by
-from dpaudit.estimators.one_run import ONE_RUN_METHODS, audit_one_run
+from dpaudit.estimators.one_run import ONE_RUN_METHODS
 from dpaudit.observations import MembershipObservations
 from dpaudit.outcome import Audit
 from dpaudit.results import AuditResult
 from dpaudit.training.accounting import claimed_epsilon as _claimed
 from dpaudit.training.accounting import opacus_epsilon as _opacus
-from dpaudit.training.common import TrainingAuditOutcome
+from dpaudit.training.common import TrainingAuditOutcome, claim_rows
 from dpaudit.training.trainer import TrainingConfig, TrainingRun, train_with_canaries
 from dpaudit.validation import check_choice, check_confidence, check_delta
 
@@ -140,7 +138,6 @@ def audit_training(member: Any, score: Any, *, noise_multiplier: float, sampling
     opacus = _opacus(noise_multiplier, sampling_rate, steps, delta)
     claim = AuditClaim.dpsgd_claim(noise_multiplier, sampling_rate, steps, delta,
                                    epsilon=claimed, family=family)
-    fam = claim.null_family()
     checks = [] if facts is None else check_claim(
         Claim(noise_multiplier, sampling_rate, steps, max_grad_norm), facts)
     acc_eps = None
@@ -150,16 +147,10 @@ def audit_training(member: Any, score: Any, *, noise_multiplier: float, sampling
             raise ValueError("accountant must be an Opacus PrivacyEngine or accountant (with "
                              "get_epsilon)")
         acc_eps = float(acc.get_epsilon(delta=delta))
-    results = audit_one_run(np.asarray(member), np.asarray(score), delta=delta,
-                            confidence=confidence, methods=tuple(methods), family=fam,
-                            seed=seed)
-    any_eps = None
-    if claim.family is None:
-        # the claim's family decides the verdict (valid); the run's own epsilon, valid for any
-        # mechanism (a flawed run lies outside the family), comes from the (eps, delta) null
-        any_eps = float(audit_one_run(np.asarray(member), np.asarray(score), delta=delta,
-                                      confidence=confidence, methods=("tight",),
-                                      family="eps_delta", seed=seed)[0].epsilon)
+    # the claim's family decides the verdict (valid); the run's own epsilon, valid for any
+    # mechanism (a flawed run lies outside the family), comes from the (eps, delta) null
+    results, any_eps = claim_rows(member, score, claim, confidence=confidence,
+                                  methods=methods, seed=seed)
     settings = {"family": claim.family_name,
                 "noise_multiplier": noise_multiplier, "sampling_rate": sampling_rate,
                 "steps": steps, "threat": threat, "max_grad_norm": max_grad_norm,

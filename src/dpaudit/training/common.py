@@ -132,6 +132,27 @@ class TrainingAuditOutcome:
         return bool(self.to_audit().violation)
 
 
+def claim_rows(member: Any, score: Any, claim: Any, *, confidence: float,
+               methods: Any, seed: int) -> tuple[list[Any], float | None]:
+    """The rows of a training audit (Opacus or JAX) under the claim's null family
+    (:meth:`dpaudit.claim.Claim.null_family`), and -- when that family is the claim's own
+    DP-SGD curves, whose numbers bound only runs inside the family -- the run's own epsilon
+    valid for ANY mechanism (``tight`` under the (epsilon, delta) null at the same confidence;
+    a flawed run lies outside the family).  None when an explicit family was asked for."""
+    from dpaudit.estimators.one_run import audit_one_run
+
+    m, s = np.asarray(member), np.asarray(score)
+    rows = list(audit_one_run(m, s, delta=claim.delta, confidence=confidence,
+                              methods=tuple(methods), family=claim.null_family(),
+                              seed=seed).results)
+    any_eps = None
+    if claim.family is None:
+        any_eps = float(audit_one_run(m, s, delta=claim.delta, confidence=confidence,
+                                      methods=("tight",), family="eps_delta",
+                                      seed=seed)[0].epsilon)
+    return rows, any_eps
+
+
 def load_digits_split(seed: int = 0, *, test_fraction: float = 0.25
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """scikit-learn's digits, split train/test (stratified, seeded), pixels in [0, 1]:

@@ -45,7 +45,7 @@ from dpaudit.estimators.one_run import ONE_RUN_METHODS, audit_one_run
 from dpaudit.observations import MembershipObservations
 from dpaudit.outcome import Audit
 from dpaudit.results import AuditResult
-from dpaudit.training.common import TrainingAuditOutcome
+from dpaudit.training.common import TrainingAuditOutcome, claim_rows
 from dpaudit.training.jax.plan import claim_rounds, event_epsilon
 from dpaudit.training.jax.trainer import (
     JaxTrainingConfig,
@@ -150,15 +150,9 @@ def audit_scores(member: Any, score: Any, *, noise_multiplier: float, sampling_r
     reference = dpsgd_curve_epsilon(sigma, q, rounds, delta)
     claim = AuditClaim.dpsgd_claim(sigma, q, rounds, delta, epsilon=claimed, family=family)
     fam = claim.null_family()
-    results = audit_one_run(np.asarray(member), np.asarray(score), delta=delta,
-                            confidence=confidence, methods=tuple(methods), family=fam,
-                            seed=seed)
-    any_eps = None
-    if claim.family is None:
-        # as on the Opacus path: the run's own epsilon, valid for any mechanism
-        any_eps = float(audit_one_run(np.asarray(member), np.asarray(score), delta=delta,
-                                      confidence=confidence, methods=("tight",),
-                                      family="eps_delta", seed=seed)[0].epsilon)
+    # as on the Opacus path (one helper): the rows and the run's own any-mechanism epsilon
+    results, any_eps = claim_rows(member, score, claim, confidence=confidence,
+                                  methods=methods, seed=seed)
     return JaxTrainAudit(results, claimed, reference, delta, confidence, threat,
                          settings={"family": claim.family_name, "null": fam,
                                    "noise_multiplier": sigma,
