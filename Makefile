@@ -53,8 +53,10 @@ zoo-test: $(VENV_ZOO)/.installed-zoo
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 
+# Every timed benchmark with quick arguments (benchmarks/run_all.py; ~10 minutes on 2 cores); a
+# failing script is reported and the others still run.  Studies: studies/ (run by hand).
 bench: $(VENV)/.installed-dev
-	for f in benchmarks/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+	PYTHONPATH=src $(BIN)/python benchmarks/run_all.py
 
 clean:
 	rm -rf $(VENV) $(VENV_ZOO) build *.egg-info src/*.egg-info

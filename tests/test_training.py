@@ -2,7 +2,7 @@
 
 Every training here is short (a few seconds, fixed seeds).  Statistical claims over many
 seeds (no violation in >= 20 correct runs, >= 9/10 for each flaw, >= 90% of the simulator)
-are measured in benchmarks/training.py.
+are measured in studies/training.py.
 """
 
 from __future__ import annotations

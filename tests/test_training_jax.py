@@ -4,7 +4,7 @@ Values checked against independent computations: the claim of the plan's DP even
 dpaudit's ``dpsgd_curve`` of the same composition; released canary readings have exactly
 the claimed noise and unit amplitude (so the canaries were clipped by ``clipped_grad`` and
 noised by the plan's privatiser); BandMF readings whiten to the stated scale; flawed runs are
-flagged and correct runs are not (small versions of benchmarks/training_jax.py).
+flagged and correct runs are not (small versions of studies/training_jax.py).
 """
 
 from __future__ import annotations

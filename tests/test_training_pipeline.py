@@ -1,7 +1,7 @@
 """Canaries through the real pipeline, canary shapes, claim checks, Opacus's normalisation.
 
 Short real trainings (seconds each).  Detection rates over many seeds are measured in
-benchmarks/training_detection.py and benchmarks/opacus_normalisation.py (docs/training.md).
+studies/training_detection.py and studies/opacus_normalisation.py (docs/training.md).
 """
 
 from __future__ import annotations
