@@ -255,6 +255,8 @@ _BLOCK_LEN_MAX = 64
 _WINDOW_MAX = 1 << 16
 #: the window ends once every candidate's products P_j have peaked and fallen below e^this
 _LOG_NEGLIGIBLE = -30.0
+#: the most (candidate, block) entries of one array of :func:`_settle_row` (memory ~ 16 MB each)
+_CHUNK = 1 << 21
 #: windows up to this many steps are examined step by step at once (no blocks)
 _EXACT_ONLY = 2048
 #: distance kept from the kink of f_{eps, delta} (the recursion must stay on its e^-eps piece)
@@ -371,10 +373,14 @@ def _settle_linear(r_prev: np.ndarray, r: np.ndarray, h: np.ndarray, gm: np.ndar
             kappa = 1 / max(i_g, 1.0) + 1 / (cp_g - i_g)   # ~ the decrease of log q per step
             size = int(np.clip(math.sqrt(0.01 / kappa), 1, _BLOCK_LEN_MAX))
         for length in (size, 1) if size > 1 else (size,):
-            rej, acc = _settle_row(r_prev[sel], r[sel], h[sel], gm[sel], a[sel], y_hi[sel],
-                                   y_lo, i_g, cp_g, log_w, log_prod, length)
-            rejected[sel], accepted[sel] = rej, acc
-            sel = sel[~(rej | acc)]
+            # candidates in chunks: a (candidates x blocks) array stays under _CHUNK entries
+            per = max(1, _CHUNK // -(-(log_w.size - 1) // length))
+            for lo in range(0, sel.size, per):
+                part = sel[lo:lo + per]
+                rej, acc = _settle_row(r_prev[part], r[part], h[part], gm[part], a[part],
+                                       y_hi[part], y_lo, i_g, cp_g, log_w, log_prod, length)
+                rejected[part], accepted[part] = rej, acc
+            sel = sel[~(rejected[sel] | accepted[sel])]
             if not sel.size:
                 break
     return rejected, accepted
