@@ -2,7 +2,7 @@
 
     PYTHONPATH=src python benchmarks/training_overhead.py [--steps 100] [--repeats 3]
         [--models digits_mlp wide_mlp]
-    (also: python benchmarks/training.py --only overhead)
+    (also: python studies/training.py --only overhead)
 
 Each configuration runs in a fresh process (peak RSS from ``getrusage`` is per process):
 ``make_private``-style Opacus training (GradSampleModule + DPOptimizer, Poisson loader,

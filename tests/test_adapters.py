@@ -306,6 +306,8 @@ def test_auroc_tpr_conventions_and_max_accuracy_brute_force() -> None:
         auroc(m, s, convention="trapezoid")
 
 
+@pytest.mark.slow  # imports JAX (seconds)
+@pytest.mark.jax
 def test_conventions_match_jax_privacy_when_installed() -> None:
     auditing = need("jax_privacy.auditing")
     from dpaudit.stats.attack_metrics import auroc, max_accuracy, tpr_at_fpr

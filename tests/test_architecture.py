@@ -13,6 +13,7 @@ the source with :mod:`ast`; nothing is imported.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -64,8 +65,16 @@ def _imports(path: Path) -> set[str]:
     return out
 
 
-GRAPH = {_module_name(p): _imports(p) for p in sorted(ROOT.rglob("*.py"))}
-MODULES = set(GRAPH)
+#: module name -> source file (cheap: collection parametrizes over these names); the import
+#: graph itself is read when a test first needs it (``_graph``), not at collection
+PATHS = {_module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+MODULES = set(PATHS)
+
+
+@functools.cache
+def _graph() -> dict[str, set[str]]:
+    """module -> everything it imports (read once, on first use)."""
+    return {mod: _imports(path) for mod, path in PATHS.items()}
 
 
 def _internal(name: str) -> str | None:
@@ -81,16 +90,16 @@ def _in(mod: str, *prefixes: str) -> bool:
     return any(mod == p or mod.startswith(p + ".") for p in prefixes)
 
 
+@functools.cache
 def _edges() -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
-    for mod, names in GRAPH.items():
+    for mod, names in _graph().items():
         out[mod] = {t for n in names if n.startswith("dpaudit") and (t := _internal(n))
                     and t != mod}
     return out
 
 
-EDGES = _edges()
-CORE = sorted(m for m in GRAPH if not _in(m, "dpaudit.cli", "dpaudit.papers", "dpaudit.__main__"))
+CORE = sorted(m for m in PATHS if not _in(m, "dpaudit.cli", "dpaudit.papers", "dpaudit.__main__"))
 
 #: (module prefix, heavy frameworks it may import)
 HEAVY_ALLOWED = (
@@ -102,20 +111,20 @@ HEAVY_ALLOWED = (
 def test_graph_is_read():
     # the reader sees the package: the CLI entry point and the estimators are there
     assert "dpaudit.cli" in MODULES and "dpaudit.estimators.multi_run" in MODULES
-    assert "dpaudit.curves" in EDGES["dpaudit.estimators.multi_run"] or any(
-        _in(t, "dpaudit.curves") for t in EDGES["dpaudit.estimators.one_run"])
+    assert "dpaudit.curves" in _edges()["dpaudit.estimators.multi_run"] or any(
+        _in(t, "dpaudit.curves") for t in _edges()["dpaudit.estimators.one_run"])
 
 
-@pytest.mark.parametrize("mod", sorted(m for m in GRAPH if not _in(m, "dpaudit.cli",
+@pytest.mark.parametrize("mod", sorted(m for m in PATHS if not _in(m, "dpaudit.cli",
                                                                     "dpaudit.__main__")))
 def test_library_never_imports_the_cli(mod):
-    bad = sorted(t for t in EDGES[mod] if _in(t, "dpaudit.cli"))
+    bad = sorted(t for t in _edges()[mod] if _in(t, "dpaudit.cli"))
     assert not bad, f"{mod} imports the CLI: {bad}"
 
 
 @pytest.mark.parametrize("mod", CORE)
 def test_core_never_imports_paper_reproductions(mod):
-    bad = sorted(t for t in EDGES[mod] if _in(t, "dpaudit.papers"))
+    bad = sorted(t for t in _edges()[mod] if _in(t, "dpaudit.papers"))
     assert not bad, f"{mod} imports the paper reproductions: {bad}"
 
 
@@ -125,7 +134,7 @@ def test_core_imports_heavy_frameworks_only_where_allowed(mod):
     for prefix, frameworks in HEAVY_ALLOWED:
         if _in(mod, prefix):
             allowed += frameworks
-    bad = sorted(n for n in GRAPH[mod] if n.split(".")[0] in HEAVY
+    bad = sorted(n for n in _graph()[mod] if n.split(".")[0] in HEAVY
                  and n.split(".")[0] not in allowed)
     assert not bad, f"{mod} imports {bad}"
 
@@ -176,7 +185,7 @@ def test_cycle_finder_finds_a_cycle():
 
 def test_no_cycles_between_packages():
     pkg_edges: dict[str, set[str]] = {}
-    for mod, targets in EDGES.items():
+    for mod, targets in _edges().items():
         src = _package(mod)
         pkg_edges.setdefault(src, set()).update(
             _package(t) for t in targets
@@ -191,5 +200,5 @@ def test_no_cycles_between_modules():
     # the modules themselves): left out, like the top-level dpaudit/__init__.py
     inits = {_module_name(p) for p in ROOT.rglob("__init__.py")}
     edges = {m: {t for t in ts if t not in inits}
-             for m, ts in EDGES.items() if m not in inits}
+             for m, ts in _edges().items() if m not in inits}
     assert _cycles(set(edges), edges) == []

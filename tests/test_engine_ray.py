@@ -13,6 +13,8 @@ from dpaudit.estimators.multi_run import multi_run
 from dpaudit.games.examples import gaussian_count_audit
 from needs import need
 
+pytestmark = pytest.mark.ray
+
 
 @pytest.fixture(scope="module")
 def ray_cluster():

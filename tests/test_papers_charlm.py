@@ -7,21 +7,26 @@ import pytest
 
 from needs import need
 
-torch = need("torch")
-opacus = need("opacus")
+pytestmark = [pytest.mark.slow, pytest.mark.torch]  # real training / paper reproductions
 
-from dpaudit.papers.charlm import (  # noqa: E402
-    CharMLP,
-    DPSGDOptions,
-    batched_logits,
-    dpsgd_train,
-    onehot_contexts,
-    stack_models,
-)
 
-pytestmark = pytest.mark.slow  # real training / paper reproductions
-
-torch.set_num_threads(1)
+@pytest.fixture(autouse=True, scope="module")
+def _frameworks() -> None:
+    """torch, Opacus and dpaudit.papers.charlm: imported when a test of this module runs, not
+    when the suite is collected (the names are this module's globals)."""
+    global torch, opacus, CharMLP, DPSGDOptions, batched_logits, dpsgd_train, onehot_contexts
+    global stack_models
+    torch = need("torch")
+    opacus = need("opacus")
+    from dpaudit.papers.charlm import (
+        CharMLP,
+        DPSGDOptions,
+        batched_logits,
+        dpsgd_train,
+        onehot_contexts,
+        stack_models,
+    )
+    torch.set_num_threads(1)
 
 
 def _opacus_step(model: CharMLP, x: torch.Tensor, y: torch.Tensor, clip: float, lr: float,

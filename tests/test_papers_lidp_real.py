@@ -11,21 +11,28 @@ import pytest
 
 from needs import need
 
-torch = need("torch")
-need("sklearn")
-
-from dpaudit.papers.casestudies.lidp_real import (  # noqa: E402
-    LiDPRealSetting,
-    audit_scores,
-    calibrate_dpsgd,
-    load_dataset,
-    low_variance_directions,
-    purchase_like,
-)
-from dpaudit.papers.lidp_dpsgd import MLPSpec, _clipped_sum, _init  # noqa: E402
-
-pytestmark = [pytest.mark.usefixtures("one_thread"),
+pytestmark = [pytest.mark.usefixtures("one_thread"), pytest.mark.torch,
               pytest.mark.slow]  # real training / paper reproductions
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _frameworks() -> None:
+    """torch, scikit-learn and dpaudit.papers.casestudies.lidp_real, dpaudit.papers.lidp_dpsgd:
+    imported when a test of this module runs, not when the suite is collected (the names are
+    this module's globals)."""
+    global torch, LiDPRealSetting, audit_scores, calibrate_dpsgd, load_dataset
+    global low_variance_directions, purchase_like, MLPSpec, _clipped_sum, _init
+    torch = need("torch")
+    need("sklearn")
+    from dpaudit.papers.casestudies.lidp_real import (
+        LiDPRealSetting,
+        audit_scores,
+        calibrate_dpsgd,
+        load_dataset,
+        low_variance_directions,
+        purchase_like,
+    )
+    from dpaudit.papers.lidp_dpsgd import MLPSpec, _clipped_sum, _init
 
 
 def test_ghost_clipped_sum_matches_opacus_per_sample_gradients() -> None:

@@ -8,20 +8,25 @@ import csv
 import numpy as np
 import pytest
 
+from dpaudit.risk import gdp_mu
 from needs import need
 
-need("torch")
-need("faker")
-
-from dpaudit.papers.casestudies.lm_extraction import (  # noqa: E402
-    LMExtractionSetting,
-    calibrate,
-    run_lm_extraction,
-)
-from dpaudit.risk import gdp_mu  # noqa: E402
-
-pytestmark = [pytest.mark.usefixtures("one_thread"),
+pytestmark = [pytest.mark.usefixtures("one_thread"), pytest.mark.torch,
               pytest.mark.slow]  # real training / paper reproductions
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _frameworks() -> None:
+    """torch, Faker and dpaudit.papers.casestudies.lm_extraction: imported when a test of this
+    module runs, not when the suite is collected (the names are this module's globals)."""
+    global LMExtractionSetting, calibrate, run_lm_extraction
+    need("torch")
+    need("faker")
+    from dpaudit.papers.casestudies.lm_extraction import (
+        LMExtractionSetting,
+        calibrate,
+        run_lm_extraction,
+    )
 
 
 @pytest.mark.parametrize("eps", [0.5, 1.0, 4.0])

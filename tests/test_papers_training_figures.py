@@ -10,10 +10,15 @@ import pytest
 
 from needs import need
 
-pytestmark = pytest.mark.slow  # figure runners: end-to-end reproductions
+pytestmark = [pytest.mark.slow, pytest.mark.torch]  # figure runners: end-to-end reproductions
 
-need("opacus")
-need("sklearn")
+
+@pytest.fixture(autouse=True, scope="module")
+def _frameworks() -> None:
+    """Opacus and scikit-learn: imported when a test of this module runs, not when the suite
+    is collected."""
+    need("opacus")
+    need("sklearn")
 
 
 def test_training_dpsgd_tiny_reproduces_the_claims(tmp_path: Path) -> None:

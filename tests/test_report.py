@@ -403,6 +403,7 @@ def test_cli_lifted_report_shows_the_test_box(capsys, tmp_path):
 
 
 @pytest.mark.slow  # > 5 s: end-to-end or exhaustive; CI runs it
+@pytest.mark.torch
 def test_cli_train_audit_report(capsys, tmp_path):
     need("opacus")
     import torch
@@ -427,6 +428,7 @@ def test_cli_train_audit_report(capsys, tmp_path):
 
 
 @pytest.mark.slow  # > 5 s: end-to-end or exhaustive; CI runs it
+@pytest.mark.torch
 def test_train_audit_hands_back_the_observations_it_audited():
     """The training audit's observations are exactly the ones its bounds rest on (re-auditing
     them reproduces every epsilon), the JSON document is unchanged by them, and the card's

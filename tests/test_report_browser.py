@@ -26,6 +26,8 @@ from needs import in_ci, skip_outside_ci
 XSS = ('<script>alert("xss")</script>\'"&amp;<img src=x onerror="window.__dpaudit_xss=1">'
        '</script><script>window.__dpaudit_xss=2</script>')
 
+pytestmark = pytest.mark.browser
+
 
 def _browser_required() -> bool:
     if in_ci():

@@ -2,7 +2,7 @@
 
 Every training here is short (a few seconds, fixed seeds).  Statistical claims over many
 seeds (no violation in >= 20 correct runs, >= 9/10 for each flaw, >= 90% of the simulator)
-are measured in benchmarks/training.py.
+are measured in studies/training.py.
 """
 
 from __future__ import annotations
@@ -15,33 +15,40 @@ import sys
 import numpy as np
 import pytest
 
+from dpaudit.cli import main
+from dpaudit.curves import dpsgd_curve
+from dpaudit.estimators.one_run import default_grid, guess_counts
+from dpaudit.mechanisms.dpsgd import DPSGDSimulator
 from needs import need
 
-torch = need("torch")
-need("opacus")
-need("sklearn")
+pytestmark = [pytest.mark.slow, pytest.mark.torch]  # real training / paper reproductions
 
-from dpaudit.cli import main  # noqa: E402
-from dpaudit.curves import dpsgd_curve  # noqa: E402
-from dpaudit.estimators.one_run import default_grid, guess_counts  # noqa: E402
-from dpaudit.mechanisms.dpsgd import DPSGDSimulator  # noqa: E402
-from dpaudit.training import (  # noqa: E402
-    GradientCanaries,
-    TrainingConfig,
-    _deps,  # noqa: E402
-    audit_training,
-    choose_coordinates,
-    coordinate_activity,
-    load_digits_data,
-    make_model,
-    opacus_epsilon,
-    train_audit,
-    train_with_canaries,
-)
 
-pytestmark = pytest.mark.slow  # real training / paper reproductions
+@pytest.fixture(autouse=True, scope="module")
+def _frameworks() -> None:
+    """torch, Opacus, scikit-learn and dpaudit.training: imported when a test of this module
+    runs, not when the suite is collected (the names are this module's globals)."""
+    global torch, GradientCanaries, TrainingConfig, _deps, audit_training, choose_coordinates
+    global coordinate_activity, load_digits_data, make_model, opacus_epsilon, train_audit
+    global train_with_canaries
+    torch = need("torch")
+    need("opacus")
+    need("sklearn")
+    from dpaudit.training import (
+        GradientCanaries,
+        TrainingConfig,
+        _deps,
+        audit_training,
+        choose_coordinates,
+        coordinate_activity,
+        load_digits_data,
+        make_model,
+        opacus_epsilon,
+        train_audit,
+        train_with_canaries,
+    )
+    torch.set_num_threads(1)
 
-torch.set_num_threads(1)
 
 #: a small white-box setting: 200 canaries all on first-layer weights of the 3 always-zero
 #: pixels (3 x 80 = 240 silent coordinates), 150 steps at q = 0.05.

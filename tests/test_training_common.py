@@ -53,6 +53,8 @@ def test_shared_defaults_and_checks() -> None:
         TrainingSettings(flawed="mean_noise")
 
 
+@pytest.mark.slow  # imports torch (seconds)
+@pytest.mark.torch
 def test_opacus_config_keeps_its_keys_and_checks() -> None:
     need("torch")
     from dpaudit.training.flaws import FLAWS
@@ -71,6 +73,8 @@ def test_opacus_config_keeps_its_keys_and_checks() -> None:
         TrainingConfig(noise_multiplier=0.0)
 
 
+@pytest.mark.slow  # imports JAX (seconds)
+@pytest.mark.jax
 def test_jax_config_keeps_its_keys_and_checks() -> None:
     need("jax_privacy")
     from dpaudit.training.jax import FLAWS, JaxTrainingConfig

@@ -9,9 +9,17 @@ import pytest
 
 from needs import need
 
-need("torch")
-need("opacus")
-need("sklearn")
+pytestmark = [pytest.mark.torch, pytest.mark.slow]  # imports torch and Opacus (seconds)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _frameworks() -> None:
+    """torch, Opacus and scikit-learn: imported when a test of this module runs, not when the
+    suite is collected."""
+    need("torch")
+    need("opacus")
+    need("sklearn")
+
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "training.md"
 BLOCKS = [b for b in re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.S)

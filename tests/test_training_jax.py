@@ -4,7 +4,7 @@ Values checked against independent computations: the claim of the plan's DP even
 dpaudit's ``dpsgd_curve`` of the same composition; released canary readings have exactly
 the claimed noise and unit amplitude (so the canaries were clipped by ``clipped_grad`` and
 noised by the plan's privatiser); BandMF readings whiten to the stated scale; flawed runs are
-flagged and correct runs are not (small versions of benchmarks/training_jax.py).
+flagged and correct runs are not (small versions of studies/training_jax.py).
 """
 
 from __future__ import annotations
@@ -15,23 +15,32 @@ import math
 import numpy as np
 import pytest
 
-from needs import need  # noqa: E402
+from dpaudit.canaries import correlated as K
+from dpaudit.cli import main
+from dpaudit.curves import dpsgd_curve
+from dpaudit.estimators.verdict import verdict_sentence
+from needs import need
 
-need("jax_privacy")
+pytestmark = [pytest.mark.jax, pytest.mark.slow]  # imports JAX and jax_privacy (seconds)
 
-from dpaudit.canaries import correlated as K  # noqa: E402
-from dpaudit.cli import main  # noqa: E402
-from dpaudit.curves import dpsgd_curve  # noqa: E402
-from dpaudit.estimators.verdict import verdict_sentence  # noqa: E402
-from dpaudit.training.jax import (  # noqa: E402
-    JaxTrainingConfig,
-    audit_scores,
-    event_epsilon,
-    make_plan,
-    strategy_for,
-    train_audit_jax,
-    train_jax_with_canaries,
-)
+
+@pytest.fixture(autouse=True, scope="module")
+def _frameworks() -> None:
+    """jax_privacy (JAX) and dpaudit.training.jax: imported when a test of this module runs,
+    not when the suite is collected (the names are this module's globals)."""
+    global JaxTrainingConfig, audit_scores, event_epsilon, make_plan, strategy_for, train_audit_jax
+    global train_jax_with_canaries
+    need("jax_privacy")
+    from dpaudit.training.jax import (
+        JaxTrainingConfig,
+        audit_scores,
+        event_epsilon,
+        make_plan,
+        strategy_for,
+        train_audit_jax,
+        train_jax_with_canaries,
+    )
+
 
 SMALL = {"hidden": 16, "canaries": 200, "steps": 40}
 #: shared by most tests so that the compiled step is reused (claim: DP-SGD 0.87, BandMF 4
@@ -119,7 +128,6 @@ def test_strategy_mismatch_makes_the_running_sum_less_noisy_than_claimed() -> No
     want = 3.0 * np.linalg.norm(c) * np.linalg.norm(cinv.sum(axis=0))
     assert want < 0.5 * 3.0 * math.sqrt(cfg.steps)
     assert abs(sums.std() / want - 1) < 5 / math.sqrt(2 * sums.size)
-
 
 
 @pytest.mark.slow

@@ -1,7 +1,7 @@
 """Canaries through the real pipeline, canary shapes, claim checks, Opacus's normalisation.
 
 Short real trainings (seconds each).  Detection rates over many seeds are measured in
-benchmarks/training_detection.py and benchmarks/opacus_normalisation.py (docs/training.md).
+studies/training_detection.py and studies/opacus_normalisation.py (docs/training.md).
 """
 
 from __future__ import annotations
@@ -13,25 +13,32 @@ import warnings
 import numpy as np
 import pytest
 
+from dpaudit.cli import main
 from needs import need
 
-torch = need("torch")
-need("opacus")
-need("sklearn")
+pytestmark = [pytest.mark.torch, pytest.mark.slow]  # imports torch and Opacus (seconds)
 
-from dpaudit.cli import main  # noqa: E402
-from dpaudit.training import (  # noqa: E402
-    ExampleCanaries,
-    GradientCanaries,
-    TrainingConfig,
-    audit_training,
-    load_data,
-    make_model,
-    train_audit,
-    train_with_canaries,
-)
 
-torch.set_num_threads(1)
+@pytest.fixture(autouse=True, scope="module")
+def _frameworks() -> None:
+    """torch, Opacus, scikit-learn and dpaudit.training: imported when a test of this module
+    runs, not when the suite is collected (the names are this module's globals)."""
+    global torch, ExampleCanaries, GradientCanaries, TrainingConfig, audit_training, load_data
+    global make_model, train_audit, train_with_canaries
+    torch = need("torch")
+    need("opacus")
+    need("sklearn")
+    from dpaudit.training import (
+        ExampleCanaries,
+        GradientCanaries,
+        TrainingConfig,
+        audit_training,
+        load_data,
+        make_model,
+        train_audit,
+        train_with_canaries,
+    )
+    torch.set_num_threads(1)
 
 
 def _readings(cfg: TrainingConfig) -> tuple[np.ndarray, GradientCanaries]:

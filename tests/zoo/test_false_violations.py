@@ -12,7 +12,7 @@ demanding case: each output's likelihood ratio is exactly e^eps, so one threshol
 and with 2000 trials the bound comes close to the claim.  The procedure runs at confidence 0.99
 per entry (a single-entry zoo), so a correct procedure flags at most 1% of the seeds:
 P(Binomial(100, 0.01) >= 5) = 0.0034 and P(Binomial(60, 0.01) >= 4) = 0.0032, so more flags
-than the limits below would show a broken procedure.  benchmarks/zoo.py measures the rate over
+than the limits below would show a broken procedure.  studies/zoo.py measures the rate over
 more seeds.
 """
 

@@ -258,7 +258,7 @@ class ProfileCurve(Curve):
 #: noise-multiplier factors of the DP-SGD family's nodes: sigma_k = sigma_claim / factor
 #: (factor > 1 = less noise = less private).  The claim is the node of factor 1.  The nodes
 #: below the claim (down to sigma / 0.15) let weak evidence (a black-box score, a claim of
-#: epsilon ~ 1) reject a member instead of reading 0 (benchmarks/tightness.py ``extra``:
+#: epsilon ~ 1) reject a member instead of reading 0 (studies/tightness.py ``extra``:
 #: median white box at epsilon 1 24% -> 49% of the claim, black box 0 -> 9-11%).
 DPSGD_FAMILY_FACTORS = (0.15, 0.25, 0.35, 0.5, 0.7, 0.85, 1.0, 1.15, 1.35, 1.6, 2.0, 2.6, 3.5, 5.0,
                         8.0)
@@ -342,7 +342,7 @@ def dpsgd_family(noise_multiplier: float, sampling_rate: float, steps: int, delt
     by the claim: rejecting it is evidence against the claim.  The member's epsilon at delta
     is <= theta (its own line), so a bound above the claimed epsilon rejects a member above
     the claim.  The price against the GDP null (an assumption for this claim) is a finite
-    profile grid and the coarse discretisation: benchmarks/dpsgd_family.py measures it.
+    profile grid and the coarse discretisation: studies/default_null.py (part C) measures it.
     """
     # validated (and normalised to plain floats / ints) before the cache: True == 1 hashes
     # alike, so a cached call must never stand in for an argument the checks refuse

@@ -255,6 +255,8 @@ _BLOCK_LEN_MAX = 64
 _WINDOW_MAX = 1 << 16
 #: the window ends once every candidate's products P_j have peaked and fallen below e^this
 _LOG_NEGLIGIBLE = -30.0
+#: the most (candidate, block) entries of one array of :func:`_settle_row` (memory ~ 16 MB each)
+_CHUNK = 1 << 21
 #: windows up to this many steps are examined step by step at once (no blocks)
 _EXACT_ONLY = 2048
 #: distance kept from the kink of f_{eps, delta} (the recursion must stay on its e^-eps piece)
@@ -345,19 +347,21 @@ def _settle_linear(r_prev: np.ndarray, r: np.ndarray, h: np.ndarray, gm: np.ndar
         D_{t+j} <= P_j D_t + e_t C_{j-1},   D_{t+j} >= P_j D_t - e'_t C_{j-1},
         C_{j-1} = sum_{l<j} P_l,
 
-    (the lower one while it stays positive).  P_j is exact at the start j0 of each block of
-    L steps (log P = j log a + log prod w, the product summed once per observation) and
-    within a block q_{t+j0}^{j-j0} >= P_j / P_{j0} >= q_{t+j1-1}^{j-j0} (q decreasing); past
-    the W = 256 L steps examined, the ratios are <= q_W, a geometric tail when q_W < 1.  L is
-    chosen per observation so that q changes by under ~1% within a block.  The sums bound the
-    growth of r (S) and of r + h ((1 + a) S + a D_t + 8 a u N); the lower sum runs over the
-    blocks where every term is provably positive.  The upper bound also needs r_{t-1} > d
-    (``y_lo``) and r_t + S < ``y_hi`` (on the piece); a window whose products exceed e^60 is
-    undecided.  A slack of 1e-9 on the logarithms and the sums and of 1e-12 on the gap covers
-    the rounding of this computation.  The decision is therefore the one the recursion would
-    take (Mahloujifar et al. §4's "audit with cap", run to the end), so the search and its
-    result are unchanged bit for bit (``tests/test_mahloujifar.py`` checks this against the
-    plain recursion).
+    (the lower one while it stays positive).  The sums run over a window of W steps
+    (:func:`_log_weights`: until every candidate's P_j has peaked and fallen below e^-30, at
+    most 2^16 steps); past it the ratios are <= q_W, a geometric tail when q_W < 1.  In the
+    window P_j is exact at the start j0 of each block of L steps (log P = j log a + log prod w,
+    the product summed once per observation) and within a block q_{t+j0}^{j-j0} >= P_j /
+    P_{j0} >= q_{t+j1-1}^{j-j0} (q decreasing); L is chosen per observation so that q changes
+    by under ~1% within a block, and the candidates the blocks leave undecided are bounded
+    again step by step (L = 1).  The sums bound the growth of r (S) and of r + h
+    ((1 + a) S + a D_t + 8 a u N); the lower sum runs over the blocks where every term is
+    provably positive.  The upper bound also needs r_{t-1} > d (``y_lo``) and r_t + S <
+    ``y_hi`` (on the piece); a window whose products exceed e^60 is undecided.  A slack of
+    1e-8 on the logarithms, 1e-9 on the sums and 1e-12 on the gap covers the rounding of this
+    computation.  The decision is therefore the one the recursion (Mahloujifar et al.'s, as
+    in TOR notes §5.2) would take run to the end, so the search and its result are unchanged
+    bit for bit (``tests/test_mahloujifar.py`` checks this against the plain recursion).
     """
     rejected = np.zeros(r.size, dtype=bool)
     accepted = np.zeros(r.size, dtype=bool)
@@ -371,10 +375,14 @@ def _settle_linear(r_prev: np.ndarray, r: np.ndarray, h: np.ndarray, gm: np.ndar
             kappa = 1 / max(i_g, 1.0) + 1 / (cp_g - i_g)   # ~ the decrease of log q per step
             size = int(np.clip(math.sqrt(0.01 / kappa), 1, _BLOCK_LEN_MAX))
         for length in (size, 1) if size > 1 else (size,):
-            rej, acc = _settle_row(r_prev[sel], r[sel], h[sel], gm[sel], a[sel], y_hi[sel],
-                                   y_lo, i_g, cp_g, log_w, log_prod, length)
-            rejected[sel], accepted[sel] = rej, acc
-            sel = sel[~(rej | acc)]
+            # candidates in chunks: a (candidates x blocks) array stays under _CHUNK entries
+            per = max(1, _CHUNK // -(-(log_w.size - 1) // length))
+            for lo in range(0, sel.size, per):
+                part = sel[lo:lo + per]
+                rej, acc = _settle_row(r_prev[part], r[part], h[part], gm[part], a[part],
+                                       y_hi[part], y_lo, i_g, cp_g, log_w, log_prod, length)
+                rejected[part], accepted[part] = rej, acc
+            sel = sel[~(rejected[sel] | accepted[sel])]
             if not sel.size:
                 break
     return rejected, accepted

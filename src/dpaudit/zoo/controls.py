@@ -1,5 +1,5 @@
 """The zoo's known-correct mechanisms: the controls on which its false-violation rate is
-measured (tests/zoo/test_false_violations.py, benchmarks/zoo.py).
+measured (tests/zoo/test_false_violations.py, studies/zoo.py).
 
 Each is eps-DP for its claim under the scores it is audited with: dpaudit's Laplace and
 randomized-response simulators; diffprivlib's Geometric mechanism and its Laplace under the

@@ -13,7 +13,7 @@ Each flaw keeps the claim of the correct plan (its DP event) and changes one com
   noisy than the claim assumes).  With a BandMF claim the reverse (noise generated for one
   band) is used; with the cyclic sampler kept, every eligible step still gets noise of std
   sigma per unit of sensitivity, which is what the amplified claim assumes, so that direction
-  does not leak (measured in benchmarks/training_jax.py);
+  does not leak (measured in studies/training_jax.py);
 * ``"unclipped_group"``: clipping skipped for one parameter group -- the first layer's
   per-example gradients are summed unclipped (the rest go through ``clipped_grad``), then the
   plan's noise is added to both.

@@ -1,6 +1,6 @@
 """Opacus #571 / #819 on unmodified Opacus 1.6: a valid epsilon lower bound above the claim.
 
-    PYTHONPATH=src python benchmarks/opacus_normalisation.py [--trials 2000] [--out DIR]
+    PYTHONPATH=src python studies/opacus_normalisation.py [--trials 2000] [--out DIR]
 
 For each setting: the trial engine (``dpaudit.engine.run_audit``, SQLite store in --out,
 resumable) runs ``--trials`` one-step trainings of ``make_private`` on the first N or N + 1
@@ -54,7 +54,7 @@ def sizes() -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=2000)
-    ap.add_argument("--out", type=Path, default=Path("benchmarks/out"))
+    ap.add_argument("--out", type=Path, default=Path("studies/out"))
     ap.add_argument("--only", type=int, default=None, help="index of one setting")
     ap.add_argument("--fixed", action="store_true", help="audit the public rate + divisor")
     ap.add_argument("--sizes", action="store_true", help="affected fractions only")

@@ -1,6 +1,6 @@
 """Detection table: DP-SGD flaws on real Opacus 1.6 training, and false violations.
 
-    PYTHONPATH=src python benchmarks/training_detection.py [--out benchmarks/out/detection.jsonl]
+    PYTHONPATH=src python studies/training_detection.py [--out studies/out/detection.jsonl]
         [--seeds 10] [--correct-seeds 20] [--only flaws|correct|own_loop|summary]
 
 Every run is the own-loop default of ``dpaudit.training`` -- planted gradient canaries of
@@ -170,7 +170,7 @@ def summarise(out: Path) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", type=Path, default=Path("benchmarks/out/detection.jsonl"))
+    ap.add_argument("--out", type=Path, default=Path("studies/out/detection.jsonl"))
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--correct-seeds", type=int, default=20)
     ap.add_argument("--only", choices=("flaws", "correct", "own_loop", "summary"), default=None)

@@ -1,10 +1,10 @@
 """Peers' defects and the multi-run threshold grid, measured (docs/performance.md, "Peers'
 defects").  Needs jax_privacy (``pip install 'dpaudit[peers]'``, or a scratch venv).
 
-  python benchmarks/peer_defects.py power   [--reps 20]   # multi-run C-P: grids vs jax_privacy
-  python benchmarks/peer_defects.py fdp     [--reps 300]  # jax one-run f-DP (Mahloujifar) under H0
-  python benchmarks/peer_defects.py gdp     [--reps 200]  # jax epsilon_from_gdp on null scores
-  python benchmarks/peer_defects.py tfp     [--reps 200]  # TF Privacy's epsilon lower bound, H0
+  python studies/peer_defects.py power   [--reps 20]   # multi-run C-P: grids vs jax_privacy
+  python studies/peer_defects.py fdp     [--reps 300]  # jax one-run f-DP (Mahloujifar) under H0
+  python studies/peer_defects.py gdp     [--reps 200]  # jax epsilon_from_gdp on null scores
+  python studies/peer_defects.py tfp     [--reps 200]  # TF Privacy's epsilon lower bound, H0
 
 power: mu-GDP scores (members N(mu, 1), non-members N(0, 1)), mu in ``--mus`` (default 0.5, 1,
 2, 4, 8), n in ``--sizes`` (default 1e2 .. 1e6); dpaudit's multi_run on its default grid
@@ -32,7 +32,7 @@ with TF Privacy installed it is imported from there, otherwise load the file in 
   git -C <tensorflow/privacy clone> show HEAD:tensorflow_privacy/privacy/privacy_tests/\
 epsilon_lower_bound.py > /tmp/elb.py
   pip install --target /tmp/elb-deps --no-deps immutabledict statsmodels patsy
-  PYTHONPATH=src:/tmp/elb-deps python benchmarks/peer_defects.py tfp --tfp-module /tmp/elb.py
+  PYTHONPATH=src:/tmp/elb-deps python studies/peer_defects.py tfp --tfp-module /tmp/elb.py
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Three measurements, each on the same observations under both nulls, in the same run:
 
 A. User scores, Gaussian mechanism mu = 2 (true eps = 9.9973 at delta = 1e-5; the scores of
-   benchmarks/peers.py): ``audit_one_run`` at its default null ("eps_delta", valid for every
+   studies/peers.py): ``audit_one_run`` at its default null ("eps_delta", valid for every
    (eps, delta) claim) against ``family="gdp"`` (the old default, an assumption that happens to
    hold here).  Ratio = bound / true eps.
 B. User scores, pure-DP mechanisms (randomized response and Laplace at eps = 1): the default
@@ -13,7 +13,7 @@ C. DP-SGD claims (the demo's white-box simulator: sigma = 1, q = 0.01, T = 1000,
    own DP-SGD family (``dpaudit.curves.accounting.dpsgd_family``, valid) against the GDP null
    (not valid for a DP-SGD claim), plus the family's one-off construction time.
 
-Run: ``PYTHONPATH=src python benchmarks/default_null.py [--quick]``.  CPU seconds
+Run: ``PYTHONPATH=src python studies/default_null.py [--quick]``.  CPU seconds
 (``time.process_time``) of the calls; figures are printed as a table.
 """
 

@@ -1,6 +1,6 @@
 """Benchmark: tightness and validity of the one-run methods, simulated and on REAL training.
 
-    PYTHONPATH=src .venv/bin/python benchmarks/tightness.py PART [options]
+    PYTHONPATH=src .venv/bin/python studies/tightness.py PART [options]
 
 Parts (each appends every finished cell/run to a JSONL file under ``--out`` and skips what is
 already there, so an interrupted run resumes):
@@ -46,7 +46,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import journal  # benchmarks/journal.py (scripts run from benchmarks/)
+import journal  # studies/journal.py (scripts run from studies/)
 import numpy as np
 
 from dpaudit.curves import GaussianDP, LaplaceDP, dpsgd_curve
@@ -63,7 +63,7 @@ DELTA = 1e-5
 CONF = 0.95
 EPSILONS = (1.0, 2.0, 4.0, 8.0, 16.0)
 Q, T, N = 0.05, 300, 1000
-OUT = Path("benchmarks/out/tightness")
+OUT = Path("studies/out/tightness")
 
 # method name -> guarantee, in table order
 METHODS = {"tight_dpsgd": "finite-sample (the claim's DP-SGD family)",

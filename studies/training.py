@@ -1,6 +1,6 @@
 """Benchmark: one-run audits of REAL DP-SGD training (PyTorch + Opacus) on digits.
 
-    PYTHONPATH=src .venv/bin/python benchmarks/training.py [--out benchmarks/out/training.jsonl]
+    PYTHONPATH=src .venv/bin/python studies/training.py [--out studies/out/training.jsonl]
         [--quick] [--repeats R] [--only sweep|validity|flaws] [--epsilons 1 2 ...]
 
 Every audited run is appended to a JSONL file as soon as it finishes, and a re-run skips the
@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import journal  # benchmarks/journal.py (scripts run from benchmarks/)
+import journal  # studies/journal.py (scripts run from studies/)
 import numpy as np
 
 from dpaudit.training import (
@@ -174,7 +174,7 @@ def report(done: dict[str, dict[str, Any]], repeats: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default="benchmarks/out/training.jsonl")
+    ap.add_argument("--out", default="studies/out/training.jsonl")
     ap.add_argument("--quick", action="store_true", help="one seed per sweep point")
     ap.add_argument("--repeats", type=int, default=3, help="seeds per sweep point")
     ap.add_argument("--only", choices=("sweep", "validity", "flaws", "overhead"), default=None)

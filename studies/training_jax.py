@@ -1,6 +1,6 @@
 """Benchmark: one-run audits of REAL JAX training (jax_privacy DP-SGD and BandMF) on digits.
 
-    PYTHONPATH=src .venv/bin/python benchmarks/training_jax.py [--out FILE] [--only PART]
+    PYTHONPATH=src .venv/bin/python studies/training_jax.py [--out FILE] [--only PART]
         [--seeds N] [--correct-seeds M]
 
 Every audited run is appended to a JSONL file as soon as it finishes; a re-run skips the
@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import journal  # benchmarks/journal.py (scripts run from benchmarks/)
+import journal  # studies/journal.py (scripts run from studies/)
 import numpy as np
 
 from dpaudit.training.jax import JaxTrainingConfig, train_audit_jax
@@ -94,7 +94,7 @@ def _run(part: str, label: str, cfg: dict[str, Any], seed: int, path: Path,
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", type=Path, default=Path("benchmarks/out/training_jax.jsonl"))
+    ap.add_argument("--out", type=Path, default=Path("studies/out/training_jax.jsonl"))
     ap.add_argument("--only", choices=("tightness", "flaws", "validity"), default=None)
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--correct-seeds", type=int, default=20)

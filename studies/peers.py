@@ -1,6 +1,6 @@
 """dpaudit against ``jax_privacy.auditing`` on the same scores, side by side (issue 14).
 
-    PYTHONPATH=src /work/peers-venv/bin/python benchmarks/peers.py [--sizes 1e4 1e5 1e6]
+    PYTHONPATH=src /work/peers-venv/bin/python studies/peers.py [--sizes 1e4 1e5 1e6]
         [--budget 300] [--mu 2.0]
 
 jax-privacy pulls in jax (~600 MB), so it is NOT a dpaudit dependency (not even ``dev``): it is

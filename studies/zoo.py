@@ -14,7 +14,7 @@
 Needs the zoo extra (``.venv-zoo``, ``make zoo-test`` builds it); without diffprivlib only
 part 2 on the simulators runs.
 
-    .venv-zoo/bin/python benchmarks/zoo.py [--seeds 300]
+    .venv-zoo/bin/python studies/zoo.py [--seeds 300]
 """
 
 from __future__ import annotations

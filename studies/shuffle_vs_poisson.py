@@ -1,8 +1,8 @@
 """Shuffled fixed-size batches accounted as Poisson (opacus #80; Chua et al. 2024,
 "Scalable DP-SGD: Shuffling vs. Poisson Subsampling", arXiv 2411.10614): can an audit see it?
 
-    PYTHONPATH=src python benchmarks/shuffle_vs_poisson.py [--part real|theory|all]
-        [--seeds 10] [--out benchmarks/out/shuffle.jsonl] [--samples 200000]
+    PYTHONPATH=src python studies/shuffle_vs_poisson.py [--part real|theory|all]
+        [--seeds 10] [--out studies/out/shuffle.jsonl] [--samples 200000]
 
 **real** -- the audit's power at CPU size.  Unmodified Opacus 1.6 ``make_private`` with
 ``poisson_sampling=False`` (a shuffled ``DataLoader`` of fixed-size batches), accounted by
@@ -203,7 +203,7 @@ def main() -> None:
     ap.add_argument("--part", choices=("real", "theory", "all"), default="all")
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--samples", type=int, default=200_000)
-    ap.add_argument("--out", type=Path, default=Path("benchmarks/out/shuffle.jsonl"))
+    ap.add_argument("--out", type=Path, default=Path("studies/out/shuffle.jsonl"))
     a = ap.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f}")
     if a.part in ("theory", "all"):
