@@ -24,6 +24,7 @@ from dpaudit.canaries import (
     planted_amplitude,
     unit_rows,
 )
+from dpaudit.canaries.scores import SIGMA_FLOOR
 
 
 @pytest.mark.slow
@@ -107,8 +108,12 @@ def test_white_box_accumulator_sum_and_lr() -> None:
         acc.add(y, 1.5)
     assert np.allclose(acc.scores("sum"), amp * ys.sum(0) - 0.1 * 7 * amp ** 2 / 2)
     assert np.allclose(acc.scores("lr"), lr_step_scores(ys, 0.1, 1.5, amp).sum(0))
-    with pytest.raises(ValueError, match="noise_multiplier"):
-        acc.add(ys[0], 0.0)
+    # a step without noise (sigma = 0, as a user's loop may set it) is scored, never refused:
+    # the training must go on; the claim checks report the step
+    before = acc.scores("lr")
+    acc.add(ys[0], 0.0)
+    assert np.allclose(acc.scores("lr") - before, lr_step_scores(ys[0], 0.1, SIGMA_FLOOR, amp))
+    assert np.all(np.isfinite(acc.scores("lr"))) and acc.steps == 8
 
 
 def test_claim_checks_name_the_configuration_error() -> None:

@@ -74,8 +74,13 @@ def test_spread_canaries_read_sqrt3_under_per_tensor_clipping(flaw: str | None,
 def test_claim_checks_report_lowered_sigma_and_too_few_steps_first() -> None:
     small = dict(canaries=60, hidden=32, steps=50, seed=0)
     low = train_audit(TrainingConfig(**small, flawed="lowered_sigma"))
-    assert low.configuration_errors == [
-        "noise multiplier: the claim assumes sigma = 1 but the optimizer used 0.25"]
+    assert low.configuration_errors[0] == (
+        "noise multiplier: the claim assumes sigma = 1 but the optimizer used 0.25")
+    # the released noise read on the canaries' coordinates says the same, statistically
+    assert len(low.configuration_errors) == 2
+    assert low.configuration_errors[1].startswith("released noise: read on 60 canary "
+                                                  "coordinates at each of 50 steps")
+    assert "50 step(s) released less noise than the claim" in low.configuration_errors[1]
     # the run's own accountant saw sigma = 0.25: its epsilon is far above the claim
     assert low.accountant_epsilon > 5 * low.claimed_epsilon
     few = train_audit(TrainingConfig(**small, flawed="too_few_steps"))

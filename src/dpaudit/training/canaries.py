@@ -57,6 +57,7 @@ from dpaudit.canaries import (
     least_active,
     plan_gradient_canaries,
 )
+from dpaudit.canaries.noise import distinct_mask, noise_sum_squares
 from dpaudit.randomness import seed_sequence, stream
 from dpaudit.training.common import INPUT_KINDS
 from dpaudit.training.models import count_coordinates, trainable_parameters
@@ -112,7 +113,8 @@ def _flat_per_example_grads_func(model: nn.Module, x: torch.Tensor, y: torch.Ten
         out = functional_call(model, {**p, **frozen}, (xi.unsqueeze(0),))
         return F.cross_entropy(out, yi.unsqueeze(0))
 
-    per_ex = vmap(grad(loss), in_dims=(None, 0, 0))
+    # randomness="different": each example draws its own dropout mask, as in training
+    per_ex = vmap(grad(loss), in_dims=(None, 0, 0), randomness="different")
     for s in range(0, x.shape[0], chunk):
         g = per_ex(named, x[s:s + chunk], y[s:s + chunk])
         yield torch.cat([g[k].reshape(g[k].shape[0], -1) for k in named], dim=1)
@@ -134,6 +136,10 @@ def coordinate_activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
     return _activity(_hook_free_copy(model), x, y, max_grad_norm, probes, gen)
 
 
+_OPACUS_MODULE_ATTRS = ("autograd_grad_sample_hooks", "ft_compute_sample_grad", "activations",
+                        "max_batch_len")
+
+
 def _hook_free_copy(model: nn.Module) -> nn.Module:
     """A copy of the model (unwrapped from Opacus's GradSampleModule, if ``make_private``
     already wrapped it) without module hooks, for side computations with ``torch.func``."""
@@ -143,6 +149,11 @@ def _hook_free_copy(model: nn.Module) -> nn.Module:
         for hooks in (m._forward_hooks, m._forward_pre_hooks, m._backward_hooks,
                       m._backward_pre_hooks):
             hooks.clear()
+        # Opacus's bookkeeping, copied with the module: without this a second
+        # GradSampleModule refuses the copy ("Trying to add hooks twice to the same model")
+        for attr in _OPACUS_MODULE_ATTRS:
+            if attr in m.__dict__:
+                delattr(m, attr)
     for p in dup.parameters():
         for attr in ("grad_sample", "_forward_counter", "_current_grad_sample"):
             if hasattr(p, attr):
@@ -255,6 +266,9 @@ class GradientCanaries:
         self._batch_sizes: list[int] = []
         self._sigmas: list[float] = []
         self._clips: list[float] = []
+        # the released-noise check reads every distinct read coordinate at every step
+        self._noise_mask = distinct_mask(plan.read_coords)
+        self._noise_ss: list[float] = []
 
     @classmethod
     def for_model(cls, model: nn.Module, x: torch.Tensor, y: torch.Tensor, n: int, *,
@@ -423,9 +437,12 @@ class GradientCanaries:
         self._bypass(opt, t, local, self.plan.plant_values[active] * self.clip)
 
     def _record(self, opt: object) -> None:
-        y = self._gather(lambda p: p.grad) * (self._batch_unit(opt) / self.clip)
+        """The step hook's work: read the released step (never raises on a step with
+        sigma = 0: it is scored and reported, :meth:`facts`)."""
+        vals = self._gather_read(lambda p: p.grad) * (self._batch_unit(opt) / self.clip)
         sigma = float(opt.noise_multiplier)
-        self._acc.add(y, sigma)
+        self._acc.add(self.plan.read(vals), sigma)
+        self._noise_ss.append(noise_sum_squares(vals, self._noise_mask))
         self._sigmas.append(sigma)
         self._clips.extend(_clip_norms(opt))
 
@@ -471,7 +488,15 @@ class GradientCanaries:
                         max_grad_norms=tuple(dict.fromkeys(self._clips)),
                         batch_sizes=np.asarray(self._batch_sizes, dtype=np.int64),
                         expected_batch_size=unit if red == "mean" else None,
-                        dataset_size=dataset_size, loss_reduction=red)
+                        dataset_size=dataset_size, loss_reduction=red,
+                        step_noise_multipliers=np.asarray(self._sigmas, dtype=float),
+                        **self.noise_record())
+
+    def noise_record(self) -> dict[str, Any]:
+        """The released-noise readings of the run so far, as :class:`RunFacts` fields
+        (``noise_sum_squares``, ``noise_coordinates``, ``noise_unit``)."""
+        return {"noise_sum_squares": np.asarray(self._noise_ss, dtype=float),
+                "noise_coordinates": int(self._noise_mask.sum()), "noise_unit": self.clip}
 
 
 def _stock_clipping(opt: object) -> bool:
