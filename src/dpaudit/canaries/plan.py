@@ -226,14 +226,28 @@ def _ballast(layout: Layout, act: np.ndarray, read: np.ndarray, rows: np.ndarray
                                                          % len(others)]
         for t in np.unique(want):
             sel = np.flatnonzero(want == t)
-            q = queues[int(t)]
+            t = _with_room(int(t), sel.size, queues, taken, by_min)
+            q = queues[t]
             if q.size == 0:
                 raise ValueError("spread canaries need coordinates that no canary reads "
                                  "(too many canaries for this model)")
-            idx = (taken[int(t)] + np.arange(sel.size)) % q.size  # wraps only if exhausted
+            idx = (taken[t] + np.arange(sel.size)) % q.size  # wraps only if exhausted
             out[sel, j] = q[idx]
-            taken[int(t)] += sel.size
+            taken[t] += sel.size
     return out
+
+
+def _with_room(t: int, k: int, queues: dict[int, np.ndarray], taken: dict[int, int],
+               by_min: list[int]) -> int:
+    """Tensor ``t`` if it still has k unused coordinates, else the least active tensor that
+    has (a small tensor -- a bias, a norm's scale -- whose coordinates are all read already
+    must not stop the plan); ``t`` itself when none has."""
+    if queues[t].size - taken[t] >= k:
+        return t
+    for u in by_min:
+        if queues[u].size - taken[u] >= k:
+            return u
+    return t
 
 
 def planted_amplitude(plant_coords: np.ndarray, plant_values: np.ndarray,

@@ -47,6 +47,7 @@ from dpaudit.estimators.one_run import ONE_RUN_METHODS, audit_one_run
 from dpaudit.observations import MembershipObservations
 from dpaudit.outcome import Audit
 from dpaudit.results import AuditResult
+from dpaudit.training.accounting import accountant_epsilon as _accountant
 from dpaudit.training.accounting import claimed_epsilon as _claimed
 from dpaudit.training.accounting import opacus_epsilon as _opacus
 from dpaudit.training.common import TrainingAuditOutcome
@@ -83,6 +84,8 @@ class TrainAudit(TrainingAuditOutcome):
     #: epsilon is that of the DP-SGD curve the run is shown not to meet, which bounds the
     #: run's own epsilon only if the run is a DP-SGD curve -- a flawed run need not be
     any_mechanism_epsilon: float | None = None
+    #: why the user's accountant gave no epsilon (None when it answered or was not given)
+    accountant_note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The ``train-audit --json`` document (:func:`train_audit_dict`)."""
@@ -140,13 +143,8 @@ def audit_training(member: Any, score: Any, *, noise_multiplier: float, sampling
         fam = family
     checks = [] if facts is None else check_claim(
         Claim(noise_multiplier, sampling_rate, steps, max_grad_norm), facts)
-    acc_eps = None
-    if accountant is not None:
-        acc = getattr(accountant, "accountant", accountant)  # PrivacyEngine -> accountant
-        if not hasattr(acc, "get_epsilon"):
-            raise ValueError("accountant must be an Opacus PrivacyEngine or accountant (with "
-                             "get_epsilon)")
-        acc_eps = float(acc.get_epsilon(delta=delta))
+    acc_eps, acc_note = (None, None) if accountant is None else _accountant(accountant,
+                                                                             delta)
     results = audit_one_run(np.asarray(member), np.asarray(score), delta=delta,
                             confidence=confidence, methods=tuple(methods), family=fam,
                             seed=seed)
@@ -165,7 +163,7 @@ def audit_training(member: Any, score: Any, *, noise_multiplier: float, sampling
                       settings=settings,
                       observations=MembershipObservations.from_arrays(member, score),
                       checks=checks, accountant_epsilon=acc_eps, facts=facts,
-                      any_mechanism_epsilon=any_eps)
+                      any_mechanism_epsilon=any_eps, accountant_note=acc_note)
 
 
 def train_audit(config: TrainingConfig, *, delta: float = 1e-5, confidence: float = 0.95,
@@ -186,7 +184,7 @@ def train_audit(config: TrainingConfig, *, delta: float = 1e-5, confidence: floa
     return TrainAudit(a.results, a.claimed_epsilon, a.opacus_epsilon, delta, confidence,
                       config.threat, run, {**a.settings, **config.to_dict()},
                       a.observations, a.checks, a.accountant_epsilon, a.facts,
-                      a.any_mechanism_epsilon)
+                      a.any_mechanism_epsilon, a.accountant_note)
 
 
 def train_audit_dict(audit: TrainAudit) -> dict[str, Any]:
@@ -204,6 +202,8 @@ def _training_keys(audit: TrainAudit) -> dict[str, Any]:
     out["configuration_errors"] = audit.configuration_errors
     out["claim_checks"] = [c.to_dict() for c in audit.checks]
     out["accountant_epsilon"] = audit.accountant_epsilon
+    if audit.accountant_note is not None:
+        out["accountant_note"] = audit.accountant_note
     out["any_mechanism_epsilon"] = audit.any_mechanism_epsilon
     if audit.facts is not None:
         out["run_facts"] = audit.facts.to_dict()
