@@ -50,14 +50,13 @@ from dpaudit.canaries import (
     CanaryPlan,
     Layout,
     RunFacts,
-    WhiteBoxAccumulator,
     dirac_plan,
     draw_bits,
     last_iterate_scores,
     least_active,
     plan_gradient_canaries,
 )
-from dpaudit.canaries.noise import distinct_mask, noise_sum_squares
+from dpaudit.canaries.reader import ReleaseReader
 from dpaudit.randomness import seed_sequence, stream
 from dpaudit.training.common import INPUT_KINDS
 from dpaudit.training.models import count_coordinates, trainable_parameters
@@ -75,8 +74,9 @@ def _flat_per_example_grads(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
     computed chunk by chunk with Opacus's ``GradSampleModule`` (the per-sample gradient code
     the training itself runs, so the placement initialises no further machinery and its
     memory stays below a training step's: chunks of 16 examples, fewer than a batch).
-    ``model`` gets Opacus's hooks (pass a copy); a model Opacus cannot wrap falls back to
-    ``torch.func``."""
+    ``model`` gets Opacus's hooks (pass a copy); a model Opacus cannot wrap, or whose
+    per-sample rule fails on the first chunk (an ``EmbeddingBag`` called without offsets),
+    falls back to ``torch.func``."""
     from opacus import GradSampleModule
 
     params = trainable_parameters(model)
@@ -86,19 +86,33 @@ def _flat_per_example_grads(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
     except Exception:  # noqa: BLE001 -- a layer Opacus has no per-sample rule for
         yield from _flat_per_example_grads_func(model, x, y, chunk)
         return
+    fallback = False
     try:
         for s in range(0, x.shape[0], chunk):
             for p in params:
                 p.grad_sample = None
                 p.grad = None
-            F.cross_entropy(gsm(x[s:s + chunk]), y[s:s + chunk], reduction="sum").backward()
-            yield torch.cat([p.grad_sample.reshape(p.grad_sample.shape[0], -1)
-                             for p in params], dim=1)
+            try:
+                with warnings.catch_warnings():  # the first layer's inputs need no gradient
+                    warnings.filterwarnings("ignore", message="Full backward hook is firing",
+                                            category=UserWarning)
+                    F.cross_entropy(gsm(x[s:s + chunk]), y[s:s + chunk],
+                                    reduction="sum").backward()
+                rows = torch.cat([p.grad_sample.reshape(p.grad_sample.shape[0], -1)
+                                  for p in params], dim=1)
+            except Exception:  # noqa: BLE001 -- a per-sample rule that fails on this call
+                if s:
+                    raise
+                fallback = True
+                break
+            yield rows
     finally:
         for p in params:
             p.grad_sample = None
             p.grad = None
         gsm._close()
+    if fallback:
+        yield from _flat_per_example_grads_func(model, x, y, chunk)
 
 
 def _flat_per_example_grads_func(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
@@ -250,7 +264,8 @@ class GradientCanaries:
         self.scale = float(scale)
         self._rng = stream(seed, "canary_sampling")
         self.n = plan.n
-        self._acc = WhiteBoxAccumulator(self.n, sampling_rate=q, amplitude=plan.amplitude)
+        self._reader = ReleaseReader(plan, max_grad_norm=self.clip, sampling_rate=q)
+        self._acc = self._reader.accumulator
         t, local = self.layout.split(plan.read_coords.ravel())
         self._read_t, self._read_local = t, local
         # per tensor, once: which read slots it holds and their offsets in it
@@ -266,9 +281,6 @@ class GradientCanaries:
         self._batch_sizes: list[int] = []
         self._sigmas: list[float] = []
         self._clips: list[float] = []
-        # the released-noise check reads every distinct read coordinate at every step
-        self._noise_mask = distinct_mask(plan.read_coords)
-        self._noise_ss: list[float] = []
 
     @classmethod
     def for_model(cls, model: nn.Module, x: torch.Tensor, y: torch.Tensor, n: int, *,
@@ -441,8 +453,7 @@ class GradientCanaries:
         sigma = 0: it is scored and reported, :meth:`facts`)."""
         vals = self._gather_read(lambda p: p.grad) * (self._batch_unit(opt) / self.clip)
         sigma = float(opt.noise_multiplier)
-        self._acc.add(self.plan.read(vals), sigma)
-        self._noise_ss.append(noise_sum_squares(vals, self._noise_mask))
+        self._reader.add(vals, sigma)
         self._sigmas.append(sigma)
         self._clips.extend(_clip_norms(opt))
 
@@ -489,14 +500,13 @@ class GradientCanaries:
                         batch_sizes=np.asarray(self._batch_sizes, dtype=np.int64),
                         expected_batch_size=unit if red == "mean" else None,
                         dataset_size=dataset_size, loss_reduction=red,
-                        step_noise_multipliers=np.asarray(self._sigmas, dtype=float),
                         **self.noise_record())
 
     def noise_record(self) -> dict[str, Any]:
         """The released-noise readings of the run so far, as :class:`RunFacts` fields
-        (``noise_sum_squares``, ``noise_coordinates``, ``noise_unit``)."""
-        return {"noise_sum_squares": np.asarray(self._noise_ss, dtype=float),
-                "noise_coordinates": int(self._noise_mask.sum()), "noise_unit": self.clip}
+        (``noise_sum_squares``, ``noise_coordinates``, ``noise_unit``,
+        ``step_noise_multipliers``; :class:`dpaudit.canaries.ReleaseReader`)."""
+        return self._reader.noise_record()
 
 
 def _stock_clipping(opt: object) -> bool:

@@ -250,7 +250,7 @@ def train_with_canaries(config: TrainingConfig, data: Dataset | None = None, *,
                      batch_sizes=np.asarray(batch_sizes, dtype=np.int64),
                      expected_batch_size=float(expected_b), dataset_size=int(x.shape[0]),
                      loss_reduction="mean",
-                     step_noise_multipliers=np.asarray(sigmas, dtype=float), **noise)
+                     **{**noise, "step_noise_multipliers": np.asarray(sigmas, dtype=float)})
     return TrainingRun(member=np.asarray(bits, dtype=bool), score=np.asarray(score, float),
                        steps=step, expected_batch_size=expected_b, test_accuracy=acc,
                        seconds=time.perf_counter() - start, config=cfg, facts=facts,
