@@ -232,11 +232,13 @@ def _training_keys(audit: TrainAudit) -> dict[str, Any]:
     else:
         out["threat"] = audit.threat
         out["settings"] = {**settings, "delta": audit.delta, "confidence": audit.confidence}
+        # the user's own loop: Opacus need not have run, so the claim's epsilon from
+        # Opacus's PRV accountant code is named for what it is (not "opacus_epsilon")
         out["training"] = {"steps": audit.settings.get("steps"),
                            "sampling_rate": audit.settings.get("sampling_rate"),
                            "noise_multiplier": audit.settings.get("noise_multiplier"),
                            "max_grad_norm": audit.settings.get("max_grad_norm"),
-                           "opacus_epsilon": audit.opacus_epsilon,
+                           "claim_prv_epsilon": audit.opacus_epsilon,
                            "accountant_epsilon": audit.accountant_epsilon}
     return out
 

@@ -56,6 +56,7 @@ from dpaudit.canaries import (
     least_active,
     plan_gradient_canaries,
 )
+from dpaudit.canaries.plan import SENTINEL
 from dpaudit.canaries.reader import ReleaseReader
 from dpaudit.randomness import seed_sequence, stream
 from dpaudit.training.common import INPUT_KINDS
@@ -287,15 +288,17 @@ class GradientCanaries:
                   sampling_rate: float, max_grad_norm: float, seed: int = 0,
                   scale: float = 1000.0, shapes: Mapping[str, float] | str = DEFAULT_SHAPES,
                   spread: int = 5, per_tensor: int = 2,
-                  rho: float | None = None) -> GradientCanaries:
+                  rho: float | None = None, sentinel: float = SENTINEL) -> GradientCanaries:
         """n canaries for ``model``, read on its least active coordinates measured on (x, y)
         (:func:`coordinate_activity`), i.i.d. uniform secret bits, all drawn from ``seed``.
 
         The default ``shapes`` mix Dirac canaries (tightest) with canaries spread over
         several tensors and several coordinates of one tensor (they expose per-tensor
-        clipping and wrong norms; :mod:`dpaudit.canaries.plan`).  Warns, with the remedy,
-        when real data moves the read coordinates.  Call before ``make_private`` or after
-        (the parameters are the same tensors)."""
+        clipping and wrong norms; :mod:`dpaudit.canaries.plan`); each spread canary also
+        holds a small ``sentinel`` share on a coordinate of a tensor taken round-robin over
+        every trainable tensor, biases and norms included (it sees unclipped biases).
+        Warns, with the remedy, when real data moves the read coordinates.  Call before
+        ``make_private`` or after (the parameters are the same tensors)."""
         rng = np.random.default_rng(seed_sequence(seed, "input_canaries"))
         params = trainable_parameters(model)
         if not params:
@@ -305,7 +308,7 @@ class GradientCanaries:
         plan = plan_gradient_canaries(Layout.from_sizes([p.numel() for p in params]), act, n,
                                       sampling_rate=sampling_rate, rng=rng, shapes=shapes,
                                       scale=scale, spread=spread, per_tensor=per_tensor,
-                                      rho=rho)
+                                      rho=rho, sentinel=sentinel)
         busy = int(np.count_nonzero(act[plan.read_coords[:, 0]] > 0))
         if busy:
             warnings.warn(
