@@ -83,6 +83,26 @@ def test_spread_canaries_read_sqrt3_under_per_tensor_clipping(flaw: str | None,
 
 
 @pytest.mark.slow
+def test_sentinels_read_unclipped_biases() -> None:
+    # weights clipped, biases summed unclipped: a canary whose sentinel (share s = 0.03 of
+    # its direction) sits on a bias keeps that part at its planted size 1000 s C and reads
+    # sqrt(1 - s^2) + 1000 s^2 = 1.90 C per sampled step; the others read C (noise 1e-4)
+    y, pl = _readings(TrainingConfig(canaries=60, hidden=32, steps=40, noise_multiplier=1e-4,
+                                     seed=3, shapes="mixed", reserved=8,
+                                     flawed="unclipped_biases"))
+    ndim = np.array([p.ndim for p in pl.params])
+    on_bias = ndim[pl.layout.tensor_of(pl.plan.plant_coords[:, -1])] == 1
+    s = 0.03
+    want = np.where(on_bias, np.sqrt(1 - s * s) + 1000 * s * s, 1.0)[pl.bits]
+    hits = y[:, pl.bits]
+    dev = np.minimum(np.abs(hits), np.abs(hits - want))
+    assert on_bias[pl.bits].sum() >= 5
+    assert dev.max() < 0.4        # real data on bias coordinates: weight 0.03 (see above)
+    sampled = hits > 0.5
+    assert (hits[sampled & (want > 1.5)] > 1.5).all() and (hits[sampled & (want < 1.5)] < 1.4).all()
+
+
+@pytest.mark.slow
 def test_claim_checks_report_lowered_sigma_and_too_few_steps_first() -> None:
     small = dict(canaries=60, hidden=32, steps=50, seed=0)
     low = train_audit(TrainingConfig(**small, flawed="lowered_sigma"))
