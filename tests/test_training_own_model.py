@@ -5,6 +5,7 @@ LayerNorm / GroupNorm, tied weights) -- reported, never crashed."""
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -176,7 +177,8 @@ def test_stock_layers_work_with_for_model(cls: type) -> None:
     x = torch.randint(0, V, (200, 8), generator=g)
     y = torch.randint(0, 2, (200,), generator=g)
     model, opt, loader, _ = _private(ModuleValidator.fix(cls()), x, y, batch=20)
-    with pytest.warns(UserWarning, match="read on coordinates that real data moves"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # random tokens: real data moves every coordinate
         c = GradientCanaries.for_model(model, x, y, 20, sampling_rate=0.1, max_grad_norm=1.0)
     c.attach(opt)
     steps = _train(model, opt, loader, 2)
@@ -186,3 +188,31 @@ def test_stock_layers_work_with_for_model(cls: type) -> None:
     checks = {ch.name: ch for ch in a.checks}
     assert checks["released_noise"].ok and checks["noise_multiplier"].ok
     assert not a.violation
+
+
+def test_busy_coordinate_warning_fires_exactly_when_real_data_moves_the_reads() -> None:
+    from sklearn.datasets import load_breast_cancer
+
+    from dpaudit.training import coordinate_activity, load_data, make_model
+    from dpaudit.training.canaries import SHIFT_WARN, real_data_shift
+
+    # digits with a reserved branch: the median canary reads silent coordinates only (a
+    # sentinel on a bias aside, weight 0.03): no warning
+    d = load_data("digits", seed=0, reserved=16)
+    reserved = make_model("mlp", hidden=32, in_features=64, reserved=16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        c = GradientCanaries.for_model(reserved, d.x_train, d.y_train, 60, sampling_rate=0.05,
+                                       max_grad_norm=1.0)
+    act = coordinate_activity(reserved, d.x_train, d.y_train, 1.0)
+    shift = real_data_shift(c.plan, act, 0.05 * len(d.x_train))
+    assert np.median(shift) == 0.0 and SHIFT_WARN == 0.2
+    # breast_cancer, a dense MLP 30-64-2: every coordinate is moved by real data (the
+    # median shift is about 0.43 C per step at q = 0.05)
+    x, y = load_breast_cancer(return_X_y=True)
+    xt = torch.tensor((x - x.mean(0)) / x.std(0), dtype=torch.float32)
+    torch.manual_seed(0)
+    dense = nn.Sequential(nn.Linear(30, 64), nn.ReLU(), nn.Linear(64, 2))
+    with pytest.warns(UserWarning, match=r"shift the median canary's reading by up to ~ 0\.4"):
+        GradientCanaries.for_model(dense, xt, torch.tensor(y), 100, sampling_rate=0.05,
+                                   max_grad_norm=1.0)
