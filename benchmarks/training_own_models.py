@@ -34,6 +34,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+import torch
+from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import journal  # noqa: E402
@@ -64,31 +66,30 @@ def _data(kind: str, seed: int):  # type: ignore[no-untyped-def]
     return tok, lab
 
 
+class Bag(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.EmbeddingBag(200, 16, mode="mean")
+        self.ln = nn.LayerNorm(16)
+        self.head = nn.Linear(16, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        off = torch.arange(0, x.numel(), x.shape[1])
+        return self.head(self.ln(self.emb(x.reshape(-1), off)))
+
+class Enc(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(200, 16)
+        self.enc = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.1, batch_first=True)
+        self.head = nn.Linear(16, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.enc(self.emb(x)).mean(1))
+
+
 def _model(kind: str):  # type: ignore[no-untyped-def]
-    import torch
     from opacus.validators import ModuleValidator
-    from torch import nn
-
-    class Bag(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.emb = nn.EmbeddingBag(200, 16, mode="mean")
-            self.ln = nn.LayerNorm(16)
-            self.head = nn.Linear(16, 2)
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            off = torch.arange(0, x.numel(), x.shape[1])
-            return self.head(self.ln(self.emb(x.reshape(-1), off)))
-
-    class Enc(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.emb = nn.Embedding(200, 16)
-            self.enc = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.1, batch_first=True)
-            self.head = nn.Linear(16, 2)
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return self.head(self.enc(self.emb(x)).mean(1))
 
     if kind == "cnn":
         m = nn.Sequential(nn.Conv2d(1, 8, 3), nn.ReLU(), nn.Flatten(), nn.Linear(288, 10))
