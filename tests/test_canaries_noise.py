@@ -128,3 +128,37 @@ def test_bad_input_names_the_argument() -> None:
         check_released_noise(np.ones(3), 10, 0.0)
     assert NOISE_ALPHA == 1e-6
     assert format_steps([3]) == "step 3"
+
+
+def test_release_reader_feeds_the_scores_and_the_noise_check() -> None:
+    # a hand-written loop (any framework): released sums / C at every coordinate, the
+    # noise skipped on every second step; the planted canaries' contributions only add
+    from dpaudit.canaries import Layout, ReleaseReader, plan_gradient_canaries, sample_steps
+
+    rng = np.random.default_rng(4)
+    lay = Layout.from_sizes([600, 20, 300, 10])
+    act = np.r_[np.zeros(600), np.ones(20), np.zeros(300), np.ones(10)]
+    plan = plan_gradient_canaries(lay, act, 100, sampling_rate=0.1, rng=rng)
+    reader = ReleaseReader(plan, max_grad_norm=1.0)
+    unit = plan.plant_values / np.linalg.norm(plan.plant_values, axis=1, keepdims=True)
+    flats = []
+    for t in range(40):
+        flat = rng.normal(size=lay.dimension) * (1.0 if t % 2 == 0 else 0.0)
+        for i in np.flatnonzero(sample_steps(plan.bits, 0.1, rng)[0]):
+            np.add.at(flat, plan.plant_coords[i], unit[i])     # clipped canary: C along u_i
+        flats.append(flat)
+        reader.add_flat(flat, 1.0)
+    # the readings are the plan's (the white-box scores), the noise record the sums of
+    # squares at the distinct read coordinates
+    ys = np.array([plan.read_flat(f) for f in flats])
+    assert np.allclose(reader.accumulator.sum, ys.sum(axis=0))
+    rec = reader.noise_record()
+    coords = np.unique(plan.read_coords)
+    assert rec["noise_coordinates"] == coords.size
+    assert np.allclose(rec["noise_sum_squares"], [(f[coords] ** 2).sum() for f in flats])
+    checks = {c.name: c for c in check_claim(Claim(1.0, 0.1, 40, 1.0),
+                                             RunFacts(steps=40, **rec))}
+    assert checks["noise_multiplier"].ok                      # sigma attribute intact
+    assert not checks["released_noise"].ok
+    assert "20 step(s)" in checks["released_noise"].message and "steps 2, 4, 6" in (
+        checks["released_noise"].message)
