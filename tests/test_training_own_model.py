@@ -92,6 +92,7 @@ def test_steps_without_noise_are_reported_never_raised(low: float, note: str) ->
     assert f"steps 2, 4, 6, 8, 10, 12, 14, 16, ... (10 steps) {want}" in (
         bad["noise_multiplier"].message)
     assert bad["noise_multiplier"].weaker
+    assert a.weaker_run == [bad["noise_multiplier"].message, bad["released_noise"].message]
     # the released noise, read on the canaries' coordinates, names the same steps
     assert bad["released_noise"].message.count("10 step(s) released less noise") == 1
     assert a.accountant_epsilon is None and note in a.accountant_note
