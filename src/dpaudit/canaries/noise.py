@@ -48,7 +48,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from dpaudit.validation import check_count, check_positive, check_probability
+from dpaudit.validation import (
+    check_count,
+    check_finite_array,
+    check_positive,
+    check_probability,
+)
 
 __all__ = ["NOISE_ALPHA", "NoiseReading", "check_released_noise", "noise_sum_squares",
            "distinct_mask", "format_steps"]
@@ -135,11 +140,9 @@ def check_released_noise(sum_squares: np.ndarray, coordinates: int, noise_multip
       alpha: false-alarm probability on a run that meets the claim (union bound over the T
         per-step tests and the total).
     """
-    s = np.asarray(sum_squares, dtype=float)
-    if s.ndim != 1 or s.size == 0:
-        raise ValueError("sum_squares must be a non-empty 1-d array (one value per step)")
-    if not np.all(np.isfinite(s)) or np.any(s < 0):
-        raise ValueError("sum_squares must be finite and >= 0")
+    s = check_finite_array("sum_squares", sum_squares)
+    if np.any(s < 0):
+        raise ValueError("sum_squares must be finite and >= 0 (sums of squares, one per step)")
     k = check_count("coordinates", coordinates, minimum=1)
     sigma = check_positive("noise_multiplier", noise_multiplier)
     alpha = check_probability("alpha", alpha, open_low=True)

@@ -192,9 +192,7 @@ def plan_gradient_canaries(layout: Layout, activity: np.ndarray, n: int, *,
                          "planted direction (amplitude 1); leave rho unset")
     spread = check_count("spread", spread, minimum=1)
     per_tensor = check_count("per_tensor", per_tensor, minimum=1)
-    sentinel = float(sentinel)
-    if not 0.0 <= sentinel < 1.0:
-        raise ValueError(f"sentinel must be in [0, 1); got {sentinel!r}")
+    sentinel = check_probability("sentinel", sentinel, open_high=True)
     if isinstance(shapes, str):
         # "mixed" is the CLI's and the docs' name of the default mix
         shapes = dict(DEFAULT_SHAPES) if shapes == "mixed" else {shapes: 1.0}
