@@ -103,6 +103,21 @@ def test_sentinels_read_unclipped_biases() -> None:
 
 
 @pytest.mark.slow
+def test_train_audit_json_shows_only_the_settings_that_acted(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # a CNN has no hidden width, a last-iterate audit no white-box score, gradient
+    # canaries no input-canary kind: none is shown as if it had acted on the run
+    rc = main(["train-audit", "--model", "cnn", "--threat", "last_iterate", "--canaries",
+               "60", "--steps", "20", "--json"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["threat"] == "last_iterate" and out["settings"]["threat"] == "last_iterate"
+    assert not {"hidden", "score", "input_kind"} & set(out["settings"])
+    assert out["training"]["hidden"] is None and out["training"]["score"] is None
+    assert out["settings"]["model"] == "cnn" and out["settings"]["shapes"] == "dirac"
+
+
+@pytest.mark.slow
 def test_claim_checks_report_lowered_sigma_and_too_few_steps_first() -> None:
     small = dict(canaries=60, hidden=32, steps=50, seed=0)
     low = train_audit(TrainingConfig(**small, flawed="lowered_sigma"))

@@ -217,7 +217,7 @@ def _training_keys(audit: TrainAudit) -> dict[str, Any]:
         c = run.config
         out.update({"model": c.model, "canary": c.canary, "threat": c.threat,
                     "canaries": c.canaries, "flaw": c.flawed, "seed": c.seed})
-        out["settings"] = {**c.to_dict(), "delta": audit.delta,
+        out["settings"] = {**_relevant(c.to_dict()), "delta": audit.delta,
                            "confidence": audit.confidence}
         out["training"] = {"steps": run.steps, "sampling_rate": c.sampling_rate,
                            "noise_multiplier": c.noise_multiplier,
@@ -227,8 +227,11 @@ def _training_keys(audit: TrainAudit) -> dict[str, Any]:
                            "accountant_epsilon": audit.accountant_epsilon,
                            "seconds": run.seconds,
                            "expected_batch_size": run.expected_batch_size,
-                           "hidden": c.hidden, "learning_rate": c.learning_rate,
-                           "score": c.score, "data": c.data, "shapes": c.shapes}
+                           "hidden": c.hidden if c.model == "mlp" else None,
+                           "learning_rate": c.learning_rate,
+                           "score": c.score if c.threat == "white_box" else None,
+                           "data": c.data,
+                           "shapes": c.shapes if c.canary == "gradient" else None}
     else:
         out["threat"] = audit.threat
         out["settings"] = {**settings, "delta": audit.delta, "confidence": audit.confidence}
@@ -241,6 +244,25 @@ def _training_keys(audit: TrainAudit) -> dict[str, Any]:
                            "claim_prv_epsilon": audit.opacus_epsilon,
                            "accountant_epsilon": audit.accountant_epsilon}
     return out
+
+
+def _relevant(settings: dict[str, Any]) -> dict[str, Any]:
+    """The run's settings without those that did not act on it (``hidden`` of a CNN or a
+    logistic regression, the white-box ``score`` of another threat, the input-canary kind
+    of gradient canaries, the gradient canaries' shapes and scale of input canaries): the
+    audit card and ``--json`` show what the run used; a rerun takes the defaults for the
+    rest, which change nothing."""
+    out = dict(settings)
+    drop = set()
+    if out.get("model") != "mlp":
+        drop.add("hidden")
+    if out.get("threat") != "white_box":
+        drop.add("score")
+    if out.get("canary") == "gradient":
+        drop.add("input_kind")
+    else:
+        drop |= {"shapes", "canary_scale"}
+    return {k: v for k, v in out.items() if k not in drop}
 
 
 def simulator_reference(config: TrainingConfig, *, delta: float = 1e-5,
