@@ -139,11 +139,20 @@ def test_flaw_is_detected(flaw: str, mechanism: str) -> None:
     assert a.violation, (a.verdict_result.epsilon, a.claimed_epsilon)
     # and, before any statistics, the claim check names what the run did differently
     word = {"mean_noise": "noise multiplier", "unclipped_group": "clip norm"}[flaw]
-    assert len(a.configuration_errors) == 1 and word in a.configuration_errors[0]
+    assert word in a.configuration_errors[0]
+    # plain DP-SGD's released noise, read on the canaries' coordinates, confirms a noise
+    # flaw on every step (not applied to BandMF's correlated noise)
+    noise = [c for c in a.checks if c.name == "released_noise"]
+    if mechanism == "dpsgd":
+        assert noise[0].ok is (flaw != "mean_noise")
+        assert flaw != "mean_noise" or f"{a.run.steps} step(s) released less" in noise[0].message
+    else:
+        assert noise == []
+    assert len(a.configuration_errors) == 1 + (mechanism == "dpsgd" and flaw == "mean_noise")
     # less noise than claimed falsifies the claim by itself (a violation in every framework);
     # a clip-norm mismatch is reported but decides nothing by itself
-    assert a.to_audit().falsified_by == (tuple(a.configuration_errors)
-                                         if flaw == "mean_noise" else ())
+    falsified = a.to_audit().falsified_by
+    assert bool(falsified) is (flaw == "mean_noise"), falsified
 
 
 @pytest.mark.slow

@@ -71,18 +71,70 @@ def test_spread_canaries_read_sqrt3_under_per_tensor_clipping(flaw: str | None,
     y, pl = _readings(TrainingConfig(canaries=60, hidden=32, steps=40, noise_multiplier=1e-4,
                                      seed=3, shapes="mixed", reserved=8, flawed=flaw))
     hits = y[:, pl.bits]
-    assert ((np.abs(hits) < 0.01) | (np.abs(hits - expected) < 0.01)).all()
+    # each canary's sentinel (share 0.03 of its direction, on a tensor taken round-robin
+    # over every tensor) adds its own tensor's part: under per-tensor clipping the reading
+    # is sum_t |v_t| / |v| (one C per tensor part, read along v / |v|)
+    v, t = pl.plan.plant_values[pl.bits], pl.layout.tensor_of(pl.plan.plant_coords[pl.bits])
+    parts = np.stack([np.sqrt(((t == j) * v * v).sum(axis=1)) for j in range(t.max() + 1)])
+    want = parts.sum(axis=0) / np.linalg.norm(v, axis=1) if flaw else np.ones(v.shape[0])
+    assert np.allclose(want, expected, atol=0.04)   # sqrt(3) C, sentinel aside
+    # every step reads 0 (not sampled) or `want` (sampled); real data moving a sentinel
+    # coordinate (a bias) enters with weight 0.03: up to 0.26 C in this small run at lr 2,
+    # below the 0.73 C between the two cases; canaries whose sentinel sits on a silent
+    # tensor read exactly
+    dev = np.minimum(np.abs(hits), np.abs(hits - want))
+    assert dev.max() < 0.4 and (dev.max(axis=0) < 0.01).mean() > 0.5
     assert (hits > 0.5).mean() == pytest.approx(0.05, abs=0.03)
     assert (hits > 0.5).any()
-    assert np.abs(y[:, ~pl.bits]).max() < 1e-2
+    assert np.abs(y[:, ~pl.bits]).max() < 0.4
+
+
+@pytest.mark.slow
+def test_sentinels_read_unclipped_biases() -> None:
+    # weights clipped, biases summed unclipped: a canary whose sentinel (share s = 0.03 of
+    # its direction) sits on a bias keeps that part at its planted size 1000 s C and reads
+    # sqrt(1 - s^2) + 1000 s^2 = 1.90 C per sampled step; the others read C (noise 1e-4)
+    y, pl = _readings(TrainingConfig(canaries=60, hidden=32, steps=40, noise_multiplier=1e-4,
+                                     seed=3, shapes="mixed", reserved=8,
+                                     flawed="unclipped_biases"))
+    ndim = np.array([p.ndim for p in pl.params])
+    on_bias = ndim[pl.layout.tensor_of(pl.plan.plant_coords[:, -1])] == 1
+    s = 0.03
+    want = np.where(on_bias, np.sqrt(1 - s * s) + 1000 * s * s, 1.0)[pl.bits]
+    hits = y[:, pl.bits]
+    dev = np.minimum(np.abs(hits), np.abs(hits - want))
+    assert on_bias[pl.bits].sum() >= 5
+    assert dev.max() < 0.4        # real data on bias coordinates: weight 0.03 (see above)
+    sampled = hits > 0.5
+    assert (hits[sampled & (want > 1.5)] > 1.5).all() and (hits[sampled & (want < 1.5)] < 1.4).all()
+
+
+@pytest.mark.slow
+def test_train_audit_json_shows_only_the_settings_that_acted(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # a CNN has no hidden width, a last-iterate audit no white-box score, gradient
+    # canaries no input-canary kind: none is shown as if it had acted on the run
+    rc = main(["train-audit", "--model", "cnn", "--threat", "last_iterate", "--canaries",
+               "60", "--steps", "20", "--json"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["threat"] == "last_iterate" and out["settings"]["threat"] == "last_iterate"
+    assert not {"hidden", "score", "input_kind"} & set(out["settings"])
+    assert out["training"]["hidden"] is None and out["training"]["score"] is None
+    assert out["settings"]["model"] == "cnn" and out["settings"]["shapes"] == "dirac"
 
 
 @pytest.mark.slow
 def test_claim_checks_report_lowered_sigma_and_too_few_steps_first() -> None:
     small = dict(canaries=60, hidden=32, steps=50, seed=0)
     low = train_audit(TrainingConfig(**small, flawed="lowered_sigma"))
-    assert low.configuration_errors == [
-        "noise multiplier: the claim assumes sigma = 1 but the optimizer used 0.25"]
+    assert low.configuration_errors[0] == (
+        "noise multiplier: the claim assumes sigma = 1 but the optimizer used 0.25")
+    # the released noise read on the canaries' coordinates says the same, statistically
+    assert len(low.configuration_errors) == 2
+    assert low.configuration_errors[1].startswith("released noise: read on 60 canary "
+                                                  "coordinates at each of 50 steps")
+    assert "50 step(s) released less noise than the claim" in low.configuration_errors[1]
     # the run's own accountant saw sigma = 0.25: its epsilon is far above the claim
     assert low.accountant_epsilon > 5 * low.claimed_epsilon
     few = train_audit(TrainingConfig(**small, flawed="too_few_steps"))
@@ -216,7 +268,7 @@ def test_opacus_normalisation_flaw_gives_a_violation_on_unmodified_opacus() -> N
     assert r.violation and r.result.epsilon > 1.3 * claim
 
 
-def _one_step(dense: bool, max_grad_norm_at_step: float
+def _one_step(dense: bool, max_grad_norm_at_step: float, sentinel: float = 0.03
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One Opacus step with 60 planted canaries (q = 1: every included canary sampled);
     ``dense``: an optimizer subclass whose clip_and_accumulate is Opacus's own code but
@@ -231,7 +283,8 @@ def _one_step(dense: bool, max_grad_norm_at_step: float
     data = load_data("digits", 0, reserved=8)
     model = make_model("mlp", hidden=16, in_features=64, reserved=8)
     can = GradientCanaries.for_model(model, data.x_train[:300], data.y_train[:300], 60,
-                                     sampling_rate=1.0, max_grad_norm=1.0, seed=3)
+                                     sampling_rate=1.0, max_grad_norm=1.0, seed=3,
+                                     sentinel=sentinel)
     gsm = GradSampleModule(model)
     cls = Overridden if dense else DPOptimizer
     opt = cls(torch.optim.SGD(model.parameters(), lr=0.1), noise_multiplier=1e-9,
@@ -260,8 +313,10 @@ def test_sparse_planting_equals_dense_rows_through_opacus_clipping(clip: float) 
     np.testing.assert_allclose(g_sparse, g_dense, rtol=0, atol=1e-6)
     np.testing.assert_allclose(y_sparse, y_dense, rtol=0, atol=1e-4)
     # an included canary reads its clipped norm (the optimizer's C at the step, in units of
-    # the planted C = 1), an excluded one 0 (noise 1e-9)
-    np.testing.assert_allclose(y_sparse, np.where(bits, clip, 0.0), atol=1e-4)
+    # the planted C = 1), an excluded one 0 (noise 1e-9) -- without sentinels, whose
+    # coordinates (biases here) real data moves
+    _, y_exact, bits = _one_step(False, clip, sentinel=0.0)
+    np.testing.assert_allclose(y_exact, np.where(bits, clip, 0.0), atol=1e-4)
     assert 10 < bits.sum() < 50
 
 

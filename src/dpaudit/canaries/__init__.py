@@ -12,6 +12,10 @@ Every integration (``dpaudit.training`` for PyTorch + Opacus, a JAX one) builds 
   (white box), :func:`last_iterate_scores`, :func:`black_box_scores`;
 * :mod:`.claims` -- :class:`Claim`, :class:`RunFacts`, :func:`check_claim`: the claim against
   what the run did, before any statistics;
+* :mod:`.noise` -- :func:`check_released_noise`: each released step's noise, read on the
+  canaries' coordinates, against the claim's sigma C (steps named; false alarm < 1e-6);
+* :mod:`.reader` -- :class:`ReleaseReader`: one released step -> the white-box readings and
+  the released-noise statistic (every integration reads through it);
 * :mod:`.examples` -- canary *examples* on reserved input coordinates
   (:class:`ReservedPlan`, :func:`plan_reserved_examples`): canaries that travel through the
   user's own data loader, model, clipping, normalisation and noise.
@@ -20,6 +24,7 @@ Every integration (``dpaudit.training`` for PyTorch + Opacus, a JAX one) builds 
 from dpaudit.canaries.claims import Claim, ClaimCheck, RunFacts, check_claim
 from dpaudit.canaries.examples import ReservedPlan, plan_reserved_examples, unit_rows
 from dpaudit.canaries.layout import Layout
+from dpaudit.canaries.noise import NOISE_ALPHA, NoiseReading, check_released_noise
 from dpaudit.canaries.plan import (
     DEFAULT_SHAPES,
     SHAPES,
@@ -31,6 +36,7 @@ from dpaudit.canaries.plan import (
     planted_amplitude,
     sample_steps,
 )
+from dpaudit.canaries.reader import ReleaseReader
 from dpaudit.canaries.scores import (
     WHITE_BOX_KINDS,
     WhiteBoxAccumulator,
@@ -46,4 +52,5 @@ __all__ = [
     "black_box_scores",
     "Claim", "RunFacts", "ClaimCheck", "check_claim",
     "ReservedPlan", "plan_reserved_examples", "unit_rows",
+    "ReleaseReader", "check_released_noise", "NoiseReading", "NOISE_ALPHA",
 ]

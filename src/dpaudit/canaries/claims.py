@@ -40,6 +40,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy import stats
 
+from dpaudit.canaries.noise import check_released_noise, format_steps
+
 __all__ = ["Claim", "RunFacts", "ClaimCheck", "check_claim", "BATCH_Z", "VARIANCE_ALPHA"]
 
 BATCH_Z = 5.0
@@ -68,6 +70,14 @@ class RunFacts:
       expected_batch_size: the divisor of the noisy sum (None if the sum is released).
       dataset_size: N, the number of records sampled from (None if unknown).
       loss_reduction: "mean" or "sum".
+      step_noise_multipliers: (T,) the optimizer's noise multiplier at each step (empty if
+        not recorded): names the steps that ran with another sigma, or none.
+      noise_sum_squares: (T,) per step, the sum of squares of the released values at the
+        canaries' ``noise_coordinates`` distinct read coordinates, in units of
+        ``noise_unit`` (the canaries' clip norm) -- the released-noise check
+        (:mod:`dpaudit.canaries.noise`); empty if not recorded.
+      noise_coordinates: k, the read coordinates behind ``noise_sum_squares``.
+      noise_unit: the clip norm the readings are divided by.
     """
 
     steps: int
@@ -77,6 +87,10 @@ class RunFacts:
     expected_batch_size: float | None = None
     dataset_size: int | None = None
     loss_reduction: str = "mean"
+    step_noise_multipliers: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    noise_sum_squares: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    noise_coordinates: int = 0
+    noise_unit: float | None = None
 
     def to_dict(self) -> dict[str, object]:
         b = np.asarray(self.batch_sizes)
@@ -87,7 +101,8 @@ class RunFacts:
                 "batch_size_min": int(b.min()) if b.size else None,
                 "batch_size_max": int(b.max()) if b.size else None,
                 "expected_batch_size": self.expected_batch_size,
-                "dataset_size": self.dataset_size, "loss_reduction": self.loss_reduction}
+                "dataset_size": self.dataset_size, "loss_reduction": self.loss_reduction,
+                "noise_coordinates": self.noise_coordinates}
 
 
 @dataclass(frozen=True)
@@ -99,6 +114,10 @@ class ClaimCheck:
     claimed: object
     observed: object
     message: str
+    #: a failed check that shows the run gave *less* privacy than the claim (fewer noise,
+    #: more steps, a larger clip norm): the claim is refuted, a violation -- as opposed to a
+    #: finding the claim's accounting does not cover (fixed-size batches, normalisation)
+    weaker: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ok", bool(self.ok))  # a NumPy bool is not JSON
@@ -121,15 +140,10 @@ def check_claim(claim: Claim, facts: RunFacts) -> list[ClaimCheck]:
     out.append(ClaimCheck(
         "steps", ok, claim.steps, facts.steps,
         f"steps: the claim is for {claim.steps} steps"
-        + ("" if ok else f" but the run took {facts.steps}")))
-    if facts.noise_multipliers:
-        used = facts.noise_multipliers
-        ok = all(_close(s, claim.noise_multiplier) for s in used)
-        out.append(ClaimCheck(
-            "noise_multiplier", ok, claim.noise_multiplier, list(used),
-            f"noise multiplier: the claim assumes sigma = {claim.noise_multiplier:g}"
-            + ("" if ok else " but the optimizer used "
-               + ", ".join(f"{s:g}" for s in used))))
+        + ("" if ok else f" but the run took {facts.steps}"),
+        weaker=facts.steps > claim.steps))
+    if facts.noise_multipliers or np.size(facts.step_noise_multipliers):
+        out.append(_sigma_check(claim, facts))
     if claim.max_grad_norm is not None and facts.max_grad_norms:
         used = facts.max_grad_norms
         ok = all(_close(c, claim.max_grad_norm) for c in used)
@@ -137,9 +151,55 @@ def check_claim(claim: Claim, facts: RunFacts) -> list[ClaimCheck]:
             "max_grad_norm", ok, claim.max_grad_norm, list(used),
             f"clip norm: the claim assumes C = {claim.max_grad_norm:g}"
             + ("" if ok else " but the optimizer clipped to "
-               + ", ".join(f"{c:g}" for c in used))))
+               + ", ".join(f"{c:g}" for c in used)),
+            weaker=any(c > claim.max_grad_norm and not _close(c, claim.max_grad_norm)
+                       for c in used)))
     out.extend(_batch_checks(claim, facts))
+    # deterministic checks first (failed ones first), then the statistical one
+    out = sorted(out, key=lambda c: c.ok)
+    if np.size(facts.noise_sum_squares) and facts.noise_coordinates > 0:
+        out.append(_noise_check(claim, facts))
     return sorted(out, key=lambda c: c.ok)
+
+
+def _sigma_check(claim: Claim, facts: RunFacts) -> ClaimCheck:
+    """The optimizer's noise multiplier against the claim's, naming the steps that differ
+    (a step with sigma = 0 "ran without noise")."""
+    per_step = np.asarray(facts.step_noise_multipliers, dtype=float)
+    used = (list(dict.fromkeys(per_step.tolist())) if per_step.size
+            else list(facts.noise_multipliers))
+    want = claim.noise_multiplier
+    ok = all(_close(s, want) for s in used)
+    msg = f"noise multiplier: the claim assumes sigma = {want:g}"
+    weaker = any(not (s >= want) and not _close(s, want) for s in used)  # NaN: weaker
+    if not ok:
+        msg += " but the optimizer used " + ", ".join(f"{s:g}" for s in used)
+        if per_step.size:
+            none = tuple(int(k) for k in np.flatnonzero(~(per_step > 0)) + 1)
+            low = tuple(int(k) for k in np.flatnonzero(
+                (per_step > 0) & (per_step < want) & ~np.isclose(per_step, want,
+                                                                 rtol=1e-6, atol=1e-12)) + 1)
+            every = len(none) + len(low) == per_step.size   # no step list: all of them
+            if none:
+                msg += ("; every step" if every and not low else f"; {format_steps(none)}"
+                        ) + " ran without noise (sigma = 0)"
+            if low and not (every and not none):
+                msg += f"; {format_steps(low)} ran with less noise than the claim"
+    return ClaimCheck("noise_multiplier", ok, want, used, msg, weaker=weaker)
+
+
+def _noise_check(claim: Claim, facts: RunFacts) -> ClaimCheck:
+    """The released noise read on the canaries' coordinates (:mod:`.noise`), in units of
+    the claim's clip norm."""
+    ss = np.asarray(facts.noise_sum_squares, dtype=float)
+    if claim.max_grad_norm is not None and facts.noise_unit is not None:
+        ss = ss * (facts.noise_unit / claim.max_grad_norm) ** 2
+    ss = np.where(np.isfinite(ss), ss, np.inf)  # a non-finite release is not "too little"
+    reading = check_released_noise(np.minimum(ss, np.finfo(float).max),
+                                   facts.noise_coordinates, claim.noise_multiplier)
+    return ClaimCheck("released_noise", reading.ok, claim.noise_multiplier,
+                      float(np.median(reading.sigma_estimates)),
+                      reading.message(claim.noise_multiplier), weaker=not reading.ok)
 
 
 def _batch_checks(claim: Claim, facts: RunFacts) -> list[ClaimCheck]:

@@ -23,6 +23,18 @@ written straight into the optimizer's per-example gradients.  Each canary has a 
   that is not the L2 norm (coordinate-wise clipping, an L-infinity norm) reads
   sqrt(spread + 1) C.
 
+Sentinels.  The spread shapes sit on silent coordinates, so they never touch a bias or a
+normalisation's scale: a loop that clips the weights but leaves the biases unclipped (or
+any flaw confined to some tensors) would be invisible to them.  Each spread canary
+therefore also puts a small share s (``sentinel``, default 0.03) of its unit direction on
+one coordinate of a tensor taken round-robin over *every* trainable tensor (the least
+active free coordinate of that tensor; never shared between canaries).  Correct clipping
+still reads exactly C (amplitude 1: the canary is read along its whole direction).  If the
+sentinel's tensor is left unclipped, the sentinel part keeps its planted size scale s C
+and adds scale s^2 C to the reading (0.9 C at scale 1000): a reading of about 1.9 C, far
+above what any example may contribute.  The price: real data moving the sentinel
+coordinate enters the reading with weight s (variance s^2 = 0.0009 of its own).
+
 Every canary is read along its own planted direction (``read_coords`` = ``plant_coords``,
 unit ``read_weights``), so a correct run reads 1 (in units of C) per sampled step for every
 shape.  Canaries never share a coordinate; the coordinates are taken in order of increasing
@@ -45,9 +57,11 @@ from dpaudit.randomness import draw_bits  # the one-run game's secret bits (re-e
 from dpaudit.validation import check_count, check_positive, check_probability
 
 __all__ = ["SHAPES", "DEFAULT_SHAPES", "CanaryPlan", "draw_bits", "plan_gradient_canaries",
-           "least_active", "sample_steps", "planted_amplitude", "dirac_plan"]
+           "least_active", "sample_steps", "planted_amplitude", "dirac_plan", "SENTINEL"]
 
 SHAPES = ("dirac", "tensors", "block")
+#: share of a spread canary's direction on its sentinel coordinate (module docstring)
+SENTINEL = 0.03
 #: the default: every canary spread over 3 tensors x 2 coordinates (``spread=5``,
 #: ``per_tensor=2``).  With silent coordinates in several tensors it is as tight as a Dirac
 #: canary on correct training (amplitude 1) and reads sqrt(3) C under per-tensor clipping or
@@ -141,7 +155,8 @@ def plan_gradient_canaries(layout: Layout, activity: np.ndarray, n: int, *,
                            sampling_rate: float, rng: np.random.Generator,
                            shapes: Mapping[str, float] | str = DEFAULT_SHAPES,
                            scale: float = 1000.0, spread: int = 5,
-                           per_tensor: int = 2, rho: float | None = None) -> CanaryPlan:
+                           per_tensor: int = 2, rho: float | None = None,
+                           sentinel: float = SENTINEL) -> CanaryPlan:
     """Plan n planted gradient canaries (see module docstring).
 
     Args:
@@ -150,13 +165,17 @@ def plan_gradient_canaries(layout: Layout, activity: np.ndarray, n: int, *,
       n: number of canaries.
       sampling_rate: Poisson rate q of an included canary per step.
       rng: source of the placement, the shapes' signs and the secret bits.
-      shapes: a shape name or a mapping shape -> proportion.
+      shapes: a shape name, "mixed" (:data:`DEFAULT_SHAPES`, the name the CLI and the docs
+        use) or a mapping shape -> proportion.
       scale: norm of the planted gradient in units of C (>= 1, so that clipping acts).
       spread: coordinates of a spread canary besides its first (the least active).
       per_tensor: coordinates per tensor of a "tensors" canary.
       rho: kept for compatibility with the first version of this function, where a spread
         canary was read on one coordinate holding a share rho of its norm; spread canaries
         are now read along their whole planted direction, so only ``None`` is accepted.
+      sentinel: share s of a spread canary's (unit) direction on one coordinate of a tensor
+        taken round-robin over *every* trainable tensor -- biases and norms included -- so
+        that each tensor carries canaries (0: none; see the module docstring).
     """
     n = check_count("canaries", n, minimum=2)
     sampling_rate = check_probability("sampling_rate", sampling_rate, open_low=True)
@@ -173,28 +192,56 @@ def plan_gradient_canaries(layout: Layout, activity: np.ndarray, n: int, *,
                          "planted direction (amplitude 1); leave rho unset")
     spread = check_count("spread", spread, minimum=1)
     per_tensor = check_count("per_tensor", per_tensor, minimum=1)
+    sentinel = check_probability("sentinel", sentinel, open_high=True)
     if isinstance(shapes, str):
-        shapes = {shapes: 1.0}
+        # "mixed" is the CLI's and the docs' name of the default mix
+        shapes = dict(DEFAULT_SHAPES) if shapes == "mixed" else {shapes: 1.0}
     counts = _shape_counts(n, shapes)
     read = least_active(act, n, rng)
     kind = np.repeat(np.array(list(counts), dtype=object), list(counts.values()))
     kind = kind[rng.permutation(n)]
     bits = draw_bits(n, rng)
 
-    m = 1 + spread
+    spread_rows = np.flatnonzero(kind != "dirac")
+    m = 1 + spread + int(sentinel > 0 and spread_rows.size > 0)
     plant_c = np.repeat(read[:, None], m, axis=1)
     plant_v = np.zeros((n, m))
     plant_v[:, 0] = scale
-    spread_rows = np.flatnonzero(kind != "dirac")
     if spread_rows.size:
-        plant_c[spread_rows, 1:] = _ballast(layout, act, read, spread_rows, kind, spread,
-                                            per_tensor, rng)
-        plant_v[spread_rows, :] = scale / np.sqrt(m)
+        plant_c[spread_rows, 1:1 + spread] = _ballast(layout, act, read, spread_rows, kind,
+                                                      spread, per_tensor, rng)
+        plant_v[spread_rows, :1 + spread] = scale / np.sqrt(1 + spread)
+        if m > 1 + spread:
+            used = np.unique(plant_c[:, :1 + spread])
+            got, coord = _sentinels(layout, act, used, spread_rows.size, rng)
+            rows = spread_rows[got]
+            plant_c[rows, -1] = coord
+            plant_v[rows, :1 + spread] *= np.sqrt(1 - sentinel ** 2)
+            plant_v[rows, -1] = scale * sentinel
     read_w = plant_v / np.linalg.norm(plant_v, axis=1, keepdims=True)
     amp = planted_amplitude(plant_c, plant_v, plant_c, read_w)
     return CanaryPlan(bits=bits, read_coords=plant_c, read_weights=read_w,
                       plant_coords=plant_c, plant_values=plant_v, amplitude=amp,
                       shape=kind.astype(str), sampling_rate=float(sampling_rate))
+
+
+def _sentinels(layout: Layout, act: np.ndarray, used: np.ndarray, k: int,
+               rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Sentinel coordinates for k spread canaries: round-robin over every tensor, in each
+    tensor its unused coordinates in order of increasing activity, never shared (a tensor
+    whose coordinates run out drops out of the rotation; canaries beyond every tensor's
+    room get none).  Returns (indices among the k canaries that got one, coordinates)."""
+    d = layout.dimension
+    free = np.setdiff1d(np.arange(d), used)
+    free = free[np.lexsort((rng.random(free.size), act[free]))]   # by activity within tensor
+    t = layout.tensor_of(free)
+    order = np.argsort(t, kind="stable")                          # group by tensor, stably
+    free, t = free[order], t[order]
+    start = np.searchsorted(t, t, side="left")
+    rank = np.arange(free.size) - start                           # rank within its tensor
+    pick = np.lexsort((t, rank))[:k]                              # round r: one per tensor
+    slots = rng.permutation(k)[:pick.size]
+    return slots, free[pick]
 
 
 def _ballast(layout: Layout, act: np.ndarray, read: np.ndarray, rows: np.ndarray,
@@ -226,14 +273,28 @@ def _ballast(layout: Layout, act: np.ndarray, read: np.ndarray, rows: np.ndarray
                                                          % len(others)]
         for t in np.unique(want):
             sel = np.flatnonzero(want == t)
-            q = queues[int(t)]
+            t = _with_room(int(t), sel.size, queues, taken, by_min)
+            q = queues[t]
             if q.size == 0:
                 raise ValueError("spread canaries need coordinates that no canary reads "
                                  "(too many canaries for this model)")
-            idx = (taken[int(t)] + np.arange(sel.size)) % q.size  # wraps only if exhausted
+            idx = (taken[t] + np.arange(sel.size)) % q.size  # wraps only if exhausted
             out[sel, j] = q[idx]
-            taken[int(t)] += sel.size
+            taken[t] += sel.size
     return out
+
+
+def _with_room(t: int, k: int, queues: dict[int, np.ndarray], taken: dict[int, int],
+               by_min: list[int]) -> int:
+    """Tensor ``t`` if it still has k unused coordinates, else the least active tensor that
+    has (a small tensor -- a bias, a norm's scale -- whose coordinates are all read already
+    must not stop the plan); ``t`` itself when none has."""
+    if queues[t].size - taken[t] >= k:
+        return t
+    for u in by_min:
+        if queues[u].size - taken[u] >= k:
+            return u
+    return t
 
 
 def planted_amplitude(plant_coords: np.ndarray, plant_values: np.ndarray,

@@ -34,12 +34,15 @@ import math
 
 import numpy as np
 
-from dpaudit.validation import check_choice, check_positive, check_probability
+from dpaudit.validation import check_choice, check_probability
 
 __all__ = ["WHITE_BOX_KINDS", "lr_step_scores", "WhiteBoxAccumulator", "last_iterate_scores",
-           "black_box_scores"]
+           "black_box_scores", "SIGMA_FLOOR"]
 
 WHITE_BOX_KINDS = ("lr", "sum")
+#: the smallest noise multiplier the likelihood-ratio score divides by (a step reported with
+#: sigma = 0 is scored as if sigma were this; the claim checks report it)
+SIGMA_FLOOR = 1e-3
 
 
 def lr_step_scores(y: np.ndarray, sampling_rate: float, noise_multiplier: float,
@@ -71,11 +74,18 @@ class WhiteBoxAccumulator:
         self.lr_sum = np.zeros(self.n)
 
     def add(self, y: np.ndarray, noise_multiplier: float) -> None:
-        """Record one step's readings y (n,), in units of C of the noisy clipped sum."""
+        """Record one step's readings y (n,), in units of C of the noisy clipped sum.
+
+        ``noise_multiplier`` is the sigma the optimizer reports for the step.  A step that
+        ran with sigma below :data:`SIGMA_FLOOR` (0, or NaN) is scored with sigma =
+        ``SIGMA_FLOOR``: any fixed function of the releases is a valid score, the training
+        goes on, and the claim checks report the step (:mod:`dpaudit.canaries.claims`)."""
         y = np.asarray(y, dtype=float)
         if y.shape != (self.n,):
             raise ValueError(f"y must have one reading per canary ({self.n}); got {y.shape}")
-        sigma = check_positive("noise_multiplier", noise_multiplier)
+        sigma = float(noise_multiplier)
+        if not sigma >= SIGMA_FLOOR:  # also NaN: the step is scored, never refused
+            sigma = SIGMA_FLOOR
         self.sum += y
         self.lr_sum += lr_step_scores(y, self.q, sigma, self.amplitude)
         self.steps += 1

@@ -45,6 +45,7 @@ from dpaudit.estimators.one_run import ONE_RUN_METHODS
 from dpaudit.observations import MembershipObservations
 from dpaudit.outcome import Audit
 from dpaudit.results import AuditResult
+from dpaudit.training.accounting import accountant_epsilon as _accountant
 from dpaudit.training.accounting import claimed_epsilon as _claimed
 from dpaudit.training.accounting import opacus_epsilon as _opacus
 from dpaudit.training.common import TrainingAuditOutcome, claim_rows
@@ -83,6 +84,8 @@ class TrainAudit(TrainingAuditOutcome):
     any_mechanism_epsilon: float | None = None
     #: the claim tested (:class:`dpaudit.claim.Claim`: the DP-SGD event and its null family)
     claim: AuditClaim | None = None
+    #: why the user's accountant gave no epsilon (None when it answered or was not given)
+    accountant_note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The ``train-audit --json`` document (:func:`train_audit_dict`)."""
@@ -140,13 +143,8 @@ def audit_training(member: Any, score: Any, *, noise_multiplier: float, sampling
                                    epsilon=claimed, family=family)
     checks = [] if facts is None else check_claim(
         Claim(noise_multiplier, sampling_rate, steps, max_grad_norm), facts)
-    acc_eps = None
-    if accountant is not None:
-        acc = getattr(accountant, "accountant", accountant)  # PrivacyEngine -> accountant
-        if not hasattr(acc, "get_epsilon"):
-            raise ValueError("accountant must be an Opacus PrivacyEngine or accountant (with "
-                             "get_epsilon)")
-        acc_eps = float(acc.get_epsilon(delta=delta))
+    acc_eps, acc_note = (None, None) if accountant is None else _accountant(accountant,
+                                                                             delta)
     # the claim's family decides the verdict (valid); the run's own epsilon, valid for any
     # mechanism (a flawed run lies outside the family), comes from the (eps, delta) null
     results, any_eps = claim_rows(member, score, claim, confidence=confidence,
@@ -159,7 +157,7 @@ def audit_training(member: Any, score: Any, *, noise_multiplier: float, sampling
                       settings=settings,
                       observations=MembershipObservations.from_arrays(member, score),
                       checks=checks, accountant_epsilon=acc_eps, facts=facts,
-                      any_mechanism_epsilon=any_eps, claim=claim)
+                      any_mechanism_epsilon=any_eps, claim=claim, accountant_note=acc_note)
 
 
 def train_audit(config: TrainingConfig, *, delta: float = 1e-5, confidence: float = 0.95,
@@ -180,7 +178,7 @@ def train_audit(config: TrainingConfig, *, delta: float = 1e-5, confidence: floa
     return TrainAudit(a.results, a.claimed_epsilon, a.opacus_epsilon, delta, confidence,
                       config.threat, run, {**a.settings, **config.to_dict()},
                       a.observations, a.checks, a.accountant_epsilon, a.facts,
-                      a.any_mechanism_epsilon, a.claim)
+                      a.any_mechanism_epsilon, a.claim, a.accountant_note)
 
 
 def train_audit_dict(audit: TrainAudit) -> dict[str, Any]:
@@ -198,6 +196,8 @@ def _training_keys(audit: TrainAudit) -> dict[str, Any]:
     out["configuration_errors"] = audit.configuration_errors
     out["claim_checks"] = [c.to_dict() for c in audit.checks]
     out["accountant_epsilon"] = audit.accountant_epsilon
+    if audit.accountant_note is not None:
+        out["accountant_note"] = audit.accountant_note
     out["any_mechanism_epsilon"] = audit.any_mechanism_epsilon
     if audit.facts is not None:
         out["run_facts"] = audit.facts.to_dict()
@@ -211,7 +211,7 @@ def _training_keys(audit: TrainAudit) -> dict[str, Any]:
         c = run.config
         out.update({"model": c.model, "canary": c.canary, "threat": c.threat,
                     "canaries": c.canaries, "flaw": c.flawed, "seed": c.seed})
-        out["settings"] = {**c.to_dict(), "delta": audit.delta,
+        out["settings"] = {**_relevant(c.to_dict()), "delta": audit.delta,
                            "confidence": audit.confidence}
         out["training"] = {"steps": run.steps, "sampling_rate": c.sampling_rate,
                            "noise_multiplier": c.noise_multiplier,
@@ -221,18 +221,42 @@ def _training_keys(audit: TrainAudit) -> dict[str, Any]:
                            "accountant_epsilon": audit.accountant_epsilon,
                            "seconds": run.seconds,
                            "expected_batch_size": run.expected_batch_size,
-                           "hidden": c.hidden, "learning_rate": c.learning_rate,
-                           "score": c.score, "data": c.data, "shapes": c.shapes}
+                           "hidden": c.hidden if c.model == "mlp" else None,
+                           "learning_rate": c.learning_rate,
+                           "score": c.score if c.threat == "white_box" else None,
+                           "data": c.data,
+                           "shapes": c.shapes if c.canary == "gradient" else None}
     else:
         out["threat"] = audit.threat
         out["settings"] = {**settings, "delta": audit.delta, "confidence": audit.confidence}
+        # the user's own loop: Opacus need not have run, so the claim's epsilon from
+        # Opacus's PRV accountant code is named for what it is (not "opacus_epsilon")
         out["training"] = {"steps": audit.settings.get("steps"),
                            "sampling_rate": audit.settings.get("sampling_rate"),
                            "noise_multiplier": audit.settings.get("noise_multiplier"),
                            "max_grad_norm": audit.settings.get("max_grad_norm"),
-                           "opacus_epsilon": audit.opacus_epsilon,
+                           "claim_prv_epsilon": audit.opacus_epsilon,
                            "accountant_epsilon": audit.accountant_epsilon}
     return out
+
+
+def _relevant(settings: dict[str, Any]) -> dict[str, Any]:
+    """The run's settings without those that did not act on it (``hidden`` of a CNN or a
+    logistic regression, the white-box ``score`` of another threat, the input-canary kind
+    of gradient canaries, the gradient canaries' shapes and scale of input canaries): the
+    audit card and ``--json`` show what the run used; a rerun takes the defaults for the
+    rest, which change nothing."""
+    out = dict(settings)
+    drop = set()
+    if out.get("model") != "mlp":
+        drop.add("hidden")
+    if out.get("threat") != "white_box":
+        drop.add("score")
+    if out.get("canary") == "gradient":
+        drop.add("input_kind")
+    else:
+        drop |= {"shapes", "canary_scale"}
+    return {k: v for k, v in out.items() if k not in drop}
 
 
 def simulator_reference(config: TrainingConfig, *, delta: float = 1e-5,

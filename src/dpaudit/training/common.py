@@ -112,6 +112,13 @@ class TrainingAuditOutcome:
         return [c.message for c in self.checks if not c.ok]
 
     @property
+    def weaker_run(self) -> list[str]:
+        """The failed claim checks that show the run gave *less* privacy than the claim
+        (``ClaimCheck.weaker``: less noise, more steps, a larger clip norm) -- each refutes
+        the claim on its own, before any statistics."""
+        return [c.message for c in self.checks if not c.ok and getattr(c, "weaker", False)]
+
+    @property
     def verdict_result(self) -> Any:
         """The result the verdict rests on (the first)."""
         return self.results[0]

@@ -84,6 +84,8 @@ class ExampleCanaries:
         self._optimizer: object | None = None
         self._batch_sizes: list[int] = []
         self._sigmas: list[float] = []
+        self._noise_ss: list[float] = []
+        self._noise_k = 0
         self._clips: list[float] = []
         self._pending = False
 
@@ -162,6 +164,11 @@ class ExampleCanaries:
         sigma = float(opt.noise_multiplier)
         self._acc.add(y, sigma)
         self._sigmas.append(sigma)
+        # the released-noise check (dpaudit.canaries.noise): every coordinate of the
+        # canaries' columns, each column read by one canary only
+        distinct = released[np.unique(self.plan.reserved_index, return_index=True)[1]]
+        self._noise_ss.append(float(np.square(distinct).sum()))
+        self._noise_k = int(distinct.size)
         self._clips.extend(_clip_norms(opt))
 
     # -- scores ----------------------------------------------------------------------------
@@ -196,4 +203,7 @@ class ExampleCanaries:
                         batch_sizes=np.asarray(self._batch_sizes, dtype=np.int64),
                         expected_batch_size=None if opt is None or red != "mean"
                         else _batch_unit(opt),
-                        dataset_size=dataset_size, loss_reduction=red)
+                        dataset_size=dataset_size, loss_reduction=red,
+                        step_noise_multipliers=np.asarray(self._sigmas, dtype=float),
+                        noise_sum_squares=np.asarray(self._noise_ss, dtype=float),
+                        noise_coordinates=self._noise_k, noise_unit=self.clip)

@@ -31,6 +31,14 @@ only the mistake is added) or, for ``"non_private_group"``, a training set-up:
   built (``optimizer.noise_multiplier = ...`` after ``make_private``); the claim still says
   sigma.
 * ``"too_few_steps"``: the claim is for T / 5 steps after T steps of training.
+* ``"unclipped_biases"``: the clip norm is computed over the weight matrices only and the
+  one-dimensional tensors (biases, normalisation scales) are summed unclipped -- a
+  hand-written loop that "clips the weights": an example's bias gradient is unbounded.
+  Seen by the canaries' sentinels (:mod:`dpaudit.canaries.plan`).
+* ``"skipped_noise"``: ``add_noise`` skipped on every second step while the optimizer's
+  ``noise_multiplier`` still says sigma (a subclass that "saves time"): half the steps are
+  released without noise.  Seen by the released-noise check (:mod:`dpaudit.canaries.noise`)
+  on the skipped steps, by number.
 
 All flaws leave the accountant's epsilon unchanged (it only sees the claimed sigma, q, T).
 Flaws need no Poisson gradient accumulation (Opacus forbids it with Poisson sampling anyway).
@@ -44,11 +52,13 @@ from opacus.optimizers.optimizer import _mark_as_processed
 
 __all__ = ["FLAWS", "BackpropClippingOptimizer", "MeanNoiseOptimizer",
            "PerTensorClippingOptimizer", "BatchSumClippingOptimizer",
-           "WrongClipNoiseOptimizer", "optimizer_class", "LOWERED_SIGMA_FACTOR",
+           "WrongClipNoiseOptimizer", "UnclippedBiasesOptimizer", "SkippedNoiseOptimizer",
+           "optimizer_class", "LOWERED_SIGMA_FACTOR",
            "STEP_UNDERCOUNT", "WRONG_CLIP_FACTOR"]
 
 FLAWS = ("backprop_clipping", "mean_noise", "non_private_group", "per_tensor_clipping",
-         "batch_sum_clipping", "wrong_clip_noise", "lowered_sigma", "too_few_steps")
+         "batch_sum_clipping", "wrong_clip_noise", "lowered_sigma", "too_few_steps",
+         "unclipped_biases", "skipped_noise")
 LOWERED_SIGMA_FACTOR = 4.0
 STEP_UNDERCOUNT = 5
 WRONG_CLIP_FACTOR = 10.0
@@ -120,12 +130,46 @@ class WrongClipNoiseOptimizer(DPOptimizer):
             self.max_grad_norm = claimed
 
 
+class UnclippedBiasesOptimizer(DPOptimizer):
+    """Clips the per-example gradient of the weight matrices (ndim >= 2) to C; the 1-d
+    tensors (biases, norms) are summed unclipped."""
+
+    def clip_and_accumulate(self) -> None:
+        c = float(self.max_grad_norm)
+        weights = [p for p in self.params if p.ndim >= 2]
+        gs = {id(p): self._get_flat_grad_sample(p).to(p.dtype) for p in self.params}
+        norms = torch.stack([gs[id(p)].reshape(len(gs[id(p)]), -1).norm(2, dim=-1)
+                             for p in weights], dim=1).norm(2, dim=1) if weights else None
+        factor = None if norms is None else (c / (norms + 1e-6)).clamp(max=1.0)
+        for p in self.params:
+            g = gs[id(p)]
+            grad = (g.sum(dim=0) if p.ndim < 2 or factor is None
+                    else torch.einsum("i,i...", factor, g))
+            p.summed_grad = grad if p.summed_grad is None else p.summed_grad + grad
+            _mark_as_processed(p.grad_sample)
+
+
+class SkippedNoiseOptimizer(DPOptimizer):
+    """Skips ``add_noise`` on every second step (``noise_multiplier`` unchanged)."""
+
+    def add_noise(self) -> None:
+        self._noise_calls = getattr(self, "_noise_calls", 0) + 1
+        if self._noise_calls % 2:
+            super().add_noise()
+            return
+        for p in self.params:  # DPOptimizer.add_noise without the noise
+            p.grad = p.summed_grad.view_as(p)
+            _mark_as_processed(p.summed_grad)
+
+
 _CLASSES: dict[str, type[DPOptimizer]] = {
     "backprop_clipping": BackpropClippingOptimizer,
     "mean_noise": MeanNoiseOptimizer,
     "per_tensor_clipping": PerTensorClippingOptimizer,
     "batch_sum_clipping": BatchSumClippingOptimizer,
     "wrong_clip_noise": WrongClipNoiseOptimizer,
+    "unclipped_biases": UnclippedBiasesOptimizer,
+    "skipped_noise": SkippedNoiseOptimizer,
 }
 
 

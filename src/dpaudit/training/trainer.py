@@ -246,11 +246,13 @@ def train_with_canaries(config: TrainingConfig, data: Dataset | None = None, *,
             score = loss_drop_scores(initial, model, inputs)
     finally:
         torch.set_num_threads(prev_threads)
+    noise = {} if planter is None else planter.noise_record()
     facts = RunFacts(steps=step, noise_multipliers=tuple(dict.fromkeys(sigmas)),
                      max_grad_norms=(float(opt.max_grad_norm),),
                      batch_sizes=np.asarray(batch_sizes, dtype=np.int64),
                      expected_batch_size=float(expected_b), dataset_size=int(x.shape[0]),
-                     loss_reduction="mean")
+                     loss_reduction="mean",
+                     **{**noise, "step_noise_multipliers": np.asarray(sigmas, dtype=float)})
     return TrainingRun(member=np.asarray(bits, dtype=bool), score=np.asarray(score, float),
                        steps=step, expected_batch_size=expected_b, test_accuracy=acc,
                        seconds=time.perf_counter() - start, config=cfg, facts=facts,

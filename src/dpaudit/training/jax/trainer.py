@@ -39,8 +39,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpaudit.canaries import (
+    ReleaseReader,
     RunFacts,
-    WhiteBoxAccumulator,
     black_box_scores,
     correlated,
     dirac_plan,
@@ -303,8 +303,9 @@ def train_jax_with_canaries(config: JaxTrainingConfig, data: DigitsArrays | None
     noise_state = privatizer.init(params)
     transcript = np.zeros((cfg.steps, n))
     batch_sizes = np.zeros(cfg.steps, dtype=np.int64)
-    running = WhiteBoxAccumulator(n, sampling_rate=cfg.sampling_rate,
-                                  amplitude=canaries.amplitude)
+    reader = ReleaseReader(canaries, max_grad_norm=cfg.max_grad_norm,
+                           sampling_rate=cfg.sampling_rate)
+    running = reader.accumulator
     # One padded batch size for (almost) every step: mean + 6 sd of the Binomial batch size,
     # rounded up to a multiple of 32, so that the step compiles once.
     group = total / b_claim
@@ -328,8 +329,9 @@ def train_jax_with_canaries(config: JaxTrainingConfig, data: DigitsArrays | None
         batch = {k: jnp.asarray(v[sel]) for k, v in arrays.items()}
         params, noise_state, rec = step(params, noise_state, batch, jnp.asarray(pad), lr,
                                         read_j)
-        transcript[t] = canaries.read(np.asarray(rec, dtype=np.float64))
-        running.add(transcript[t], cfg.noise_multiplier)
+        values = np.asarray(rec, dtype=np.float64).reshape(canaries.read_coords.shape)
+        transcript[t] = canaries.read(values)
+        reader.add(values, cfg.noise_multiplier)
         if on_step is not None:
             on_step(t + 1)
     steps_done = t + 1
@@ -339,9 +341,14 @@ def train_jax_with_canaries(config: JaxTrainingConfig, data: DigitsArrays | None
     # eligible step samples from (a group: total / b)
     clips = (cfg.max_grad_norm, math.inf) if cfg.flawed == "unclipped_group" else (
         cfg.max_grad_norm,)
+    # and, for plain DP-SGD (one band: noise independent across steps), the released noise
+    # read on the canaries' coordinates (dpaudit.canaries.noise; a correlated-noise step's
+    # fresh noise is not sigma C per step, so the check is not applied to it)
+    noise = reader.noise_record() if noise_strategy.size == 1 else {}
+    noise.pop("step_noise_multipliers", None)
     facts = RunFacts(steps=steps_done, noise_multipliers=(float(noise_sigma),),
                      max_grad_norms=clips, batch_sizes=batch_sizes[:steps_done],
-                     dataset_size=total // b_claim, loss_reduction="sum")
+                     dataset_size=total // b_claim, loss_reduction="sum", **noise)
     groups = groups_all[n_real:]
 
     scores: dict[str, np.ndarray] = {}

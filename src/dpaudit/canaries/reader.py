@@ -1,0 +1,79 @@
+"""Read every released DP-SGD step at a canary plan's coordinates (framework-neutral).
+
+One released step -> two records, both sufficient statistics (never the T x n transcript):
+
+* the canaries' white-box readings y_{t,i} = <g~_t, w_i> / C
+  (:class:`~dpaudit.canaries.scores.WhiteBoxAccumulator`, the white-box scores);
+* the released-noise statistic S_t = sum of squares of the step's values / C at the plan's
+  distinct read coordinates (:mod:`dpaudit.canaries.noise`: a step whose noise is below the
+  claim's sigma C is reported by number).
+
+Every integration feeds it the same way -- the PyTorch ``GradientCanaries``, a hand-written
+``torch.func`` loop (docs/training.md) and the JAX loop -- so the noise check is one
+implementation for every framework.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dpaudit.canaries.noise import distinct_mask, noise_sum_squares
+from dpaudit.canaries.plan import CanaryPlan
+from dpaudit.canaries.scores import WhiteBoxAccumulator
+from dpaudit.validation import check_positive
+
+__all__ = ["ReleaseReader"]
+
+
+class ReleaseReader:
+    """Readings of a plan's canaries and the released noise, one :meth:`add` per step.
+
+    Args:
+      plan: the canaries (read coordinates and weights, amplitude, sampling rate).
+      max_grad_norm: C, the unit of the readings (recorded as ``noise_unit``).
+      sampling_rate: q of the likelihood-ratio score (default: the plan's).
+    """
+
+    def __init__(self, plan: CanaryPlan, *, max_grad_norm: float = 1.0,
+                 sampling_rate: float | None = None) -> None:
+        self.plan = plan
+        self.unit = check_positive("max_grad_norm", max_grad_norm)
+        q = plan.sampling_rate if sampling_rate is None else sampling_rate
+        self.accumulator = WhiteBoxAccumulator(plan.n, sampling_rate=q,
+                                               amplitude=plan.amplitude)
+        self._mask = distinct_mask(plan.read_coords)
+        self._ss: list[float] = []
+        self._sigmas: list[float] = []
+
+    @property
+    def steps(self) -> int:
+        return self.accumulator.steps
+
+    def add(self, values: np.ndarray, noise_multiplier: float) -> None:
+        """Record one released step from its values at ``plan.read_coords`` ((n, k), in
+        units of C of the noisy clipped SUM) and the sigma the step claims to use (a step
+        with sigma = 0 is recorded, never refused)."""
+        v = np.asarray(values, dtype=float)
+        if v.shape != self.plan.read_coords.shape:
+            raise ValueError(f"values must have the shape of plan.read_coords "
+                             f"{self.plan.read_coords.shape}; got {v.shape}")
+        self.accumulator.add(self.plan.read(v), noise_multiplier)
+        self._ss.append(noise_sum_squares(v, self._mask))
+        self._sigmas.append(float(noise_multiplier))
+
+    def add_flat(self, flat: np.ndarray, noise_multiplier: float) -> None:
+        """The same from the whole released vector (length d), in units of C."""
+        self.add(np.asarray(flat, dtype=float)[self.plan.read_coords], noise_multiplier)
+
+    def scores(self, kind: str = "lr") -> np.ndarray:
+        """The white-box scores (:meth:`WhiteBoxAccumulator.scores`)."""
+        return self.accumulator.scores(kind)
+
+    def noise_record(self) -> dict[str, Any]:
+        """The released-noise record as :class:`~dpaudit.canaries.RunFacts` fields:
+        ``RunFacts(steps=T, **reader.noise_record())`` turns on the check."""
+        return {"noise_sum_squares": np.asarray(self._ss, dtype=float),
+                "noise_coordinates": int(self._mask.sum()), "noise_unit": self.unit,
+                "step_noise_multipliers": np.asarray(self._sigmas, dtype=float)}
