@@ -24,9 +24,10 @@ the smallest rho whose trade-off curve the box lies entirely above), never a con
 (epsilon, delta).
 
 Verdicts: "violation" needs the bound above the claim (decided by the one
-:class:`dpaudit.outcome.Audit` at the entry's confidence, :mod:`dpaudit.verdict`) AND a located cause (the library's file
-and line at the installed version); a bound above the claim without a located cause is
-"unexplained" and is never counted as a finding; otherwise "no violation found".
+:class:`dpaudit.outcome.Audit` at the entry's confidence, :mod:`dpaudit.verdict`) AND a
+located cause (the library's file and line at the installed version); a bound above the claim
+without a located cause is "unexplained" and is never counted as a finding; otherwise "no
+violation found".
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from dpaudit.engine.seeding import trial_rng
 from dpaudit.games.blackbox import BlackBoxAudit
 from dpaudit.outcome import Audit
 from dpaudit.results import AuditResult
+from dpaudit.stats.roc import counts_at_or_above
 from dpaudit.validation import check_confidence, check_count
 from dpaudit.zoo.entry import Pair, ZooEntry, library_version, locate, tested_claim
 from dpaudit.zoo.power import box_bound, power
@@ -147,8 +149,7 @@ def _best_threshold(s0: np.ndarray, s1: np.ndarray, delta: float, confidence: fl
     cands = np.unique(np.quantile(pooled, np.linspace(0, 1, _MAX_THRESHOLDS),
                                   method="lower"))
     s0, s1 = np.sort(s0), np.sort(s1)
-    tp = s1.size - np.searchsorted(s1, cands, side="left")
-    fp = s0.size - np.searchsorted(s0, cands, side="left")
+    tp, fp = counts_at_or_above(s1, s0, cands)
     eps = box_bound(tp, s1.size, fp, s0.size, delta=delta, confidence=confidence,
                     currency=currency)
     i = int(np.argmax(eps))
