@@ -65,3 +65,17 @@ def test_zoo_search_picks_the_best_brute_force_threshold(case: int) -> None:
                       confidence=0.99)
     i = int(np.argmax(brute))
     assert (thr, eps) == (float(cands[i]), float(brute[i]))
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_attack_roc_points_equal_brute_force(case: int) -> None:
+    from dpaudit.stats.attack_metrics import roc_points
+
+    pos, neg, _ = _inputs()[case]
+    member = np.r_[np.ones(pos.size, bool), np.zeros(neg.size, bool)]
+    fpr, tpr = roc_points(member, np.r_[pos, neg])
+    ts = np.r_[np.inf, np.unique(np.r_[pos, neg])[::-1]]  # +inf, then distinct scores down
+    np.testing.assert_allclose(tpr, (pos[:, None] >= ts).sum(axis=0) / pos.size, rtol=0,
+                               atol=1e-15)
+    np.testing.assert_allclose(fpr, (neg[:, None] >= ts).sum(axis=0) / neg.size, rtol=0,
+                               atol=1e-15)
