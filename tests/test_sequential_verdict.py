@@ -68,3 +68,8 @@ def test_cli_sequential_prints_the_audit_verdict(capsys) -> None:
     run = _run(ea.FLAWED, 1.0)
     assert doc["violation"] is run.to_audit().violation is True
     assert doc["verdict"] == run.to_audit().message()
+    # the table's renderer prints the same sentence (rich may wrap it)
+    rc = main(["run", "engine_audits:FLAWED", "--trials", "4000", "--seed", "1", "--executor",
+               "inline", "--sequential", "--claimed-epsilon", "1"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert rc == 0 and " ".join(doc["verdict"].split()) in text

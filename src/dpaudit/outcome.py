@@ -18,7 +18,10 @@ and the estimator registry's guarantees (:mod:`dpaudit.registry`): only rows val
 for the claim as stated decide, plus rows under an assumption the claim explicitly carries.  A
 deterministic falsification -- a configuration error showing the run did less than the claim
 (less noise, more steps, a larger sampling rate) -- is a violation too, worded as such beside
-the statistical result (``falsified_by``).  Its sentence is
+the statistical result (``falsified_by``).  A row whose method decides by its own
+anytime-valid test (the sequential engine run's ``sequential`` row: the e-process at the
+claimed epsilon; :func:`dpaudit.verdict.exceeds`) decides by that test here too, so the
+engine's stopping verdict and the Audit's are one.  Its sentence is
 :class:`dpaudit.estimators.verdict.Verdict`'s (one wording for every command, report and gate).
 
 An Audit is also the sequence of its rows (``len``, iteration, indexing), so code that read
