@@ -17,7 +17,8 @@ from dpaudit.mechanisms import (
     RandomizedResponse,
     WrongSensitivityMechanism,
 )
-from dpaudit.testing import DPViolation, assert_dp
+from dpaudit.outcome import Audit
+from dpaudit.testing import DPViolation, assert_dp, audit_dp
 from gate_mechanisms import blackbox
 
 # (name, simulator, delta): claims are the simulator's claimed epsilon at delta.  Gaussian
@@ -92,6 +93,27 @@ def test_same_seed_same_answer_and_bad_input():
             assert_dp(*blackbox(sim), **kw)
     with pytest.raises(ValueError, match="mechanism must be callable"):
         assert_dp(None, lambda rng: ([], [1]), float, epsilon=1.0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sim,claim,leaks", [(LaplaceMechanism(1.0), 1.0, False),
+                                             (LaplaceMechanism(1.0), 0.3, True)])
+def test_audit_dp_is_the_gates_audit(sim, claim, leaks):
+    """audit_dp returns the Audit the gate decides on: the same verdict, sentence and row."""
+    kw = dict(epsilon=claim, trials=3000, seed=4)
+    outcome = audit_dp(*blackbox(sim), **kw)
+    assert isinstance(outcome, Audit) and outcome.violation is leaks
+    assert outcome.extra["gate"] == {"trials": 3000, "seed": 4}
+    if leaks:
+        with pytest.raises(DPViolation) as info:
+            assert_dp(*blackbox(sim), **kw)
+        assert info.value.audit.violation is True
+        assert info.value.audit.message() == outcome.message()
+        assert outcome.message() in str(info.value)
+        assert info.value.result.epsilon == outcome.epsilon > claim
+    else:
+        res = assert_dp(*blackbox(sim), **kw)
+        assert res.epsilon == outcome.epsilon <= claim and res.details == outcome.result.details
 
 
 @pytest.mark.slow

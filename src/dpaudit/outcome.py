@@ -18,7 +18,10 @@ and the estimator registry's guarantees (:mod:`dpaudit.registry`): only rows val
 for the claim as stated decide, plus rows under an assumption the claim explicitly carries.  A
 deterministic falsification -- a configuration error showing the run did less than the claim
 (less noise, more steps, a larger sampling rate) -- is a violation too, worded as such beside
-the statistical result (``falsified_by``).  Its sentence is
+the statistical result (``falsified_by``).  A row whose method decides by its own
+anytime-valid test (the sequential engine run's ``sequential`` row: the e-process at the
+claimed epsilon; :func:`dpaudit.verdict.exceeds`) decides by that test here too, so the
+engine's stopping verdict and the Audit's are one.  Its sentence is
 :class:`dpaudit.estimators.verdict.Verdict`'s (one wording for every command, report and gate).
 
 An Audit is also the sequence of its rows (``len``, iteration, indexing), so code that read
@@ -85,12 +88,15 @@ class Audit:
            extra: Mapping[str, Any] | None = None, allow_asymptotic: bool = False,
            falsified_by: Sequence[str] = (),
            any_mechanism_epsilon: float | None = None,
-           claimed_epsilon: float | None = None) -> Audit:
+           claimed_epsilon: float | None = None,
+           confidence: float | None = None) -> Audit:
         """The audit of ``results`` with THE verdict against ``claim`` (a :class:`Claim`, or a
         claimed epsilon) by ``rule`` (:func:`dpaudit.estimators.verdict.verdict_from_results`,
         admitting the rows the registry allows for the claim's named assumptions;
         ``allow_asymptotic`` adds the assumption "asymptotic"; ``claimed_epsilon=`` is the
-        former spelling of a numeric ``claim``)."""
+        former spelling of a numeric ``claim``; ``confidence``: the level the verdict must
+        hold at, e.g. a zoo entry's Bonferroni share -- a row valid only at less is refused;
+        default the rows' own)."""
         rs = (results,) if isinstance(results, AuditResult) else tuple(results)
         if claimed_epsilon is not None:  # the former keyword
             if claim is not None:
@@ -100,7 +106,8 @@ class Audit:
             if claim is not None and not isinstance(claim, Claim) else claim
         if c is not None and allow_asymptotic and "asymptotic" not in c.assume:
             c = dataclasses.replace(c, assume=c.assume | {"asymptotic"})
-        ver = (verdict_from_results(rs, c.epsilon, rule=rule, assume=c.assume)
+        ver = (verdict_from_results(rs, c.epsilon, rule=rule, assume=c.assume,
+                                    confidence=confidence)
                if c is not None else None)
         if ver is not None and c is not None and c.dpsgd is not None \
                 and _in_claim_family(ver.basis):

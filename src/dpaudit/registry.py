@@ -23,6 +23,15 @@ Guarantee kinds (the question a verdict asks of a row: "may this row decide?"):
   (``asymptotic``: decide only with ``allow_asymptotic`` / ``--allow-asymptotic``, the named
   assumption "asymptotic") and model estimates that over-claim on real scores (never decide).
   Printed "~ x (estimate)" everywhere.
+
+How a row decides (``Estimator.decides``): most rows decide by their bound ("bound": epsilon
+lower bound > claimed epsilon).  The sequential audit's row decides by its own anytime-valid
+test of the claim ("e_process": the test supermartingale K_t reached 1 / (1 - confidence) at
+the claimed epsilon; Ville's inequality, :mod:`dpaudit.estimators.sequential`), which is
+never weaker than its bound: the bound exceeds the claim only if the e-process at the claim
+crossed, and it can cross with the bound equal to the claim (the grid point).  When the claim
+audited differs from the one the e-process tested, the row decides by its (anytime-valid)
+bound.
 """
 
 from __future__ import annotations
@@ -34,12 +43,15 @@ from dpaudit.results import AuditResult
 
 __all__ = ["Estimator", "ESTIMATORS", "ASSUMPTIONS", "ANY_MECHANISM", "UNDER_ASSUMPTION",
            "ESTIMATE", "GUARANTEE_KINDS", "get", "names", "guarantee_kind", "admitted",
-           "required_assumption", "check_assumptions", "row_kind", "epsilon_cell"]
+           "required_assumption", "check_assumptions", "row_kind", "epsilon_cell",
+           "DECISIONS", "e_process_decision"]
 
 ANY_MECHANISM = "finite-sample-any-mechanism"
 UNDER_ASSUMPTION = "finite-sample-under-named-assumption"
 ESTIMATE = "estimate"
 GUARANTEE_KINDS = (ANY_MECHANISM, UNDER_ASSUMPTION, ESTIMATE)
+#: how a row decides a verdict: by its bound, or by its own anytime-valid test of the claim
+DECISIONS = ("bound", "e_process")
 
 #: the named assumptions a claim may carry (explicit options), and what each assumes
 ASSUMPTIONS: dict[str, str] = {
@@ -56,7 +68,8 @@ class Estimator:
     """One method: ``name``, the observations it ``reads`` ("guess counts": canaries,
     guesses, wrong; "scores": per-canary (member, score); "confusion counts"; "lifted
     trials"), its ``guarantee`` kind and, for :data:`UNDER_ASSUMPTION` / asymptotic rows, the
-    named ``assumption`` (a key of :data:`ASSUMPTIONS`; None: never decides)."""
+    named ``assumption`` (a key of :data:`ASSUMPTIONS`; None: never decides), and how its
+    row ``decides`` (:data:`DECISIONS`; module docstring)."""
 
     name: str
     reads: str
@@ -64,6 +77,7 @@ class Estimator:
     assumption: str | None = None
     paper: str = ""
     one_run: bool = False
+    decides: str = "bound"
 
 
 _E = Estimator
@@ -79,7 +93,8 @@ ESTIMATORS: dict[str, Estimator] = {e.name: e for e in (
     _E("multi_run", "scores", ANY_MECHANISM, paper="Hypothesis Interpretation §3"),
     _E("multi_run_per_example", "scores", ANY_MECHANISM, paper="Hypothesis Interpretation §3"),
     _E("multi_run_gdp", "scores", ESTIMATE, paper="Nasr et al. 2023 (GDP estimate)"),
-    _E("sequential", "scores", ANY_MECHANISM, paper="anytime-valid betting test"),
+    _E("sequential", "scores", ANY_MECHANISM, paper="anytime-valid betting test",
+       decides="e_process"),
     _E("lifted", "lifted trials", ANY_MECHANISM, paper="Pillutla et al. Algorithm 1"),
     _E("hockey_stick", "scores", UNDER_ASSUMPTION, "independent_scores",
        paper="Koskela & Mohammadi §3", one_run=True),
@@ -133,6 +148,24 @@ def required_assumption(r: AuditResult) -> str | None:
     if kind == UNDER_ASSUMPTION and e is not None and e.assumption is not None:
         return e.assumption
     return "never"
+
+
+def e_process_decision(r: AuditResult, claimed_epsilon: float) -> bool | None:
+    """The row's own test of ``claimed_epsilon`` when its method decides by an e-process
+    (module docstring) and that e-process tested this very claim: True when it rejected the
+    claim; None otherwise (the row then decides by its bound)."""
+    e = ESTIMATORS.get(r.method)
+    if e is None or e.decides != "e_process":
+        return None
+    tested = (r.settings or {}).get("claimed_epsilon")
+    rejected = (r.details or {}).get("rejected")
+    if not isinstance(rejected, bool) or tested is None:
+        return None
+    try:
+        same = abs(float(tested) - float(claimed_epsilon)) <= 1e-12
+    except (TypeError, ValueError):
+        return None
+    return rejected if same else None
 
 
 def check_assumptions(assume: Iterable[str] | str | None) -> frozenset[str]:

@@ -15,6 +15,11 @@ Bonferroni over thresholds by default).  If the epsilon lower bound exceeds the 
 evidence: the bound, the confidence, the threshold, the confusion counts and their confidence
 bounds, the seed and the budget, enough to reproduce the failure.
 
+:func:`audit_dp` runs the same audit and returns its :class:`dpaudit.outcome.Audit` (the one
+outcome: claim, row, verdict and its guarantee) without raising; ``assert_dp`` is ``audit_dp``
+plus the raise, and returns the verdict's row (its former return value), the Audit riding on
+:class:`DPViolation` (``.audit``) when it fails.
+
 Guarantee: a mechanism that satisfies its claim fails the gate with probability at most
 ``1 - confidence`` (default 0.05; the audit's lower bound is valid at ``confidence``).  The run
 is seeded (default seed 0), so a test suite gives the same answer on every run and machine.
@@ -35,10 +40,11 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit.outcome import Audit
 from dpaudit.results import AuditResult
 from dpaudit.validation import check_confidence, check_count, check_delta, check_nonnegative
 
-__all__ = ["assert_dp", "DPViolation", "DEFAULT_TRIALS"]
+__all__ = ["assert_dp", "audit_dp", "DPViolation", "DEFAULT_TRIALS"]
 
 #: default budget: seconds for a cheap mechanism, resolves eps ~ 1 gaps of 2x in noise scale.
 DEFAULT_TRIALS = 10_000
@@ -48,7 +54,7 @@ class DPViolation(AssertionError):
     """An audit proved the claim false; ``.result`` is the :class:`AuditResult`, ``.audit``
     the typed outcome (:class:`dpaudit.outcome.Audit`: the verdict and its guarantee)."""
 
-    def __init__(self, message: str, result: AuditResult, audit: Any = None) -> None:
+    def __init__(self, message: str, result: AuditResult, audit: Audit | None = None) -> None:
         super().__init__(message)
         self.result = result
         self.audit = audit
@@ -79,31 +85,15 @@ def _num(x: Any) -> str:
     return "-" if x is None else f"{float(x):.4g}"
 
 
-def assert_dp(mechanism: Callable[[Any, np.random.Generator], Any],
-              neighbours: Callable[[np.random.Generator], tuple[Any, Any]],
-              score: Callable[[Any], float], *, epsilon: float, delta: float = 0.0,
-              trials: int = DEFAULT_TRIALS, confidence: float = 0.95, seed: int = 0,
-              threshold: str | float = "bonferroni", adjacency: str = "add_remove",
-              workers: int | None = 1) -> AuditResult:
-    """Fail (raise :class:`DPViolation`) if a black-box audit proves the claim
-    (``epsilon``, ``delta``) false; otherwise return the audit's :class:`AuditResult`.
-
-    Args:
-      mechanism: ``mechanism(dataset, rng) -> output``.
-      neighbours: ``neighbours(rng) -> (D0, D1)``; D1 holds the canary.
-      score: ``score(output) -> float``, higher = "D1 was used".
-      epsilon: the claimed epsilon under test.
-      delta: the claimed delta.
-      trials: independent runs (default 10,000; the power grows with it).
-      confidence: probability the bound holds (false-failure rate <= 1 - confidence).
-      seed: the audit's seed (the trials' random streams; deterministic).
-      threshold: threshold strategy of :func:`dpaudit.estimators.multi_run`.
-      adjacency: "add_remove" or "replace_one" (recorded with the audit).
-      workers: 1 (default: in-process, any callables) or more processes (picklable
-        callables), or None for all cores.
-
-    Passing is not a proof of privacy (see the module docstring).
-    """
+def audit_dp(mechanism: Callable[[Any, np.random.Generator], Any],
+             neighbours: Callable[[np.random.Generator], tuple[Any, Any]],
+             score: Callable[[Any], float], *, epsilon: float, delta: float = 0.0,
+             trials: int = DEFAULT_TRIALS, confidence: float = 0.95, seed: int = 0,
+             threshold: str | float = "bonferroni", adjacency: str = "add_remove",
+             workers: int | None = 1) -> Audit:
+    """The black-box audit of the claim (``epsilon``, ``delta``) that :func:`assert_dp` gates
+    on, as its :class:`~dpaudit.outcome.Audit` (``.violation``, ``.message()``, the row, the
+    guarantee); never raises for a violation.  Arguments as :func:`assert_dp`."""
     from dpaudit.engine.audit import run_audit
     from dpaudit.games.blackbox import BlackBoxAudit
 
@@ -123,8 +113,41 @@ def assert_dp(mechanism: Callable[[Any, np.random.Generator], Any],
         f = run.failures[0]
         raise ValueError(f"trial {f.trial} failed ({len(run.failures)} of {n} trials failed): "
                          f"{f.error}")
-    res = run.result
-    outcome = run.to_audit()
+    return run.to_audit().with_extra(gate={"trials": n, "seed": seed})
+
+
+def assert_dp(mechanism: Callable[[Any, np.random.Generator], Any],
+              neighbours: Callable[[np.random.Generator], tuple[Any, Any]],
+              score: Callable[[Any], float], *, epsilon: float, delta: float = 0.0,
+              trials: int = DEFAULT_TRIALS, confidence: float = 0.95, seed: int = 0,
+              threshold: str | float = "bonferroni", adjacency: str = "add_remove",
+              workers: int | None = 1) -> AuditResult:
+    """Fail (raise :class:`DPViolation`, carrying the :class:`~dpaudit.outcome.Audit`) if a
+    black-box audit proves the claim (``epsilon``, ``delta``) false; otherwise return the
+    audit's :class:`AuditResult` (the verdict's row; :func:`audit_dp` returns the Audit).
+
+    Args:
+      mechanism: ``mechanism(dataset, rng) -> output``.
+      neighbours: ``neighbours(rng) -> (D0, D1)``; D1 holds the canary.
+      score: ``score(output) -> float``, higher = "D1 was used".
+      epsilon: the claimed epsilon under test.
+      delta: the claimed delta.
+      trials: independent runs (default 10,000; the power grows with it).
+      confidence: probability the bound holds (false-failure rate <= 1 - confidence).
+      seed: the audit's seed (the trials' random streams; deterministic).
+      threshold: threshold strategy of :func:`dpaudit.estimators.multi_run`.
+      adjacency: "add_remove" or "replace_one" (recorded with the audit).
+      workers: 1 (default: in-process, any callables) or more processes (picklable
+        callables), or None for all cores.
+
+    Passing is not a proof of privacy (see the module docstring).
+    """
+    outcome = audit_dp(mechanism, neighbours, score, epsilon=epsilon, delta=delta,
+                       trials=trials, confidence=confidence, seed=seed, threshold=threshold,
+                       adjacency=adjacency, workers=workers)
+    res = outcome.result
     if outcome.violation:
-        raise DPViolation(_evidence(res, str(outcome.message()), n, seed), res, outcome)
+        gate = outcome.extra["gate"]
+        raise DPViolation(_evidence(res, str(outcome.message()), gate["trials"], gate["seed"]),
+                          res, outcome)
     return res

@@ -34,10 +34,17 @@ mechanisms satisfying the assumption -- a pure-DP mechanism meeting eps = 1 is "
 the GDP null with probability near 1.  With rule "bonferroni" the assumptions of all the rows
 are named.  A row that is an estimate under an assumption (``AuditResult.is_estimate``, e.g.
 ``multi_run_gdp``) is never the basis of a verdict.
+
+A row whose registry entry decides by an e-process (``sequential``; :mod:`dpaudit.registry`,
+``Estimator.decides``) is a violation when its anytime-valid test rejected the claim (K_t
+reached 1 / (1 - confidence) at the claimed epsilon, Ville's inequality), not only when its
+bound exceeds the claim: the same verdict ``dpaudit run --sequential`` stopped on, so every
+renderer and ``assert_dp`` read one answer (:func:`exceeds`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -46,7 +53,7 @@ from dpaudit.results import AuditResult
 from dpaudit.validation import check_choice, check_confidence, check_nonnegative
 
 __all__ = ["Verdict", "VERDICT_RULES", "verdict_from_results",
-           "verdict_sentence", "check_not_estimate"]
+           "verdict_sentence", "check_not_estimate", "exceeds"]
 
 VERDICT_RULES = ("primary", "bonferroni")
 
@@ -79,6 +86,9 @@ class Verdict:
     curve: str | None = None
     #: the noise multiplier of that failed member (a label), when known
     member_sigma: float | None = None
+    #: when the basis row decided by its own e-process (``registry.e_process_decision``): the
+    #: test's facts (e_value, threshold, trials, stopping_trial, epsilon_lower)
+    test: dict[str, Any] | None = None
 
     @property
     def assumption(self) -> str | None:
@@ -101,6 +111,9 @@ class Verdict:
                 f"decide")
 
     def message(self) -> str:
+        if self.test is not None:
+            return e_process_sentence(self.violation, self.claimed_epsilon, self.test,
+                                      self.assumption, confidence=self.confidence)
         return verdict_sentence(self.basis.epsilon, self.claimed_epsilon, self.assumption,
                                 confidence=self.confidence, curve=self.curve,
                                 sigma=self.member_sigma)
@@ -147,6 +160,43 @@ def verdict_sentence(epsilon_lb: float, claimed: float, assumption: str | None =
                     f"probability <= {1 - confidence:g})")
         return out
     return f"{pre}no violation detected (epsilon >= {epsilon_lb:.4f} <= claimed {claimed:g})"
+
+
+def e_process_sentence(violation: bool, claimed: float, test: dict[str, Any],
+                       assumption: str | None = None, *, confidence: float) -> str:
+    """The one-line verdict of an anytime-valid e-process test of the claim (the sequential
+    audit): a violation when K_t reached 1 / (1 - confidence) at the claimed epsilon."""
+    pre = "" if assumption is None else f"assuming {assumption}, "
+    e, thr = float(test["e_value"]), float(test["threshold"])
+    if violation:
+        return (f"{pre}violation: the e-process reached {e:.4g} >= {thr:.4g} after "
+                f"{test['stopping_trial']} trials (epsilon > claimed {claimed:g} at confidence "
+                f"{confidence:g}, anytime-valid: a mechanism meeting its claim gives this "
+                f"verdict with probability <= {1 - confidence:g})")
+    return (f"{pre}no violation established after {test['n']} trials (e-value {e:.4g} < "
+            f"{thr:.4g}; anytime-valid epsilon >= {float(test['epsilon_lower']):.4f})")
+
+
+def exceeds(r: AuditResult, claimed: float) -> bool:
+    """Does row ``r`` refute ``claimed``?  Its own e-process test when its method decides by
+    one and tested this claim (:func:`dpaudit.registry.e_process_decision`), else its bound >
+    the claim."""
+    from dpaudit.registry import e_process_decision
+
+    t = e_process_decision(r, claimed)
+    return bool(r.epsilon > claimed) if t is None else t
+
+
+def _test_facts(r: AuditResult, claimed: float) -> dict[str, Any] | None:
+    from dpaudit.registry import e_process_decision
+
+    if e_process_decision(r, claimed) is None:
+        return None
+    d = r.details
+    return {"e_value": float(d.get("e_value", math.nan)),
+            "threshold": float(d.get("threshold_e_value", 1 / (1 - r.confidence))),
+            "stopping_trial": d.get("stopping_trial"), "n": d.get("n"),
+            "epsilon_lower": r.epsilon}
 
 
 def check_not_estimate(r: AuditResult) -> None:
@@ -214,8 +264,8 @@ def verdict_from_results(results: Sequence[AuditResult], claimed_epsilon: float,
                              f"{gamma:g}")
         shown = tuple(r.method for r in rs if r.guarantee != "asymptotic"
                       or "asymptotic" in asked)
-        return Verdict(bool(basis.epsilon > claimed), rule, basis, claimed, gamma, shown,
-                       basis.confidence, _assumptions([basis]))
+        return Verdict(exceeds(basis, claimed), rule, basis, claimed, gamma, shown,
+                       basis.confidence, _assumptions([basis]), test=_test_facts(basis, claimed))
     dec = [r for r in rs if admitted(r, asked)]
     if not dec:
         if all(required_assumption(r) == "asymptotic" for r in rs):
@@ -238,9 +288,11 @@ def verdict_from_results(results: Sequence[AuditResult], claimed_epsilon: float,
                          f"at >= {per:.6g}; they are at {min(confs):g}, valid only on their "
                          f"own: recompute with simultaneous=True (audit_one_run / "
                          f"--simultaneous), at confidence {per:.6g}, or use rule='primary'")
-    basis = max(dec, key=lambda r: r.epsilon)
-    return Verdict(bool(basis.epsilon > claimed), rule, basis, claimed, gamma,
-                   tuple(r.method for r in dec), per, _assumptions(dec))
+    refuting = [r for r in dec if exceeds(r, claimed)]
+    basis = max(refuting or dec, key=lambda r: r.epsilon)
+    return Verdict(bool(refuting), rule, basis, claimed, gamma,
+                   tuple(r.method for r in dec), per, _assumptions(dec),
+                   test=_test_facts(basis, claimed))
 
 
 def _named(name: str) -> str:

@@ -107,7 +107,8 @@ def one_run_cmd(
         None, "--assume",
         help="Comma-separated named assumptions that let rows resting on them decide the "
              "verdict: independent_scores (hockey_stick), gaussian_scores "
-             "(gaussian_pair_equal). Printed with the verdict."),
+             "(gaussian_pair_equal), asymptotic (gaussian_pair_fit, hockey_stick_histogram; "
+             "as --allow-asymptotic). Printed with the verdict (docs/cli.md)."),
     true_epsilon: float | None = typer.Option(None, "--true-epsilon",
                                               help="Reference epsilon for a ratio column."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random tie-breaking of scores."),

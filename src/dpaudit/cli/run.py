@@ -153,12 +153,11 @@ def run_cmd(
              "reused from store": eng["reused"], "failed trials": len(eng["failed_trials"]),
              "trials/s": eng["trials_per_second"] if eng["computed"] else None,
              "seconds": eng["seconds"]}
+    # the Audit's verdict (a sequential run's: the e-process's), printed by the one renderer
     print_results([run.result], title=f"Multi-run audit of {audit}", extra=extra,
-                  claimed_epsilon=None if run.sequential is not None else run.claimed_epsilon)
+                  claimed_epsilon=run.claimed_epsilon)
     for f in run.failures[:10]:
         console.print(f"[red]trial {f.trial} failed after {f.attempts} attempts:[/red] "
                       f"{escape(f.error)}")  # the mechanism's message, literally
     if len(run.failures) > 10:
         console.print(f"[red]... {len(run.failures) - 10} more failed trials[/red]")
-    if run.sequential is not None and "verdict" in doc:
-        console.print(f"[bold]{doc['verdict']}[/bold]")

@@ -46,10 +46,13 @@ def run_train_audit_observed(
     single place the command's result is assembled, so that a report can be built from the
     same dict) and the canaries' :class:`~dpaudit.observations.MembershipObservations`
     (member, score) the audit rests on, for the audit card's ROC and privacy-region plots."""
-    from dpaudit.validation import check_choice
+    from dpaudit.training.choices import check_train_audit
 
-    check_choice("framework", framework, ("opacus", "jax"))
-    check_choice("mechanism", mechanism, ("dpsgd", "bandmf"))
+    # every named choice first, before torch / JAX is imported (an invalid one is an
+    # immediate error line, not one after the framework's import)
+    check_train_audit(framework=framework, mechanism=mechanism, model=model, canary=canary,
+                      threat=threat, flawed=flawed, score=score, input_kind=input_kind,
+                      data=data, shapes=shapes)
     if threat is None:
         threat = "black_box" if canary == "input" else "white_box"
     if framework == "jax":  # jax_privacy DP-SGD / BandMF: dpaudit.training.jax

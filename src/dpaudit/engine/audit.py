@@ -73,26 +73,16 @@ class AuditRun:
         """True when the claim is refuted at the stated confidence (None without a claim)."""
         if self.claimed_epsilon is None:
             return None
-        if self.sequential is not None:
-            return bool(self.sequential.rejected)
         return bool(self.to_audit().violation)  # the verdict, computed once (the Audit)
 
     def to_audit(self, *, spec: str | None = None) -> Audit:
         """The typed outcome (:class:`dpaudit.outcome.Audit`); its ``to_dict()`` is the
         ``dpaudit run --json`` document (``spec``: the audit's ``module:NAME``).  A sequential
-        run's verdict is the anytime-valid test's (the e-process), not the fixed-n bound's."""
+        run's verdict is the anytime-valid test's (the e-process): its row, ``sequential``,
+        decides by its own test of the claim (:func:`dpaudit.verdict.exceeds`), in the Audit,
+        so ``violation``, the sentence, the card and ``assert_dp`` read one answer."""
         res, claim, r = self.result, self.claimed_epsilon, self.run
         extra: dict[str, Any] = {}
-        if claim is not None and self.sequential is not None:
-            s = self.sequential
-            extra["violation"] = bool(s.rejected)
-            extra["verdict"] = (
-                f"violation: the e-process reached {s.e_value:.4g} >= "
-                f"{1 / (1 - s.confidence):.4g} after {s.stopping_trial} trials "
-                f"(epsilon > claimed {claim:g} at confidence {s.confidence:g})"
-                if s.rejected else
-                f"no violation established after {s.n} trials (e-value {s.e_value:.4g}, "
-                f"anytime-valid epsilon >= {s.epsilon_lower:.4f})")
         if self.sequential is not None:
             s = self.sequential
             extra["sequential"] = {"rejected": s.rejected, "stopping_trial": s.stopping_trial,

@@ -57,7 +57,12 @@ from dpaudit.observations import MembershipObservations, SortedObservations
 from dpaudit.randomness import split_seeds
 from dpaudit.results import AuditResult
 from dpaudit.stats.binomial import clopper_pearson
-from dpaudit.stats.roc import auroc_from_counts, counts_from_sorted, tpr_at_fpr_from_counts
+from dpaudit.stats.roc import (
+    auroc_from_counts,
+    counts_at_or_above,
+    counts_from_sorted,
+    tpr_at_fpr_from_counts,
+)
 from dpaudit.validation import (
     check_choice,
     check_confidence,
@@ -131,8 +136,7 @@ class _Sweep:
 
 def _sweep(srt: SortedObservations, thresholds: np.ndarray) -> _Sweep:
     pos, neg = srt.pos, srt.neg
-    tp = pos.size - np.searchsorted(pos, thresholds, side="left")
-    fp = neg.size - np.searchsorted(neg, thresholds, side="left")
+    tp, fp = counts_at_or_above(pos, neg, thresholds)
     return _Sweep(thresholds, tp.astype(float), fp.astype(float), int(pos.size), int(neg.size))
 
 

@@ -106,6 +106,7 @@ import numpy as np
 from dpaudit.observations import MembershipObservations
 from dpaudit.results import AuditResult
 from dpaudit.stats.binomial import clopper_pearson
+from dpaudit.stats.roc import counts_at_or_above, counts_at_or_below
 from dpaudit.validation import (
     check_confidence,
     check_count,
@@ -200,11 +201,9 @@ def _plan(bit: np.ndarray, score: np.ndarray, p: float, dprime: float,
     out: list[float] = []
     for side in ("hi", "lo"):
         if side == "hi":  # S = {s >= tau}; "success" = bit 1
-            k = pos.size - np.searchsorted(pos, cand, side="left")
-            f = neg.size - np.searchsorted(neg, cand, side="left")
+            k, f = counts_at_or_above(pos, neg, cand)
         else:  # S = {s <= tau}; "success" = bit 0
-            k = np.searchsorted(neg, cand, side="right")
-            f = np.searchsorted(pos, cand, side="right")
+            f, k = counts_at_or_below(pos, neg, cand)
         m = k + f
         good = m > 0
         q = np.zeros(cand.size)

@@ -62,7 +62,12 @@ from scipy import stats
 
 from dpaudit.observations import MembershipObservations
 from dpaudit.stats.binomial import clopper_pearson
-from dpaudit.stats.roc import auroc_from_counts, counts_from_sorted, delong_from_counts
+from dpaudit.stats.roc import (
+    auroc_from_counts,
+    counts_from_sorted,
+    delong_from_counts,
+    roc_counts,
+)
 from dpaudit.validation import (
     check_choice,
     check_confidence,
@@ -138,13 +143,12 @@ def roc_points(member: ArrayLike, score: ArrayLike) -> tuple[np.ndarray, np.ndar
 
 
 def _roc_points(obs: MembershipObservations) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`roc_points` of validated observations."""
-    values, inv = np.unique(-obs.score, return_inverse=True)  # descending scores
-    c1 = np.bincount(inv, weights=obs.member.astype(float), minlength=values.size)
-    c0 = np.bincount(inv, minlength=values.size) - c1
-    tpr = np.concatenate(([0.0], np.cumsum(c1) / obs.n_members))
-    fpr = np.concatenate(([0.0], np.cumsum(c0) / (obs.n - obs.n_members)))
-    return fpr, tpr
+    """:func:`roc_points` of validated observations (the ROC core,
+    :func:`dpaudit.stats.roc.roc_counts`)."""
+    order = np.argsort(obs.score)
+    c = counts_from_sorted(obs.score[order], obs.member[order])
+    fp, tp = roc_counts(c)
+    return fp / c.n0, tp / c.n1
 
 
 def roc_convex_hull(member: ArrayLike, score: ArrayLike) -> tuple[np.ndarray, np.ndarray]:

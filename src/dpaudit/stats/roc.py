@@ -11,7 +11,12 @@ the ROC, the AUROC and the TPR at low FPR from these counts.
 * :func:`auroc_from_counts` -- Mann-Whitney AUROC = P[member > non-member] + P[tie] / 2;
 * :func:`delong_from_counts` -- the AUROC with DeLong, DeLong and Clarke-Pearson's (1988)
   normal interval;
-* :func:`tpr_at_fpr_from_counts` -- the largest TPR among thresholds with FPR <= f.
+* :func:`tpr_at_fpr_from_counts` -- the largest TPR among thresholds with FPR <= f;
+* :func:`counts_at_or_above` / :func:`counts_at_or_below` -- (TP, FP) of the tests
+  "score >= t" / "score <= t" at GIVEN thresholds (the threshold sweeps of the multi-run
+  audit, the zoo's search and the sequential audit's plan), by binary search on the sorted
+  class scores: a member with score s counts at t iff s >= t (ties count), so
+  TP(t) = n1 - #{members < t}.
 """
 
 from __future__ import annotations
@@ -26,7 +31,8 @@ from scipy import stats
 from dpaudit.observations import MembershipObservations
 
 __all__ = ["ScoreCounts", "score_counts", "counts_from_sorted", "roc_counts",
-           "auroc_from_counts", "delong_from_counts", "tpr_at_fpr_from_counts"]
+           "auroc_from_counts", "delong_from_counts", "tpr_at_fpr_from_counts",
+           "counts_at_or_above", "counts_at_or_below"]
 
 
 @dataclass(frozen=True)
@@ -110,3 +116,22 @@ def tpr_at_fpr_from_counts(c: ScoreCounts, fprs: Any, *, rtol: float = 0.0
     f = np.asarray(fprs, dtype=float)
     idx = np.searchsorted(fp / c.n0, f * (1 + rtol), side="right") - 1
     return tp[idx] / c.n1, fp[idx] / c.n0, tp[idx]
+
+
+def counts_at_or_above(pos_sorted: np.ndarray, neg_sorted: np.ndarray, thresholds: Any
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """(TP, FP) integer counts of the tests "score >= t" for each t of ``thresholds``:
+    members (``pos_sorted``) and non-members (``neg_sorted``), each sorted ascending, with a
+    score >= t (a score equal to t counts)."""
+    t = np.asarray(thresholds, dtype=float)
+    return (pos_sorted.size - np.searchsorted(pos_sorted, t, side="left"),
+            neg_sorted.size - np.searchsorted(neg_sorted, t, side="left"))
+
+
+def counts_at_or_below(pos_sorted: np.ndarray, neg_sorted: np.ndarray, thresholds: Any
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """(members, non-members) with a score <= t for each t of ``thresholds`` (the mirrored
+    tests "score <= t"; sorted ascending inputs; a score equal to t counts)."""
+    t = np.asarray(thresholds, dtype=float)
+    return (np.searchsorted(pos_sorted, t, side="right"),
+            np.searchsorted(neg_sorted, t, side="right"))

@@ -22,11 +22,14 @@ step's noisy sum) or last iterate (final parameters), input canaries black box (
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from dpaudit.validation import check_choice, check_count, check_positive, check_probability
+
+if TYPE_CHECKING:
+    from dpaudit.outcome import Audit
 
 __all__ = ["CANARY_TYPES", "THREATS", "SCORE_KINDS", "INPUT_KINDS", "TrainingSettings",
            "TrainingAuditOutcome", "load_digits_split"]
@@ -123,7 +126,7 @@ class TrainingAuditOutcome:
         """The result the verdict rests on (the first)."""
         return self.results[0]
 
-    def to_audit(self) -> Any:
+    def to_audit(self) -> Audit:
         """The :class:`dpaudit.outcome.Audit` (the verdict computed once, there); the
         Opacus and JAX audits override it with their ``--json`` keys and their claim."""
         from dpaudit.claim import falsified_by

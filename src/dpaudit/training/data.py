@@ -15,12 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from dpaudit.training.choices import DATASETS  # the one list (torch-free)
 from dpaudit.training.common import load_digits_split
 from dpaudit.validation import check_count, check_probability
 
 __all__ = ["Dataset", "load_digits_data", "load_data", "DATASETS", "reserve_features"]
 
-DATASETS = ("digits", "breast_cancer", "wine")
 
 
 @dataclass(frozen=True, eq=False)

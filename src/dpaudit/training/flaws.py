@@ -50,15 +50,14 @@ import torch
 from opacus.optimizers import DPOptimizer
 from opacus.optimizers.optimizer import _mark_as_processed
 
+from dpaudit.training.choices import FLAWS  # the one list (torch-free)
+
 __all__ = ["FLAWS", "BackpropClippingOptimizer", "MeanNoiseOptimizer",
            "PerTensorClippingOptimizer", "BatchSumClippingOptimizer",
            "WrongClipNoiseOptimizer", "UnclippedBiasesOptimizer", "SkippedNoiseOptimizer",
            "optimizer_class", "LOWERED_SIGMA_FACTOR",
            "STEP_UNDERCOUNT", "WRONG_CLIP_FACTOR"]
 
-FLAWS = ("backprop_clipping", "mean_noise", "non_private_group", "per_tensor_clipping",
-         "batch_sum_clipping", "wrong_clip_noise", "lowered_sigma", "too_few_steps",
-         "unclipped_biases", "skipped_noise")
 LOWERED_SIGMA_FACTOR = 4.0
 STEP_UNDERCOUNT = 5
 WRONG_CLIP_FACTOR = 10.0

@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from dpaudit.training.choices import MODELS  # the one list (torch-free)
 from dpaudit.validation import check_choice, check_count
 
 __all__ = ["MODELS", "make_model", "trainable_parameters", "count_coordinates", "accuracy",
@@ -49,7 +50,6 @@ class ReservedModel(nn.Module):
         d = self.in_features
         return self.main(x[:, :d]) + self.branch(x[:, d:])
 
-MODELS = ("mlp", "cnn", "logreg")
 
 
 def make_model(name: str, *, seed: int = 0, hidden: int = 256,

@@ -31,6 +31,7 @@ from dpaudit.training.canaries import (
     draw_bits,
     make_input_canaries,
 )
+from dpaudit.training.choices import SHAPE_SETS  # the one list (torch-free)
 from dpaudit.training.common import CANARY_TYPES, SCORE_KINDS, THREATS, TrainingSettings
 from dpaudit.training.data import DATASETS, Dataset, load_data
 from dpaudit.training.flaws import (
@@ -54,7 +55,6 @@ __all__ = ["TrainingConfig", "TrainingRun", "train_with_canaries", "CANARY_TYPES
 
 #: ``shapes`` of planted gradient canaries: one shape, or "mixed" (dpaudit.canaries'
 #: DEFAULT_SHAPES, the own-loop default: 3 tensors x 2 coordinates each)
-SHAPE_SETS = ("dirac", "mixed", "tensors", "block")
 
 
 @dataclass(frozen=True)

@@ -23,13 +23,16 @@ the bound on rho of the same Clopper-Pearson box (:func:`dpaudit.curves.zcdp.zcd
 the smallest rho whose trade-off curve the box lies entirely above), never a converted
 (epsilon, delta).
 
-Verdicts: "violation" needs the bound above the claim AND a located cause (the library's file
-and line at the installed version); a bound above the claim without a located cause is
-"unexplained" and is never counted as a finding; otherwise "no violation found".
+Verdicts: "violation" needs the bound above the claim (decided by the one
+:class:`dpaudit.outcome.Audit` at the entry's confidence, :mod:`dpaudit.verdict`) AND a
+located cause (the library's file and line at the installed version); a bound above the claim
+without a located cause is "unexplained" and is never counted as a finding; otherwise "no
+violation found".
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Mapping
@@ -39,9 +42,13 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit.claim import Claim
 from dpaudit.engine.audit import run_audit
 from dpaudit.engine.seeding import trial_rng
 from dpaudit.games.blackbox import BlackBoxAudit
+from dpaudit.outcome import Audit
+from dpaudit.results import AuditResult
+from dpaudit.stats.roc import counts_at_or_above
 from dpaudit.validation import check_confidence, check_count
 from dpaudit.zoo.entry import Pair, ZooEntry, library_version, locate, tested_claim
 from dpaudit.zoo.power import box_bound, power
@@ -142,8 +149,7 @@ def _best_threshold(s0: np.ndarray, s1: np.ndarray, delta: float, confidence: fl
     cands = np.unique(np.quantile(pooled, np.linspace(0, 1, _MAX_THRESHOLDS),
                                   method="lower"))
     s0, s1 = np.sort(s0), np.sort(s1)
-    tp = s1.size - np.searchsorted(s1, cands, side="left")
-    fp = s0.size - np.searchsorted(s0, cands, side="left")
+    tp, fp = counts_at_or_above(s1, s0, cands)
     eps = box_bound(tp, s1.size, fp, s0.size, delta=delta, confidence=confidence,
                     currency=currency)
     i = int(np.argmax(eps))
@@ -210,7 +216,7 @@ def audit_entry(entry: ZooEntry, *, trials: int, seed: int = 0, confidence: floa
     pw = power(n_final, confidence, choice.tested_epsilon, choice.tested_delta,
                currency=entry.currency)
     seconds = time.perf_counter() - start
-    above = bound > choice.tested_epsilon
+    above = _exceeds_claim(res, bound, choice, entry.currency, confidence)
     where = locate(entry.cause) if entry.cause is not None else None
     if above and where is not None:
         verdict = "violation"
@@ -236,6 +242,18 @@ def audit_entry(entry: ZooEntry, *, trials: int, seed: int = 0, confidence: floa
         currency=entry.currency, detectable_mass=pw.mass, detectable_epsilon=pw.epsilon,
         pairs_tried=tuple(p.label for p in entry.pairs if tested_claim(entry, p) is not None),
         scores_tried=tuple(str(sc) for sc in entry.scores))
+
+
+def _exceeds_claim(res: AuditResult, bound: float, choice: SearchChoice, currency: str,
+                   confidence: float) -> bool:
+    """The statistical half of the entry's verdict, decided by the one :class:`Audit` (the
+    claim as tested, at the entry's Bonferroni share ``confidence`` of the zoo's level: a row
+    valid only at less is refused).  A rho-zCDP entry's row carries the bound on rho against
+    the claimed rho (its own currency)."""
+    row = res if currency == "epsilon" else dataclasses.replace(
+        res, epsilon=bound, settings={**res.settings, "currency": currency})
+    claim = Claim(choice.tested_epsilon, choice.tested_delta)
+    return bool(Audit.of(row, claim, confidence=confidence).violation)
 
 
 def _rate(details: Mapping[str, Any], k: str, n: str) -> float:

@@ -21,8 +21,9 @@ Each flaw keeps the claim of the correct plan (its DP event) and changes one com
 
 from __future__ import annotations
 
+from dpaudit.training.choices import JAX_FLAWS as FLAWS  # the one list
+
 __all__ = ["FLAWS", "MISMATCH_BANDS", "UNCLIPPED_GROUP"]
 
-FLAWS = ("mean_noise", "strategy_mismatch", "unclipped_group")
 MISMATCH_BANDS = 16
 UNCLIPPED_GROUP = ("w1",)

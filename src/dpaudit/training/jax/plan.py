@@ -30,12 +30,12 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit.training.choices import MECHANISMS  # the one list (torch-free)
 from dpaudit.validation import check_count, check_delta, check_positive, check_probability
 
 __all__ = ["MECHANISMS", "PlanSpec", "strategy_for", "make_plan", "event_epsilon",
            "claim_rounds"]
 
-MECHANISMS = ("dpsgd", "bandmf")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,30 @@
+"""Both training paths' public results expose the one Audit: ``to_audit()`` is an
+:class:`~dpaudit.outcome.Audit` whose verdict is the result's, on a run that meets its claim
+and on one whose canaries leak far more (scores shifted by 3 noise units)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpaudit.outcome import Audit
+
+pytest.importorskip("torch")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shift,leaks", [(0.0, False), (3.0, True)])
+def test_training_results_expose_the_audit(shift: float, leaks: bool) -> None:
+    from dpaudit.training.audit import audit_training
+    from dpaudit.training.jax.audit import audit_scores
+
+    rng = np.random.default_rng(0)
+    member = rng.random(1000) < 0.5
+    score = member * shift + rng.normal(size=1000)
+    kw = dict(noise_multiplier=1.0, sampling_rate=0.01, steps=100)
+    for result in (audit_training(member, score, **kw), audit_scores(member, score, **kw)):
+        audit = result.to_audit()
+        assert isinstance(audit, Audit)
+        assert result.violation is audit.violation is leaks
+        assert audit.to_dict()["violation"] is leaks
+        assert audit.claim is not None and audit.claim.dpsgd is not None
