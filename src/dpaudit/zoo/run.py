@@ -46,6 +46,30 @@ COVERAGE_NOTES = (
     "SmartNoise SQL spends Privacy(epsilon) on each noisy aggregate (AVG = SUM / COUNT costs "
     "2 epsilon, VAR 3 epsilon); this is documented (PrivateReader.get_privacy_cost) and the "
     "zoo's claims are those costs, not a violation.",
+    "The precision attack was run on every float noise sampler of the zoo's libraries "
+    "(benchmarks/zoo_precision.py, 3000 draws per value): diffprivlib's Laplace, "
+    "LaplaceBoundedDomain, LaplaceBoundedNoise, Staircase, Gaussian and GaussianAnalytic "
+    "separate values 0 and 1 (the *-precision entries; LaplaceTruncated and LaplaceFolded "
+    "call Laplace.randomise, the Laplace-precision line, and leave outputs in (-1/2, 1/2) "
+    "unchanged); PyDP's GaussianMechanism separates them too (unexplained: its cause is in "
+    "compiled C++ whose source at the pinned version was not located); diffprivlib's Uniform "
+    "and Snapping, OpenDP's float make_laplace / make_gaussian (which SmartNoise SQL calls) "
+    "and PyDP's LaplaceMechanism (which PipelineDP calls; granularity 2^-40) show no "
+    "separation.  Integer and categorical samplers (Geometric, GaussianDiscrete, Exponential, "
+    "PermuteAndFlip) are outside this attack.",
+    "PyDP BoundedSum / BoundedMean with large bounds (Casacuberta et al. 2022; "
+    "google/differential-privacy issue #126): not audited yet.  PyDP's claim is add/remove "
+    "with sensitivity max(|L|, |U|), so a float construction must move the sum by more than "
+    "max(|L|, |U|); the diffprivlib construction (bounds [2^50, 2^50 + 1], a replaced "
+    "record) moves it by 1024, far below 2^50, and no construction that does was found here.",
+    "DP synthetic-data generators (smartnoise-synth MST, AIM, MWEM) are not in this table: "
+    "see the synthetic-data note of docs/zoo.md's issue (dpaudit.zoo has no synthetic-table "
+    "game yet).",
+    "OpenDP 0.16.0 (docs/zoo-opendp-0.16.md): the sized float variance and sum of squared "
+    "deviations show bounds above the claim there too, but the compiled cause's line is "
+    "pinned to the v0.14.2 tag and the v0.16.0 source was not available here to read the "
+    "line, so at 0.16.0 they are 'unexplained' (a regenerated per-version report lists them "
+    "under 'Bounds above the claim without a located cause' instead of 'None').",
 )
 
 
