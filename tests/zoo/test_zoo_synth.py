@@ -43,18 +43,20 @@ def test_categories_come_from_the_private_data():
                            if v is not None))
     assert cats == [[0], [0, 1]]
     mech = Synth("mwem", 1.0)
-    n = 20
+    n = 40  # P1(S) was 0.3 to 0.6 in our runs: P(k1 = 0) < 1e-6 at 0.3
     k0 = sum(any(r[0] == 1 for r in mech(pair.d0, np.random.default_rng(i))) for i in range(n))
     k1 = sum(any(r[0] == 1 for r in mech(pair.d1, np.random.default_rng(i))) for i in range(n))
     assert k0 == 0
     # one-sided 99% Clopper-Pearson lower bound on P1(S) > 0 = e^eps P0(S): no eps works
-    assert stats.beta.ppf(0.01, k1, n - k1 + 1) > 0.3
+    assert k1 >= 1 and stats.beta.ppf(0.01, k1, n - k1 + 1) > 0
 
 
 @pytest.mark.slow
 def test_mwem_categories_blackbox_bound_with_located_cause():
-    r = audit_entry(E["smartnoise-synth/MWEM-categories"], trials=1200, seed=0,
+    r = audit_entry(E["smartnoise-synth/MWEM-categories"], trials=4000, seed=0,
                     confidence=0.99)
-    # 120 runs each: FPR 0 (structural) and TPR near 1 put the bound above the tested 2 x 1
+    # 400 runs each (the zoo's budget): FPR 0 (structural); the bound exceeds the tested
+    # 2 x 1 once TPR_lo > e^2 x 0.0149, i.e. P1(S) above about 0.16 (0.3 to 0.6 observed).
+    # The noise comes from OpenDP's generator, so the runs differ between calls.
     assert r.tested_epsilon == 2.0 and r.fpr == 0.0
     assert r.verdict == "violation" and r.cause == "snsynth/transform/label.py:24"

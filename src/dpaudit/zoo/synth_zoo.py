@@ -13,8 +13,10 @@ arXiv 2604.18352), reduced to the budget a 2-core machine allows.
 
 Claims: smartnoise-synth states ``epsilon`` for the fit without stating the adjacency, so the
 replaced record is tested at 2 epsilon (:func:`dpaudit.zoo.entry.tested_claim`).  The
-synthesizers draw from NumPy's and Python's global generators; both are seeded from the
-trial's stream, so trials are reproducible.
+synthesizers' query selection and sampling draw from NumPy's and Python's global generators,
+seeded from the trial's stream, but their Laplace noise comes from OpenDP's ``make_laplace``
+(its own generator): trials are not reproducible from the seed (``randomness="library"``);
+the bounds stay valid (each trial is an independent run).
 
 Finding (``MWEM-categories``): the synthesizer's preprocessing learns each categorical
 column's categories from the private data without noise (``LabelTransformer._fit``, inferred
@@ -127,9 +129,9 @@ def entries() -> list[ZooEntry]:
                  (new,), "MWEMSynthesizer(epsilon=1).fit(categorical_columns=...), 3 "
                  "categorical columns, 50 synthetic rows",
                  scores=(ColumnCount(0, 1), RowCount((1, 1, 1))), trials_scale=0.1,
-                 adjacency="unstated", cause=_CATEGORIES),
+                 adjacency="unstated", randomness="library", cause=_CATEGORIES),
         ZooEntry("smartnoise-synth/MWEM", LIB, Synth("mwem", 1.0), 1.0, 0.0, (same,),
                  "MWEMSynthesizer(epsilon=1), same categories on both sides, 50 synthetic "
                  "rows", scores=(RowCount(target), ColumnCount(2, 0)), trials_scale=0.1,
-                 adjacency="unstated"),
+                 adjacency="unstated", randomness="library"),
     ]
