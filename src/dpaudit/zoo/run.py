@@ -206,9 +206,9 @@ def markdown(run: ZooRun, *, command: str) -> str:
         "the trade-off curve every rho-zCDP mechanism satisfies (dpaudit.curves.zcdp), not a "
         "converted epsilon.  \"detects\" is the row's power (dpaudit.zoo.power): the smallest "
         "output set of probability p under one data set and 0 under the other, and the "
-        "smallest randomized-response epsilon', that this audit's trials and confidence put "
-        "above the tested claim at their expected counts; a violation smaller than that can "
-        "pass as \"no violation found\".",
+        "smallest randomized-response epsilon', that this audit's trials (about half on each "
+        "data set) and confidence put above the tested claim at their expected counts; a "
+        "violation smaller than that can pass as \"no violation found\".",
         "",
     ]
     groups = sorted({r.key.split("/")[0] for r in run.results} & set(VENVS))
