@@ -8,8 +8,9 @@
    suffices; a real audit fixes its budget in advance.)
 2. False-violation rate: the zoo's two-phase audit on known-correct mechanisms (dpaudit's
    simulators, diffprivlib's Laplace and Geometric, PipelineDP's VARIANCE on [0, 10] with the
-   joint-tail score, OpenDP's and PyDP's Laplace under the precision score) over many seeds,
-   each at confidence 0.99; a correct procedure flags at most 1% of the seeds.
+   joint-tail score, OpenDP's and PyDP's Laplace and OpenDP's Gaussian under the precision
+   score, the rho-zCDP controls audited in rho) over many seeds, each at confidence 0.99; a
+   correct procedure flags at most 1% of the seeds.
 
 Needs the zoo extra (``.venv-zoo``, ``make zoo-test`` builds it); without diffprivlib only
 part 2 on the simulators runs.

@@ -111,13 +111,14 @@ def test_logistic_regression_releases_the_label_set():
 
 @pytest.mark.slow
 def test_logistic_regression_blackbox_bound_with_located_cause():
-    r = audit_entry(E["diffprivlib/LogisticRegression-classes"], trials=1200, seed=0,
+    r = audit_entry(E["diffprivlib/LogisticRegression-classes"], trials=2400, seed=0,
                     confidence=0.99)
-    # 120 runs each, TPR 1, FPR 0: log(0.951 / 0.0487) = 2.97 > the tested 2 x 1
+    # 2400 x 0.05 = 120 trials, about 60 on each data set (a secret bit per trial), TPR 1,
+    # FPR 0: log(0.905 / 0.095) = 2.25 at 60 / 60 > the tested 2 x 1
     assert r.tested_epsilon == 2.0 and r.tpr == 1.0 and r.fpr == 0.0
     assert r.verdict == "violation"
     assert r.cause == "diffprivlib/models/logistic_regression.py:227"
-    assert r.epsilon_lb > 2.5
+    assert r.epsilon_lb > 2.0
 
 
 @pytest.mark.slow

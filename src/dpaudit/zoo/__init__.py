@@ -25,6 +25,7 @@ LIBRARIES: dict[str, tuple[str, str]] = {
     "python-dp": ("dpaudit.zoo.pydp_zoo", "pydp"),
     "pipeline-dp": ("dpaudit.zoo.pipelinedp_zoo", "pipeline_dp"),
     "smartnoise-sql": ("dpaudit.zoo.smartnoise_zoo", "snsql"),
+    "smartnoise-synth": ("dpaudit.zoo.synth_zoo", "snsynth"),
 }
 
 

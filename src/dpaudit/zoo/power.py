@@ -2,9 +2,10 @@
 
 A zoo entry's final audit is the Clopper-Pearson bound of the (epsilon, delta) privacy region
 at one threshold fixed in advance (:mod:`dpaudit.zoo.audit`; Hypothesis Interpretation,
-Eqs. 13-16).  With n trials per data set and confidence c, two violations of an
-(epsilon, delta) claim are the extreme shapes a bug takes, and each has a smallest size the
-audit detects:
+Eqs. 13-16).  With n runs on each data set (the final audit draws a secret bit per trial, so
+about half of its trials run on each side: :func:`dpaudit.zoo.audit.audit_entry` passes
+n = trials // 2) and confidence c, two violations of an (epsilon, delta) claim are the
+extreme shapes a bug takes, and each has a smallest size the audit detects:
 
 * **an output set of mass p under one data set and 0 under the other** (a precision or
   control-flow leak: ``P0(S) - e^eps P1(S) = p > delta`` breaks the claim for every eps).
