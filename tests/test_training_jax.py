@@ -163,14 +163,19 @@ def test_flaw_is_detected(flaw: str, mechanism: str) -> None:
 def test_correct_training_is_never_flagged(mechanism: str, threat: str) -> None:
     """Monte Carlo false-violation check of the default path, 3 seeds per configuration (the
     benchmark runs 20): the verdict's null (the claim's DP-SGD family) is valid for
-    the claim, so a violation has probability <= 5% per run; at these settings the bounds sit far
-    below the claim."""
+    the claim, so a violation has probability <= 5% per run."""
     canary = "input" if threat == "black_box" else "gradient"
+    flagged = []
     for seed in range(3):
         a = train_audit_jax(JaxTrainingConfig(mechanism=mechanism, threat=threat,
                                               canary=canary, seed=seed, **FLAWED))
-        assert not a.violation, (seed, a.verdict_result.epsilon, a.claimed_epsilon)
         assert a.configuration_errors == [], a.configuration_errors
+        flagged.append((seed, a.violation, a.verdict_result.epsilon, a.claimed_epsilon))
+    # each run is a level-0.05 test of a true null (the claim's own DP-SGD curve, tight in the
+    # middle of the trade-off): 2 or more violations of 3 has probability <= 0.0073
+    # (black box, seed 1 is one such 5% event: 39 of 50 guesses right, Bonferroni-adjusted
+    # p ~ 0.04; 1 of seeds 0-11)
+    assert sum(v for _, v, _, _ in flagged) <= 1, flagged
 
 
 @pytest.mark.slow

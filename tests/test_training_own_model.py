@@ -93,6 +93,8 @@ def test_steps_without_noise_are_reported_never_raised(low: float, note: str) ->
         bad["noise_multiplier"].message)
     assert bad["noise_multiplier"].weaker
     assert a.weaker_run == [bad["noise_multiplier"].message, bad["released_noise"].message]
+    # a run that did less than its claim is a violation, whatever the statistics say
+    assert a.violation and a.to_audit().falsified_by == tuple(a.weaker_run)
     # the released noise, read on the canaries' coordinates, names the same steps
     assert bad["released_noise"].message.count("10 step(s) released less noise") == 1
     assert a.accountant_epsilon is None and note in a.accountant_note

@@ -38,7 +38,8 @@ from dpaudit.curves.families import DEFAULT_FAMILY, Family, claim_family, resolv
 from dpaudit.registry import ASSUMPTIONS, check_assumptions
 from dpaudit.validation import check_choice, check_delta, check_nonnegative
 
-__all__ = ["Claim", "RELATIONS", "DPSGDParams", "falsified_by", "FALSIFYING_CHECKS"]
+__all__ = ["Claim", "RELATIONS", "DPSGDParams", "falsified_by", "FALSIFYING_CHECKS",
+           "FALSIFYING_STATISTICAL_CHECKS"]
 
 #: neighbouring relations a claim may be stated under
 RELATIONS = ("add_remove", "replace_one", "zero_out")
@@ -231,29 +232,45 @@ class _CurveFamily:
 #: claim checks whose failure in one direction shows the run did LESS than the claim:
 #: check name -> (observed value > claimed value) falsifies (True) or (observed < claimed)
 FALSIFYING_CHECKS = {"steps": True, "noise_multiplier": False, "sampling_rate": True}
+#: statistical claim checks whose failure refutes the claim: the released noise read on the
+#: canaries' coordinates below the claim's sigma C (``dpaudit.canaries.noise``, false-alarm
+#: probability at most 1e-6 on a run that adds the claimed noise, far below any verdict's level)
+FALSIFYING_STATISTICAL_CHECKS = ("released_noise",)
 
 
 def falsified_by(checks: Iterable[Any]) -> tuple[str, ...]:
     """The failed claim checks (``dpaudit.canaries.ClaimCheck``: name, ok, claimed,
-    observed, message) that deterministically falsify the claim: the run took more steps,
-    used less noise (any optimizer group below the claimed sigma) or sampled at a larger rate
-    than the claim accounts for.  Other configuration errors (clip norm, fixed-size batches,
-    normalisation, noise strategy) are reported as such but decide nothing by themselves:
-    they do not say by themselves which way the privacy moved."""
+    observed, message, weaker) that falsify the claim: the run took more steps, used less
+    noise (any optimizer group or step below the claimed sigma, sigma = 0 included) or
+    sampled at a larger rate than the claim accounts for, or the noise it released was
+    below the claim's (the released-noise check, see ``FALSIFYING_STATISTICAL_CHECKS``).
+    Other configuration errors (clip norm, fixed-size batches, normalisation, noise strategy)
+    are reported as such but decide nothing by themselves: they do not say by themselves
+    which way the privacy moved."""
     out = []
     for c in checks:
         name = getattr(c, "name", None)
-        if getattr(c, "ok", True) or name not in FALSIFYING_CHECKS:
+        if getattr(c, "ok", True):
+            continue
+        message = str(getattr(c, "message", name))
+        if name in FALSIFYING_STATISTICAL_CHECKS:
+            if getattr(c, "weaker", False):
+                out.append(message)
+            continue
+        if name not in FALSIFYING_CHECKS:
             continue
         claimed = getattr(c, "claimed", None)
         observed = getattr(c, "observed", None)
         values = observed if isinstance(observed, (list, tuple)) else [observed]
+        if claimed is None or any(v is None for v in values):
+            continue
         try:
-            cl = float(claimed)  # type: ignore[arg-type]
-            vs = [float(v) for v in values]
+            cl = float(claimed)
+            vs = [float(v) for v in values if v is not None]
         except (TypeError, ValueError):
             continue
         more = FALSIFYING_CHECKS[name]
-        if any((v > cl) if more else (v < cl) for v in vs):
-            out.append(str(getattr(c, "message", name)))
+        # NaN (an unreadable sigma) counts as less noise
+        if any((v > cl) if more else not (v >= cl) for v in vs):
+            out.append(message)
     return tuple(out)

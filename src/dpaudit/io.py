@@ -29,9 +29,9 @@ import math
 import os
 import stat
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import IO
+from typing import IO, Any, cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -319,8 +319,8 @@ def check_no_text_scores(values: object, column: str, source: str) -> None:
     if a is not None and a.dtype.kind in "US":
         bad: object = a.reshape(-1)[0] if a.size else ""
     else:
-        flat = a.reshape(-1) if a is not None else values
-        bad = next((v for v in flat if isinstance(v, (str, bytes))), None)  # type: ignore[union-attr]
+        flat: Iterable[Any] = a.reshape(-1) if a is not None else cast(list[Any], values)
+        bad = next((v for v in flat if isinstance(v, (str, bytes))), None)
         if bad is None:
             return
     raise ValueError(f"{source}: column {column!r} holds text ({str(bad)[:40]!r}); scores in "

@@ -102,7 +102,7 @@ def risk_figures(card: RiskCard) -> dict[str, dict[str, Any]]:
     bound (with the prior's best guess), against epsilon; inverse answers marked."""
     eps = [r["epsilon"] for r in card.curve]
     c = f"{100 * card.confidence:g}%"
-    people = {"data": [
+    people: dict[str, Any] = {"data": [
         {"type": "scatter", "mode": "lines", "x": _r(eps), "y": _r(r["v_ub"] for r in card.curve),
          "name": f"v_UB: at most this many, with {c} confidence",
          "line": {"color": COLORS["bound"], "width": 2, "shape": "hv"}},
@@ -115,7 +115,7 @@ def risk_figures(card: RiskCard) -> dict[str, dict[str, Any]]:
         "layout": _layout(f"People attacked successfully, of {card.targets:,}", "epsilon",
                           "people")}
     people["layout"]["yaxis"]["range"] = [0, card.targets * 1.04]
-    one = {"data": [
+    one: dict[str, Any] = {"data": [
         {"type": "scatter", "mode": "lines", "x": _r(eps), "y": _r(r["success_bound"]
                                                                   for r in card.curve),
          "name": "success bound (any attack, one person)",

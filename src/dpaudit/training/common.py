@@ -116,10 +116,13 @@ class TrainingAuditOutcome:
 
     @property
     def weaker_run(self) -> list[str]:
-        """The failed claim checks that show the run gave *less* privacy than the claim
-        (``ClaimCheck.weaker``: less noise, more steps, a larger clip norm) -- each refutes
-        the claim on its own, before any statistics."""
-        return [c.message for c in self.checks if not c.ok and getattr(c, "weaker", False)]
+        """The failed claim checks that show the run gave *less* privacy than the claim (less
+        noise, more steps, a larger sampling rate, released noise below the claim's) -- each
+        refutes the claim on its own and makes the audit a violation
+        (:func:`dpaudit.claim.falsified_by`, the one rule)."""
+        from dpaudit.claim import falsified_by
+
+        return list(falsified_by(self.checks))
 
     @property
     def verdict_result(self) -> Any:
