@@ -47,7 +47,7 @@ COVERAGE_NOTES = (
     "2 epsilon, VAR 3 epsilon); this is documented (PrivateReader.get_privacy_cost) and the "
     "zoo's claims are those costs, not a violation.",
     "The precision attack was run on every float noise sampler of the zoo's libraries "
-    "(benchmarks/zoo_precision.py, 3000 draws per value): diffprivlib's Laplace, "
+    "(studies/zoo_precision.py, 3000 draws per value): diffprivlib's Laplace, "
     "LaplaceBoundedDomain, LaplaceBoundedNoise, Staircase, Gaussian and GaussianAnalytic "
     "separate values 0 and 1 (the *-precision entries; LaplaceTruncated and LaplaceFolded "
     "call Laplace.randomise, the Laplace-precision line, and leave outputs in (-1/2, 1/2) "

@@ -1,9 +1,9 @@
 """Detection on users' own models: flaws x model kinds, Opacus, default canaries.
 
-    PYTHONPATH=src python benchmarks/training_own_models.py --seeds 3 \
-        --out benchmarks/out/own_models.jsonl
-    PYTHONPATH=src python benchmarks/training_own_models.py --summary \
-        --out benchmarks/out/own_models.jsonl
+    PYTHONPATH=src python studies/training_own_models.py --seeds 3 \
+        --out studies/out/own_models.jsonl
+    PYTHONPATH=src python studies/training_own_models.py --summary \
+        --out studies/out/own_models.jsonl
 
 Each run: the user's model through ``PrivacyEngine.make_private`` (Poisson loader, sigma = 1,
 C = 1, SGD), ``GradientCanaries.for_model`` with its defaults (spread canaries with
@@ -180,7 +180,7 @@ def main() -> None:
     ap.add_argument("--cases", nargs="*", default=list(CASES))
     ap.add_argument("--canaries", type=int, default=200)
     ap.add_argument("--epochs", type=int, default=5)
-    ap.add_argument("--out", type=Path, default=Path("benchmarks/out/own_models.jsonl"))
+    ap.add_argument("--out", type=Path, default=Path("studies/out/own_models.jsonl"))
     ap.add_argument("--summary", action="store_true")
     args = ap.parse_args()
     if args.summary:

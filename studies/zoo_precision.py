@@ -21,7 +21,7 @@ SmartNoise SQL draws with OpenDP's ``make_laplace`` / ``make_gaussian`` and Pipe
 PyDP's mechanisms (``snsql/sql/_mechanisms``, ``pipeline_dp/dp_computations.py``), so their
 rows are OpenDP's and PyDP's.
 
-    .venv-zoo/bin/python benchmarks/zoo_precision.py [--draws 3000]
+    .venv-zoo/bin/python studies/zoo_precision.py [--draws 3000]
 """
 
 from __future__ import annotations
