@@ -31,6 +31,7 @@ from dpaudit.training.lm.canaries import (  # noqa: E402
     exposure,
     insert_canaries,
     make_sequence_canaries,
+    reserved_token_canaries,
     reserved_token_plan,
     sequence_scores,
 )
@@ -41,5 +42,6 @@ from dpaudit.training.lm.trainer import LMConfig, LMRun, train_lm_with_canaries 
 __all__ = ["LMConfig", "LMRun", "train_lm_with_canaries", "train_audit_lm", "lm_audit_dict",
            "SEQUENCE_KINDS", "SequenceCanaries", "add_canary_tokens", "exposure",
            "insert_canaries", "make_sequence_canaries", "reserved_token_plan",
+           "reserved_token_canaries",
            "sequence_scores", "LM_FLAWS", "NoiseProbe", "LMShape", "add_lora", "make_lm",
            "pretrain"]

@@ -49,6 +49,7 @@ from dpaudit.training.lm.model import input_embedding, sequence_losses
 from dpaudit.validation import check_choice, check_count
 
 __all__ = ["SEQUENCE_KINDS", "LM_SHAPES", "silent_activity", "reserved_token_plan",
+           "reserved_token_canaries",
            "SequenceCanaries", "make_sequence_canaries", "sequence_scores",
            "add_canary_tokens", "insert_canaries", "exposure"]
 
@@ -100,6 +101,28 @@ def reserved_token_plan(params: list[nn.Parameter], model: nn.Module, token_ids:
     layout = Layout.from_sizes([p.numel() for p in params])
     return plan_gradient_canaries(layout, act, n, sampling_rate=sampling_rate, rng=rng,
                                   shapes=shapes, scale=scale, spread=1, per_tensor=1)
+
+
+def reserved_token_canaries(model: nn.Module, token_ids: np.ndarray, n: int, *,
+                            sampling_rate: float, max_grad_norm: float, seed: int = 0,
+                            shapes: str = "dirac", unused_positions: np.ndarray | None = None,
+                            scale: float = 1000.0) -> Any:
+    """n white-box canaries on the reserved tokens' rows of ``model`` (a user's Hugging Face
+    model or ours), ready to ``attach`` to an Opacus ``DPOptimizer``: a
+    :class:`dpaudit.training.canaries.GradientCanaries` with the plan of
+    :func:`reserved_token_plan` (bits and placement from ``seed``, purpose "lm_canaries").
+    Call before or after ``make_private`` (the parameters are the same tensors)."""
+    from dpaudit.randomness import seed_sequence
+    from dpaudit.training.canaries import GradientCanaries
+    from dpaudit.training.models import trainable_parameters
+
+    params = trainable_parameters(model)
+    rng = np.random.default_rng(seed_sequence(seed, "lm_canaries"))
+    plan = reserved_token_plan(params, model, token_ids, n, sampling_rate=sampling_rate,
+                               rng=rng, shapes=shapes, unused_positions=unused_positions,
+                               scale=scale)
+    return GradientCanaries(params, sampling_rate=sampling_rate, max_grad_norm=max_grad_norm,
+                            scale=scale, seed=seed, plan=plan)
 
 
 @dataclass(frozen=True, eq=False)

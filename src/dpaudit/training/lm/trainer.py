@@ -184,12 +184,14 @@ def _split_params(model: torch.nn.Module, params: list, flaw: str | None
     return dp, plain, 0.0
 
 
-def train_lm_with_canaries(config: LMConfig, *, on_step: Callable[[int], None] | None = None
-                           ) -> LMRun:
+def train_lm_with_canaries(config: LMConfig, *, on_step: Callable[[int], None] | None = None,
+                           plant: bool = True) -> LMRun:
     """Pre-train (cached), fine-tune with DP-SGD and canaries, score; see module docstring.
     Randomness: model init of the fine-tuning run's adapters, canary plan and bits, Opacus's
     noise and Poisson sampler, all from ``config.seed`` (purposes "lm_training",
-    "lm_canaries"); the public pre-trained model is the same for every seed."""
+    "lm_canaries"); the public pre-trained model is the same for every seed.
+    ``plant=False`` trains the same run without the white-box canaries and the noise probe
+    (the baseline of ``benchmarks/lm.py overhead``; the scores are then empty)."""
     from opacus import GradSampleModule
     from opacus.accountants import PRVAccountant
     from opacus.data_loader import DPDataLoader
@@ -242,9 +244,10 @@ def train_lm_with_canaries(config: LMConfig, *, on_step: Callable[[int], None] |
             expected_batch_size=expected_b, loss_reduction="mean", generator=noise_gen)
         accountant = PRVAccountant()
         opt.attach_step_hook(accountant.get_optimizer_hook_fn(sample_rate=cfg.sampling_rate))
-        probe = NoiseProbe(input_embedding(model), probe_token, steps=cfg.steps).attach(opt)
+        probe = (NoiseProbe(input_embedding(model), probe_token, steps=cfg.steps).attach(opt)
+                 if plant else None)
         planter = None
-        if cfg.canary == "gradient":
+        if cfg.canary == "gradient" and plant:
             unused = np.arange(cfg.length, 2 * cfg.length) if cfg.finetune == "full" else None
             plan = reserved_token_plan(params, model, canary_tokens, cfg.canaries,
                                        sampling_rate=cfg.sampling_rate, rng=rng,
@@ -298,7 +301,9 @@ def train_lm_with_canaries(config: LMConfig, *, on_step: Callable[[int], None] |
             "heldout_loss_finetuned": float(sequence_losses(model, held).mean()),
             "finetune_sequences": int(split.finetune.shape[0]),
         }
-        if planter is not None:
+        if not plant:
+            score, bits = np.zeros(0), np.zeros(0, dtype=bool)
+        elif planter is not None:
             score = (planter.white_box_scores(cfg.score) if cfg.threat == "white_box"
                      else planter.last_iterate_scores())
             bits = planter.bits
@@ -309,7 +314,7 @@ def train_lm_with_canaries(config: LMConfig, *, on_step: Callable[[int], None] |
             bits = seq.bits
             lm_info["canary_design"] = f"{cfg.sequence_kind} sequences"
             lm_info["secret_length"] = cfg.secret_length
-        lm_info["exposure"] = exposure(bits, score)
+        lm_info["exposure"] = exposure(bits, score) if plant else {}
     finally:
         torch.set_num_threads(prev_threads)
     facts = RunFacts(steps=step, noise_multipliers=tuple(dict.fromkeys(sigmas)),
@@ -320,4 +325,5 @@ def train_lm_with_canaries(config: LMConfig, *, on_step: Callable[[int], None] |
     return LMRun(member=np.asarray(bits, dtype=bool), score=np.asarray(score, float),
                  steps=step, expected_batch_size=expected_b, test_accuracy=acc,
                  seconds=time.perf_counter() - start, config=cfg, facts=facts,
-                 accountant=accountant, probe=probe.check(), lm=lm_info)
+                 accountant=accountant, probe=None if probe is None else probe.check(),
+                 lm=lm_info)
