@@ -37,8 +37,10 @@ TINY = dict(data="synthetic", pretrain_steps=5, steps=8, sampling_rate=0.05, can
 def runs() -> dict:
     torch.set_num_threads(1)
     out = {}
-    for name, kw in {"correct": {}, "outside": {"flawed": "embedding_outside_dp"},
+    for name, kw in {"correct": {}, "outside": {"flawed": "embedding_outside_dp",
+                                                "sampling_rate": 0.1, "steps": 10},
                      "skipped": {"flawed": "skipped_noise"},
+                     "head": {"flawed": "head_outside_dp"},
                      "lora": {"finetune": "lora", "canaries": 100}}.items():
         out[name] = train_audit_lm(LMConfig(**{**TINY, **kw}))
     return out
@@ -77,8 +79,13 @@ def test_correct_full_fine_tuning_is_not_flagged(runs):
 @pytest.mark.slow
 def test_embedding_outside_the_dp_optimizer_is_caught(runs):
     a = runs["outside"]
-    # the canaries' rows are trained without clipping or noise: readings of 1000 C
-    assert a.violation and a.results[0].epsilon > 2 * a.claimed_epsilon
+    # the canaries on the embedding rows are trained without clipping or noise: each sampled
+    # step reads exactly 1000 C (scale), an LR score near 1000 / sigma^2; about 2/3 of the
+    # canaries sit on those rows (the rest on unused positions) and a member is sampled
+    # w.p. 1 - 0.9^10 = 0.65
+    s = a.observations.score[a.observations.member]
+    assert (s > 900).mean() > 0.25 and (a.observations.score[~a.observations.member] < 50).all()
+    assert a.violation and a.results[0].epsilon > a.claimed_epsilon
     assert any("noise measured" in m for m in a.configuration_errors)
 
 
@@ -87,7 +94,14 @@ def test_skipped_noise_is_measured_on_the_probe_row(runs):
     a = runs["skipped"]
     (msg,) = [m for m in a.configuration_errors if "noise measured" in m]
     # noise skipped on every 4th of 8 steps: steps 4 and 8
-    assert "at 2 of 8 steps (first at step 4" in msg
+    assert "at 2 of 8 steps (first at step 4;" in msg
+
+
+@pytest.mark.slow
+def test_lm_head_outside_the_dp_optimizer_shows_no_noise(runs):
+    # the head's probe row carries only the (tiny) real gradient: below any chi^2 floor
+    a = runs["head"]
+    assert any("noise measured" in m and "at 8 of 8 steps" in m for m in a.configuration_errors)
 
 
 @pytest.mark.slow

@@ -53,7 +53,7 @@ __all__ = ["SEQUENCE_KINDS", "LM_SHAPES", "silent_activity", "reserved_token_pla
            "SequenceCanaries", "make_sequence_canaries", "sequence_scores",
            "add_canary_tokens", "insert_canaries", "exposure"]
 
-SEQUENCE_KINDS = ("new_token", "rare_token", "random")
+SEQUENCE_KINDS = ("new_token", "new_token_key", "rare_token", "random")
 LM_SHAPES = ("dirac", "tensors")
 _PRINTABLE = np.arange(32, 127)
 
@@ -161,10 +161,20 @@ def make_sequence_canaries(kind: str, n: int, prefixes: np.ndarray, *,
         raise ValueError(f"secret_length must be below the sequence length {length}; got {k}")
     bits = draw_bits(n, rng)
     ids = pool[rng.integers(0, pool.shape[0], size=n)].copy()
+    if kind == "new_token_key":
+        if reserved_tokens is None or len(reserved_tokens) < n:
+            raise ValueError(f"new_token canaries need one reserved token each ({n}); got "
+                             f"{0 if reserved_tokens is None else len(reserved_tokens)}")
+        ids[:] = pool[rng.integers(0, pool.shape[0])]        # one shared text
+        ids[:, :k] = np.asarray(reserved_tokens)[:n, None]   # keyed by the canary's token
+        mask = np.zeros(ids.shape, dtype=bool)
+        mask[:, k:] = True
+        return SequenceCanaries(torch.from_numpy(ids), torch.from_numpy(mask), bits, kind)
     if kind == "new_token":
         if reserved_tokens is None or len(reserved_tokens) < n:
             raise ValueError(f"new_token canaries need one reserved token each ({n}); got "
                              f"{0 if reserved_tokens is None else len(reserved_tokens)}")
+        ids[:] = pool[rng.integers(0, pool.shape[0])]        # one shared prefix
         secret = np.repeat(np.asarray(reserved_tokens)[:n, None], k, axis=1)
     elif kind == "rare_token":
         if byte_counts is None:

@@ -19,13 +19,12 @@
 
 What catches what (docs/llm.md): the white-box canaries on reserved rows see the first
 (unclipped, noiseless readings) and per-layer clipping (``shapes="tensors"``); the noise probe
-(:class:`NoiseProbe`) measures the noise actually added on a silent row at every step; the claim
+(:class:`NoiseProbe`) measures the noise actually added on a reserved token's rows of the input
+embedding and of the LM head at every step (it sees the head outside DP); the claim
 checks (:func:`dpaudit.canaries.check_claim`) compare steps and batch sizes with the claim.
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 from opacus.optimizers import DPOptimizer
@@ -71,21 +70,26 @@ def lm_optimizer_class(flaw: str | None) -> type[DPOptimizer]:
 
 
 class NoiseProbe:
-    """The noise actually added, measured at every step on k silent coordinates (a reserved
-    token's embedding row that no example and no canary touches).
+    """The noise actually added, measured at every step on silent or nearly silent rows: the
+    row of a reserved token that no example and no canary uses, in each probed parameter
+    (the input embedding, where no real gradient reaches it, and the LM head, where the
+    softmax adds a small real gradient).
 
-    There the released clipped sum is pure noise: y_t = p.grad * B / C ~ sigma N(0, I_k) under
-    the claim, so S_t = |y_t|^2 / sigma^2 ~ chi^2_k.  A step is flagged when S_t falls below
-    the chi^2_k quantile at PROBE_ALPHA / T (Bonferroni over the T planned steps): a correct
-    run is flagged with probability at most PROBE_ALPHA.  The check is deterministic in
-    spirit (a configuration error, like the claim checks), never an epsilon bound.
+    On such a row the released clipped sum is y_t = g_t + sigma Z (in units of C: p.grad * B /
+    C), with g_t the real gradient (0 on the input row), so S_t = |y_t|^2 / sigma^2 is
+    chi^2_k under the claim, or noncentral chi^2_k -- stochastically larger -- when g_t != 0.
+    A step is flagged when S_t falls below the chi^2_k quantile at PROBE_ALPHA / (T m)
+    (Bonferroni over the T planned steps and m probed rows): a correct run is flagged with
+    probability at most PROBE_ALPHA.  A parameter trained outside the DP optimizer shows its
+    bare real gradient there (no noise: flagged); a skipped noise step shows 0.  A
+    configuration error like the claim checks, never an epsilon bound.
     """
 
-    def __init__(self, param: object, row: int, *, steps: int) -> None:
-        self.param = param
+    def __init__(self, params: list, row: int, *, steps: int) -> None:
+        self.params = [p for p in params if getattr(p, "requires_grad", False)]
         self.row = int(row)
         self.steps = max(1, int(steps))
-        self.ratios: list[float] = []
+        self.ratios: list[list[float]] = []
 
     def attach(self, optimizer: DPOptimizer) -> NoiseProbe:
         previous = optimizer.step_hook
@@ -102,25 +106,34 @@ class NoiseProbe:
         return self
 
     def _record(self, opt: DPOptimizer) -> None:
-        g = getattr(self.param, "grad", None)
-        if g is None:
-            self.ratios.append(0.0)
-            return
         unit = float(opt.expected_batch_size) if opt.loss_reduction == "mean" else 1.0
-        y = g[self.row].detach().double().cpu().numpy() * unit / float(opt.max_grad_norm)
-        self.ratios.append(float(np.sum(y * y)) / max(float(opt.noise_multiplier), 1e-300) ** 2)
+        sigma = max(float(opt.noise_multiplier), 1e-300)
+        row = []
+        for p in self.params:
+            g = p.grad
+            if g is None:
+                row.append(0.0)
+                continue
+            y = g[self.row].detach().double().cpu().numpy() * unit / float(opt.max_grad_norm)
+            row.append(float(np.sum(y * y)) / sigma ** 2)
+        self.ratios.append(row)
 
     def check(self) -> ClaimCheck:
         """The claim check: every step's measured noise consistent with sigma."""
         from scipy.stats import chi2
 
-        k = int(np.prod(self.param.shape[1:]))
-        floor = float(chi2.ppf(PROBE_ALPHA / self.steps, k))
-        r = np.asarray(self.ratios)
-        low = np.flatnonzero(r < floor)
-        sigma_rel = float(math.sqrt(max(r.min(), 0.0) / k)) if r.size else float("nan")
-        msg = (f"noise measured on a silent row was below the claim's noise multiplier at "
-               f"{low.size} of {r.size} steps (first at step {int(low[0]) + 1}; smallest "
-               f"measured/claimed noise {sigma_rel:.3g}): noise skipped or lowered"
-               if low.size else "noise measured on a silent row matches the claim at every step")
-        return ClaimCheck("noise_measured", low.size == 0, 1.0, sigma_rel, msg)
+        if not self.params or not self.ratios:
+            return ClaimCheck("noise_measured", True, 1.0, None, "no step to measure")
+        m = len(self.params)
+        k = np.array([int(np.prod(p.shape[1:])) for p in self.params])
+        floor = chi2.ppf(PROBE_ALPHA / (self.steps * m), k)
+        r = np.asarray(self.ratios)                                  # (steps, m)
+        low_steps = np.flatnonzero((r < floor).any(axis=1))
+        rel = float(np.sqrt(np.maximum(r, 0.0) / k).min())
+        msg = (f"noise measured on silent rows was below the claim's noise multiplier at "
+               f"{low_steps.size} of {r.shape[0]} steps (first at step "
+               f"{int(low_steps[0]) + 1 if low_steps.size else 0}; smallest measured/claimed "
+               f"noise {rel:.3g}): noise skipped or lowered, or a parameter outside the DP "
+               f"optimizer" if low_steps.size
+               else "noise measured on silent rows matches the claim at every step")
+        return ClaimCheck("noise_measured", low_steps.size == 0, 1.0, rel, msg)

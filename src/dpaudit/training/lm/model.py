@@ -22,7 +22,7 @@ with (B, L) ones and fails).
 from __future__ import annotations
 
 import copy
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -33,7 +33,8 @@ from torch.nn import functional as F
 from dpaudit.validation import check_count, check_positive
 
 __all__ = ["LMShape", "make_lm", "position_ids", "lm_loss", "sequence_losses", "pretrain",
-           "add_lora", "next_token_accuracy", "input_embedding", "output_embedding"]
+           "add_lora", "next_token_accuracy", "input_embedding", "output_embedding",
+           "init_new_tokens"]
 
 
 @dataclass(frozen=True)
@@ -180,5 +181,15 @@ def add_lora(model: nn.Module, rank: int = 4) -> nn.Module:
     return peft_model
 
 
-def shape_dict(shape: LMShape) -> dict[str, int]:
-    return asdict(shape)
+@torch.no_grad()
+def init_new_tokens(model: nn.Module, token_ids: np.ndarray) -> None:
+    """Set the rows of the new tokens ``token_ids`` in the input and output embeddings to the
+    mean of the other rows (the usual initialisation of added tokens, e.g. transformers'
+    ``mean_resizing``, without its random spread).  Identical rows make canaries keyed by
+    different new tokens exchangeable before training, so that in the final model they
+    differ only by what training -- the canary itself and the DP noise -- did to them."""
+    ids = torch.as_tensor(np.asarray(token_ids), dtype=torch.long)
+    for w in (input_embedding(model), output_embedding(model)):
+        keep = torch.ones(w.shape[0], dtype=torch.bool)
+        keep[ids] = False
+        w[ids] = w[keep].mean(dim=0)

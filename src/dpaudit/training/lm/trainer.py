@@ -48,6 +48,7 @@ from dpaudit.training.lm.flaws import (
 from dpaudit.training.lm.model import (
     LMShape,
     add_lora,
+    init_new_tokens,
     input_embedding,
     lm_loss,
     next_token_accuracy,
@@ -213,6 +214,7 @@ def train_lm_with_canaries(config: LMConfig, *, on_step: Callable[[int], None] |
         canary_tokens = reserved[:-1]
         base = pretrain(shape, cfg.data, cfg.length, steps=cfg.pretrain_steps,
                         device=cfg.device)
+        init_new_tokens(base, reserved)
         reference = copy.deepcopy(base).eval()
         if cfg.flawed == "head_outside_dp" and cfg.finetune == "lora":
             output_embedding(base).requires_grad_(True)
@@ -244,8 +246,8 @@ def train_lm_with_canaries(config: LMConfig, *, on_step: Callable[[int], None] |
             expected_batch_size=expected_b, loss_reduction="mean", generator=noise_gen)
         accountant = PRVAccountant()
         opt.attach_step_hook(accountant.get_optimizer_hook_fn(sample_rate=cfg.sampling_rate))
-        probe = (NoiseProbe(input_embedding(model), probe_token, steps=cfg.steps).attach(opt)
-                 if plant else None)
+        probe = (NoiseProbe([input_embedding(model), output_embedding(model)], probe_token,
+                            steps=cfg.steps).attach(opt) if plant else None)
         planter = None
         if cfg.canary == "gradient" and plant:
             unused = np.arange(cfg.length, 2 * cfg.length) if cfg.finetune == "full" else None
