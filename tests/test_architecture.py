@@ -20,7 +20,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 ROOT = SRC / "dpaudit"
-HEAVY = ("torch", "opacus", "jax", "jaxlib", "flax", "optax", "ray")
+HEAVY = ("torch", "opacus", "jax", "jaxlib", "flax", "optax", "ray", "transformers", "peft")
 
 
 def _module_name(path: Path) -> str:
@@ -103,6 +103,7 @@ CORE = sorted(m for m in PATHS if not _in(m, "dpaudit.cli", "dpaudit.papers", "d
 
 #: (module prefix, heavy frameworks it may import)
 HEAVY_ALLOWED = (
+    ("dpaudit.training.lm", ("torch", "opacus", "transformers", "peft")),
     ("dpaudit.training", ("torch", "opacus", "jax", "jaxlib", "flax", "optax")),
     ("dpaudit.engine.executors", ("ray",)),
 )

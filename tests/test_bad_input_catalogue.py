@@ -607,7 +607,13 @@ def cli_cases() -> list[tuple[str, list[str]]]:
                          ("jax --model cnn", ["--framework", "jax", "--model", "cnn"]),
                          ("jax --bands 1", ["--framework", "jax", "--mechanism", "bandmf",
                                             "--bands", "1"]),
-                         ("jax --flawed bogus", ["--framework", "jax", "--flawed", "bogus"])):
+                         ("jax --flawed bogus", ["--framework", "jax", "--flawed", "bogus"]),
+                         ("--finetune (not lm)", ["--finetune", "lora"]),
+                         ("lm --finetune bogus", ["--model", "lm", "--finetune", "bogus"]),
+                         ("lm --sequence-kind bogus", ["--model", "lm", "--threat", "black_box",
+                                                       "--sequence-kind", "bogus"]),
+                         ("lm --flawed mean_noise", ["--model", "lm", "--flawed",
+                                                     "mean_noise"])):
         cases.append((f"train-audit {label}", ["train-audit", *extra]))
     cases.append(("reproduce --size", ["reproduce", "bits-dpsgd", "--size", "huge"]))
     cases.append(("zoo --only bogus", ["zoo", "--only", "bogus"]))

@@ -42,6 +42,10 @@ Streams (the derivations are frozen: changing one changes every seeded result):
   (``GradientCanaries``): ``SeedSequence([seed, 0xCA7])``;
 * ``"example_canaries"`` -- the reserved-feature canary examples' plan
   (``ExampleCanaries.for_model``): ``SeedSequence([seed, 0xE8A])``.
+* ``"lm_training"`` -- a language-model fine-tuning run (:mod:`dpaudit.training.lm`: model
+  init, Opacus noise and sampler, the flaws' schedules): ``SeedSequence([seed, 0x1A77])``;
+* ``"lm_canaries"`` -- its canaries (reserved-token plan, bits, canary sequences):
+  ``SeedSequence([seed, 0x1AC4])``.
 * ``"zoo_search"`` -- the neighbour search of a zoo audit (:mod:`dpaudit.zoo.audit`): trial
   streams of the seed ``SeedSequence([seed, 0x2005]).generate_state(1, uint64) >> 1``, so the
   final audit's trials (the ``"trial"`` streams of ``seed``) never reuse them.
@@ -72,6 +76,8 @@ PURPOSES: dict[str, str] = {
     "input_canaries": "SeedSequence([seed, 0xB175])",
     "canary_sampling": "SeedSequence([seed, 0xCA7])",
     "example_canaries": "SeedSequence([seed, 0xE8A])",
+    "lm_training": "SeedSequence([seed, 0x1A77])",
+    "lm_canaries": "SeedSequence([seed, 0x1AC4])",
     "zoo_search": "trial streams of SeedSequence([seed, 0x2005]).generate_state(1, uint64) >> 1",
 }
 
@@ -80,7 +86,8 @@ TIE_BREAK_KEY = 0x74696562
 
 #: entropy tags of the purposes derived as SeedSequence([seed, tag]).
 _TAGS = {"training": 0x7A1, "jax_training": 0x4A58, "input_canaries": 0xB175,
-         "canary_sampling": 0xCA7, "example_canaries": 0xE8A, "zoo_search": 0x2005}
+         "canary_sampling": 0xCA7, "example_canaries": 0xE8A, "zoo_search": 0x2005,
+         "lm_training": 0x1A77, "lm_canaries": 0x1AC4}
 
 
 def as_rng(rng: np.random.Generator | int | None) -> np.random.Generator:

@@ -33,19 +33,67 @@ def _training_module() -> Any:
     return training
 
 
+#: defaults of the digits models and of ``--model lm`` (a CPU-tiny language model, see
+#: :class:`dpaudit.training.lm.LMConfig`): options left unset take the model's default
+_DEFAULTS = {"canaries": 1000, "noise_multiplier": 1.0, "sampling_rate": 0.05, "steps": 300,
+             "learning_rate": 2.0, "hidden": 256, "data": "digits", "shapes": "dirac"}
+_LM_DEFAULTS = {"canaries": 500, "noise_multiplier": 1.0, "sampling_rate": 0.01,
+                "steps": 100, "learning_rate": 0.5, "hidden": 64, "data": "pydoc",
+                "shapes": "dirac"}
+#: options of ``--model lm`` only (name -> the value that means "not given")
+_LM_ONLY = {"finetune": None, "sequence_kind": None, "pretrain_steps": None}
+
+
 def run_train_audit_observed(
         *, model: str = "mlp", canary: str = "gradient", threat: str | None = None,
-        canaries: int = 1000, noise_multiplier: float = 1.0, sampling_rate: float = 0.05,
-        steps: int = 300, max_grad_norm: float = 1.0, flawed: str | None = None, seed: int = 0,
-        delta: float = 1e-5, confidence: float = 0.95, learning_rate: float = 2.0,
-        hidden: int = 256, score: str = "lr", input_kind: str = "flip", progress: bool = False,
-        data: str = "digits", reserved: int = 0, shapes: str = "dirac",
-        claimed_steps: int | None = None, framework: str = "opacus", mechanism: str = "dpsgd",
-        bands: int = 4) -> tuple[dict[str, Any], Any]:
+        canaries: int | None = None, noise_multiplier: float | None = None,
+        sampling_rate: float | None = None, steps: int | None = None,
+        max_grad_norm: float = 1.0, flawed: str | None = None, seed: int = 0,
+        delta: float = 1e-5, confidence: float = 0.95, learning_rate: float | None = None,
+        hidden: int | None = None, score: str = "lr", input_kind: str = "flip",
+        progress: bool = False, data: str | None = None, reserved: int = 0,
+        shapes: str | None = None, claimed_steps: int | None = None,
+        framework: str = "opacus", mechanism: str = "dpsgd", bands: int = 4,
+        finetune: str | None = None, sequence_kind: str | None = None,
+        pretrain_steps: int | None = None) -> tuple[dict[str, Any], Any]:
     """Train, audit and return ``(document, observations)``: the ``--json`` document (the
     single place the command's result is assembled, so that a report can be built from the
     same dict) and the canaries' :class:`~dpaudit.observations.MembershipObservations`
-    (member, score) the audit rests on, for the audit card's ROC and privacy-region plots."""
+    (member, score) the audit rests on, for the audit card's ROC and privacy-region plots.
+    ``model="lm"``: DP fine-tuning of a small language model (:mod:`dpaudit.training.lm`;
+    ``finetune``, ``sequence_kind``, ``pretrain_steps`` apply to it only)."""
+    from dpaudit.validation import check_choice
+
+    check_choice("framework", framework, ("opacus", "jax"))
+    check_choice("mechanism", mechanism, ("dpsgd", "bandmf"))
+    given = {"canaries": canaries, "noise_multiplier": noise_multiplier,
+             "sampling_rate": sampling_rate, "steps": steps, "learning_rate": learning_rate,
+             "hidden": hidden, "data": data, "shapes": shapes}
+    defaults = _LM_DEFAULTS if model == "lm" else _DEFAULTS
+    v = {k: defaults[k] if x is None else x for k, x in given.items()}
+    canaries, noise_multiplier, sampling_rate = (v["canaries"], v["noise_multiplier"],
+                                                 v["sampling_rate"])
+    steps, learning_rate, hidden = v["steps"], v["learning_rate"], v["hidden"]
+    data, shapes = v["data"], v["shapes"]
+    if model == "lm":
+        if threat is None:
+            threat = "black_box" if canary == "input" else "white_box"
+        if framework != "opacus" or mechanism != "dpsgd":
+            raise ValueError("model 'lm' is fine-tuned with Opacus DP-SGD (framework "
+                             "'opacus', mechanism 'dpsgd')")
+        lm_kw = {k: x for k, x in (("finetune", finetune), ("sequence_kind", sequence_kind),
+                                   ("pretrain_steps", pretrain_steps)) if x is not None}
+        return _lm_module().run_cli_audit(
+            canary="input" if threat == "black_box" else "gradient", threat=threat,
+            canaries=canaries, noise_multiplier=noise_multiplier,
+            sampling_rate=sampling_rate, steps=steps, max_grad_norm=max_grad_norm,
+            learning_rate=learning_rate, flawed=flawed, seed=seed, hidden=hidden,
+            score=score, data=data, reserved=reserved, shapes=shapes,
+            claimed_steps=claimed_steps, delta=delta, confidence=confidence,
+            progress=progress, **lm_kw)
+    if any(x is not None for x in (finetune, sequence_kind, pretrain_steps)):
+        raise ValueError("--finetune, --sequence-kind and --pretrain-steps apply to --model "
+                         "lm only")
     from dpaudit.training.choices import check_train_audit
 
     # every named choice first, before torch / JAX is imported (an invalid one is an
@@ -90,6 +138,17 @@ def run_train_audit_observed(
     return training.train_audit_dict(audit), audit.observations
 
 
+def _lm_module() -> Any:
+    """``dpaudit.training.lm.audit``, or one ``error:`` line naming the extra (exit 2)."""
+    try:
+        import dpaudit.training.lm  # noqa: F401  (checks the extras)
+        import dpaudit.training.lm.audit as lm_audit
+    except ImportError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    return lm_audit
+
+
 def _jax_module() -> Any:
     """``dpaudit.training.jax``, or one ``error:`` line naming the extra (exit 2)."""
     try:
@@ -107,16 +166,21 @@ def run_train_audit(**kwargs: Any) -> dict[str, Any]:
 
 @app.command("train-audit")
 def train_audit_cmd(
-    model: str = typer.Option("mlp", "--model", help="mlp, cnn or logreg."),
+    model: str = typer.Option("mlp", "--model", help="mlp, cnn, logreg or lm (DP fine-tuning "
+                              "of a small language model; docs/llm.md)."),
     canary: str = typer.Option("gradient", "--canary",
                                help="gradient (Dirac, white box) or input (black box)."),
     threat: str | None = typer.Option(None, "--threat", help="white_box, last_iterate "
                                       "(gradient canaries) or black_box (input canaries); "
                                       "default from --canary."),
-    canaries: int = typer.Option(1000, "--canaries", help="Number of canaries."),
-    noise_multiplier: float = typer.Option(1.0, "--noise-multiplier", help="DP-SGD sigma."),
-    sampling_rate: float = typer.Option(0.05, "--sampling-rate", help="Poisson rate q."),
-    steps: int = typer.Option(300, "--steps", help="Training steps T."),
+    canaries: int | None = typer.Option(None, "--canaries", help="Number of canaries "
+                                        "[default: 1000; lm 500]."),
+    noise_multiplier: float | None = typer.Option(None, "--noise-multiplier",
+                                                  help="DP-SGD sigma [default: 1.0]."),
+    sampling_rate: float | None = typer.Option(None, "--sampling-rate", help="Poisson rate "
+                                               "q [default: 0.05; lm 0.01]."),
+    steps: int | None = typer.Option(None, "--steps", help="Training steps T [default: "
+                                     "300; lm 100]."),
     max_grad_norm: float = typer.Option(1.0, "--max-grad-norm", help="Clip norm C."),
     flawed: str | None = typer.Option(None, "--flawed", help="backprop_clipping, mean_noise, "
                                       "non_private_group, per_tensor_clipping, "
@@ -126,16 +190,20 @@ def train_audit_cmd(
     seed: int = typer.Option(0, "--seed", help="Seed of everything random in the run."),
     delta: float = typer.Option(1e-5, "--delta", help="delta at which epsilon is stated."),
     confidence: float = typer.Option(0.95, "--confidence", help="Probability the bound holds."),
-    learning_rate: float = typer.Option(2.0, "--learning-rate", help="SGD learning rate."),
-    hidden: int = typer.Option(256, "--hidden", help="Hidden units of the mlp."),
+    learning_rate: float | None = typer.Option(None, "--learning-rate", help="SGD learning "
+                                               "rate [default: 2.0; lm 0.5]."),
+    hidden: int | None = typer.Option(None, "--hidden", help="Hidden units of the mlp "
+                                      "[default: 256]; width of the lm [64]."),
     score: str = typer.Option("lr", "--score", help="White-box score: lr or sum."),
     input_kind: str = typer.Option("flip", "--input-kind",
                                    help="Input canaries: flip, random_label or ood."),
-    data: str = typer.Option("digits", "--data", help="digits, breast_cancer or wine."),
+    data: str | None = typer.Option(None, "--data", help="digits, breast_cancer or wine "
+                                    "[default: digits]; lm: pydoc or synthetic [pydoc]."),
     reserved: int = typer.Option(0, "--reserved", help="Reserved input features (a silent "
                                  "branch for canaries; mlp/logreg)."),
-    shapes: str = typer.Option("dirac", "--shapes", help="Gradient canary shapes: dirac, "
-                               "mixed (the own-loop default), tensors or block."),
+    shapes: str | None = typer.Option(None, "--shapes", help="Gradient canary shapes: "
+                                      "dirac, mixed (the own-loop default), tensors or block "
+                                      "(lm: dirac or tensors) [default: dirac]."),
     claimed_steps: int | None = typer.Option(None, "--claimed-steps", help="Steps the claim "
                                              "is for (default: the steps run)."),
     save_scores: Path | None = typer.Option(None, "--save-scores", help="Write the "
@@ -144,6 +212,13 @@ def train_audit_cmd(
     mechanism: str = typer.Option("dpsgd", "--mechanism",
                                   help="dpsgd or bandmf (correlated noise; --framework jax)."),
     bands: int = typer.Option(4, "--bands", help="BandMF bands (--mechanism bandmf)."),
+    finetune: str | None = typer.Option(None, "--finetune", help="--model lm: full or lora "
+                                        "(peft adapters on c_attn) [default: full]."),
+    sequence_kind: str | None = typer.Option(None, "--sequence-kind", help="--model lm, "
+                                             "black box: new_token, rare_token or random "
+                                             "canary sequences [default: new_token]."),
+    pretrain_steps: int | None = typer.Option(None, "--pretrain-steps", help="--model lm: "
+                                              "public pre-training steps [default: 200]."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     report: Path | None = report_option(),
     report_format: str = format_option(),
@@ -160,25 +235,32 @@ def train_audit_cmd(
         confidence=confidence, learning_rate=learning_rate, hidden=hidden, score=score,
         input_kind=input_kind, progress=not as_json and console.is_terminal, data=data,
         reserved=reserved, shapes=shapes, claimed_steps=claimed_steps, framework=framework,
-        mechanism=mechanism, bands=bands)
+        mechanism=mechanism, bands=bands, finetune=finetune, sequence_kind=sequence_kind,
+        pretrain_steps=pretrain_steps)
     if save_scores is not None:
         write_scores(save_scores, obs.member, obs.score)
     maybe_write_report(report, report_format, out, observations=obs,
-                       title=f"DP-SGD training audit ({model}, {canary} canaries"
+                       title=f"DP-SGD training audit ({model}, "
+                             f"{out.get('lm', {}).get('canary_design', canary + ' canaries')}"
                              f"{', flawed: ' + flawed if flawed else ''})")
     if as_json:
         print_json(out)
         return
     for msg in out["configuration_errors"]:
         console.print(f"[bold red]configuration error[/bold red]: {msg}")
+    if model == "lm":
+        _print_rows(out, *_lm_module().summary_lines(out))
+        console.print(f"[bold]{out['verdict']}[/bold] (based on {out['verdict_method']})")
+        return
     if framework == "jax":
         _print_rows(out, *_jax_module().summary_lines(out))
         console.print(f"[bold]{out['verdict']}[/bold] (based on {out['verdict_method']})")
         return
     tr = out["training"]
     title = (f"One-run {out['threat']} audit of {'FLAWED (' + flawed + ') ' if flawed else ''}"
-             f"DP-SGD training ({model}, Opacus): sigma={noise_multiplier:g}, "
-             f"q={sampling_rate:g}, T={tr['steps']}, {canaries:,} {canary} canaries")
+             f"DP-SGD training ({model}, Opacus): sigma={tr['noise_multiplier']:g}, "
+             f"q={tr['sampling_rate']:g}, T={tr['steps']}, {out['canaries']:,} {canary} "
+             f"canaries")
     extra = {"claimed_epsilon (dp_accounting PLD)": out["claimed_epsilon"],
              "opacus_epsilon (PRV accountant)": tr["opacus_epsilon"],
              "accountant_epsilon (the run's own accountant)": tr.get("accountant_epsilon"),

@@ -46,7 +46,7 @@ def check_train_audit(*, framework: str, mechanism: str, model: str, canary: str
     if jax and model not in JAX_MODELS:
         raise ValueError(f"model must be 'mlp' with framework 'jax' (the digits MLP with "
                          f"reserved inputs); got {model!r}")
-    check_choice("model", model, MODELS)
+    check_choice("model", model, MODELS + ("lm",))  # lm: dpaudit.training.lm checks its own
     check_choice("canary", canary, CANARY_TYPES)
     if threat is not None:
         check_choice("threat", threat, THREATS)
