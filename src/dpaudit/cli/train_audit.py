@@ -70,11 +70,11 @@ def run_train_audit_observed(
              "sampling_rate": sampling_rate, "steps": steps, "learning_rate": learning_rate,
              "hidden": hidden, "data": data, "shapes": shapes}
     defaults = _LM_DEFAULTS if model == "lm" else _DEFAULTS
-    v = {k: defaults[k] if x is None else x for k, x in given.items()}
+    v: dict[str, Any] = {k: defaults[k] if x is None else x for k, x in given.items()}
     canaries, noise_multiplier, sampling_rate = (v["canaries"], v["noise_multiplier"],
                                                  v["sampling_rate"])
     steps, learning_rate, hidden = v["steps"], v["learning_rate"], v["hidden"]
-    data, shapes = v["data"], v["shapes"]
+    data, shapes = str(v["data"]), str(v["shapes"])
     if model == "lm":
         if threat is None:
             threat = "black_box" if canary == "input" else "white_box"

@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 import torch
@@ -82,11 +83,15 @@ def _base(model: nn.Module) -> nn.Module:
 
 
 def input_embedding(model: nn.Module) -> nn.Parameter:
-    return _base(model).get_input_embeddings().weight
+    """The input embedding matrix (vocabulary x width) of the underlying model."""
+    base: Any = _base(model)
+    return base.get_input_embeddings().weight
 
 
 def output_embedding(model: nn.Module) -> nn.Parameter:
-    return _base(model).get_output_embeddings().weight
+    """The LM head's matrix (vocabulary x width) of the underlying model."""
+    base: Any = _base(model)
+    return base.get_output_embeddings().weight
 
 
 def position_ids(ids: torch.Tensor) -> torch.Tensor:
