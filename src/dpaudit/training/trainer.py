@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -50,8 +50,8 @@ from dpaudit.training.models import (
 from dpaudit.training.scores import loss_drop_scores
 from dpaudit.validation import check_choice, check_count
 
-__all__ = ["TrainingConfig", "TrainingRun", "train_with_canaries", "CANARY_TYPES", "THREATS",
-           "SCORE_KINDS", "SHAPE_SETS"]
+__all__ = ["TrainingConfig", "TrainingRun", "train_with_canaries", "dp_steps", "CANARY_TYPES",
+           "THREATS", "SCORE_KINDS", "SHAPE_SETS"]
 
 #: ``shapes`` of planted gradient canaries: one shape, or "mixed" (dpaudit.canaries'
 #: DEFAULT_SHAPES, the own-loop default: 3 tensors x 2 coordinates each)
@@ -207,34 +207,14 @@ def train_with_canaries(config: TrainingConfig, data: Dataset | None = None, *,
                               sample_rate=cfg.sampling_rate,
                               generator=torch.Generator().manual_seed(int(torch_seeds[2])))
         gsm.train()
-        step = 0
-        batch_sizes: list[int] = []
-        sigmas: list[float] = []
-        # Opacus's per-sample-gradient hooks fire on the first layer, whose inputs need no
-        # gradient; torch warns about that once per run (harmless).
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="Full backward hook is firing",
-                                    category=UserWarning)
-            while step < cfg.steps:
-                for xb, yb in loader:
-                    loss = F.cross_entropy(gsm(xb), yb) if xb.shape[0] else None
-                    if loss is not None:
-                        loss.backward()
-                    else:  # empty Poisson batch: zero per-sample gradients, Opacus still noises
-                        for p in dp_params:
-                            p.grad_sample = torch.zeros((0, *p.shape))
-                    batch_sizes.append(int(xb.shape[0]))
-                    sigmas.append(float(opt.noise_multiplier))
-                    opt.step()
-                    if plain is not None:
-                        plain.step()
-                    gsm.zero_grad(set_to_none=True)
-                    opt.zero_grad(set_to_none=True)
-                    step += 1
-                    if on_step is not None:
-                        on_step(step)
-                    if step >= cfg.steps:
-                        break
+
+        def backward(batch: Any) -> None:
+            xb, yb = batch
+            F.cross_entropy(gsm(xb), yb).backward()
+
+        batch_sizes, sigmas = dp_steps(loader, cfg.steps, backward, opt, gsm, dp_params,
+                                       plain=plain, on_step=on_step)
+        step = len(batch_sizes)
         model.eval()
         acc = accuracy(model, data.x_test, data.y_test)
         if planter is not None:
@@ -257,3 +237,43 @@ def train_with_canaries(config: TrainingConfig, data: Dataset | None = None, *,
                        steps=step, expected_batch_size=expected_b, test_accuracy=acc,
                        seconds=time.perf_counter() - start, config=cfg, facts=facts,
                        accountant=accountant)
+
+
+def dp_steps(loader: Any, steps: int, backward: Callable[[Any], None], opt: Any, gsm: Any,
+             dp_params: Sequence[Any], *, plain: Any = None,
+             on_step: Callable[[int], None] | None = None) -> tuple[list[int], list[float]]:
+    """The Opacus DP-SGD step loop every trainer of this package runs: ``steps`` steps over
+    the Poisson ``loader`` (restarted as needed), ``backward(batch)`` on a non-empty batch,
+    zero per-sample gradients on an empty one (Opacus still adds the noise: a normal loop
+    releases it), the DP optimizer's step (and ``plain``'s, the optimizer of parameters
+    outside it, if any).  Returns the batch sizes and each step's noise multiplier as read
+    from the optimizer (the run's facts)."""
+    batch_sizes: list[int] = []
+    sigmas: list[float] = []
+    step = 0
+    # Opacus's per-sample-gradient hooks fire on the first layer, whose inputs need no
+    # gradient; torch warns about that once per run (harmless).
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Full backward hook is firing",
+                                category=UserWarning)
+        while step < steps:
+            for batch in loader:
+                n = int(batch[0].shape[0])
+                if n:
+                    backward(batch)
+                else:
+                    for p in dp_params:
+                        p.grad_sample = torch.zeros((0, *p.shape), device=p.device)
+                batch_sizes.append(n)
+                sigmas.append(float(opt.noise_multiplier))
+                opt.step()
+                if plain is not None:
+                    plain.step()
+                gsm.zero_grad(set_to_none=True)
+                opt.zero_grad(set_to_none=True)
+                step += 1
+                if on_step is not None:
+                    on_step(step)
+                if step >= steps:
+                    break
+    return batch_sizes, sigmas

@@ -57,6 +57,7 @@ from dpaudit.training.lm.model import (
     sequence_losses,
 )
 from dpaudit.training.models import trainable_parameters
+from dpaudit.training.trainer import dp_steps
 from dpaudit.validation import check_choice, check_count
 
 __all__ = ["LMConfig", "LMRun", "train_lm_with_canaries", "FINETUNES"]
@@ -263,31 +264,13 @@ def train_lm_with_canaries(config: LMConfig, *, on_step: Callable[[int], None] |
                               sample_rate=cfg.sampling_rate,
                               generator=torch.Generator().manual_seed(int(torch_seeds[3])))
         gsm.train()
-        step = 0
-        batch_sizes: list[int] = []
-        sigmas: list[float] = []
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="Full backward hook is firing",
-                                    category=UserWarning)
-            while step < cfg.steps:
-                for (xb,) in loader:
-                    if xb.shape[0]:
-                        lm_loss(gsm, xb.to(dev)).backward()
-                    else:  # empty Poisson batch: zero per-sample gradients, Opacus still noises
-                        for p in dp_params:
-                            p.grad_sample = torch.zeros((0, *p.shape), device=p.device)
-                    batch_sizes.append(int(xb.shape[0]))
-                    sigmas.append(float(opt.noise_multiplier))
-                    opt.step()
-                    if plain is not None:
-                        plain.step()
-                    gsm.zero_grad(set_to_none=True)
-                    opt.zero_grad(set_to_none=True)
-                    step += 1
-                    if on_step is not None:
-                        on_step(step)
-                    if step >= cfg.steps:
-                        break
+
+        def backward(batch: Any) -> None:
+            lm_loss(gsm, batch[0].to(dev)).backward()
+
+        batch_sizes, sigmas = dp_steps(loader, cfg.steps, backward, opt, gsm, dp_params,
+                                       plain=plain, on_step=on_step)
+        step = len(batch_sizes)
         model.eval()
         held = torch.from_numpy(np.array(split.heldout[:512])).to(dev)
         acc = next_token_accuracy(model, held)
