@@ -69,6 +69,47 @@ __all__ = ["coordinate_activity", "choose_coordinates", "GradientCanaries", "Inp
 INPUT_CANARY_KINDS = INPUT_KINDS
 
 
+# -- devices: the canaries' own tensors are made on the CPU (from NumPy) and meet the model's
+# parameters and gradients wherever those live (CPU, CUDA, MPS); every crossing goes through
+# these helpers, so that a CPU run computes exactly what it computed before.
+def _on(t: torch.Tensor, like: torch.Tensor, *, cast: bool = False) -> torch.Tensor:
+    """``t`` on the device of ``like`` (and in its dtype when ``cast``); ``t`` itself when
+    it is there already (no copy, as on a CPU-only run)."""
+    return t.to(device=like.device, dtype=like.dtype if cast else t.dtype)
+
+
+def _numpy(t: torch.Tensor) -> np.ndarray:
+    """A tensor's values as a float64 NumPy array, from any device (moved to the CPU first:
+    a CUDA tensor has no ``.numpy()``, and MPS has no float64)."""
+    return t.detach().cpu().double().numpy()
+
+
+def _model_device(model: nn.Module) -> torch.device:
+    """The device of ``model``'s first parameter (the CPU for a model without one)."""
+    p = next(iter(model.parameters()), None)
+    return torch.device("cpu") if p is None else p.device
+
+
+class _PerDevice:
+    """An index tensor made once on the CPU and copied once to each device that asks for it
+    (the per-tensor index caches of :class:`GradientCanaries`)."""
+
+    __slots__ = ("_by",)
+
+    def __init__(self, t: torch.Tensor) -> None:
+        self._by = {t.device: t}
+
+    @property
+    def cpu(self) -> torch.Tensor:
+        return self._by[torch.device("cpu")]
+
+    def on(self, device: torch.device) -> torch.Tensor:
+        t = self._by.get(device)
+        if t is None:
+            t = self._by[device] = self.cpu.to(device)
+        return t
+
+
 def _flat_per_example_grads(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
                             chunk: int | None = None) -> Iterator[torch.Tensor]:
     """Per-example gradients of the cross-entropy, flattened in trainable-parameter order,
@@ -148,7 +189,8 @@ def coordinate_activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
     check_positive("max_grad_norm", max_grad_norm)
     probes = check_count("probes", probes, minimum=1)
     gen = torch.Generator().manual_seed(check_count("seed", seed))
-    return _activity(_hook_free_copy(model), x, y, max_grad_norm, probes, gen)
+    dev = _model_device(model)  # the data goes where the model is
+    return _activity(_hook_free_copy(model), x.to(dev), y.to(dev), max_grad_norm, probes, gen)
 
 
 _OPACUS_MODULE_ATTRS = ("autograd_grad_sample_hooks", "ft_compute_sample_grad", "activations",
@@ -185,13 +227,14 @@ def _activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor, max_grad_norm:
             with torch.no_grad():
                 for p in m.parameters():
                     std = float(p.std()) if p.numel() > 1 else float(p.abs().mean())
-                    p.add_(torch.randn(p.shape, generator=gen) * (std or 1.0))
+                    # drawn on the CPU (the same probes on every device), added on p's
+                    p.add_(_on(torch.randn(p.shape, generator=gen) * (std or 1.0), p))
         act = np.zeros(count_coordinates(m))
         with torch.enable_grad():
             for g in _flat_per_example_grads(m, x, y):
                 g = g.detach()
                 g.mul_((max_grad_norm / (g.norm(dim=1, keepdim=True) + 1e-6)).clamp(max=1.0))
-                act += g.pow_(2).sum(dim=0).double().numpy()
+                act += _numpy(g.pow_(2).sum(dim=0))
         act /= max(1, x.shape[0])
         total = act if total is None else total + act
     assert total is not None
@@ -290,11 +333,12 @@ class GradientCanaries:
         self._read_t, self._read_local = t, local
         # per tensor, once: which read slots it holds and their offsets in it
         self._read_index = [(int(j), np.flatnonzero(t == j),
-                             torch.from_numpy(local[t == j].copy())) for j in np.unique(t)]
+                             _PerDevice(torch.from_numpy(local[t == j].copy())))
+                            for j in np.unique(t)]
         self._theta0 = self._gather_read(lambda p: p.detach())
         self._plant_t, self._plant_local = self.layout.split(plan.plant_coords)
         self._merged = _merge_repeats(plan.plant_coords, plan.plant_values)
-        self._plant_index: list[tuple[int, torch.Tensor, torch.Tensor]] = []
+        self._plant_index: list[tuple[int, torch.Tensor, _PerDevice]] = []
         self._sparse = False
         self._pending = False
         self._optimizer: object | None = None
@@ -349,7 +393,7 @@ class GradientCanaries:
         for j, slots, local in self._read_index:  # tensors, not canaries
             v = get(self.params[j])
             if v is not None:
-                out[slots] = v.reshape(-1)[local].double().numpy()
+                out[slots] = _numpy(v.reshape(-1)[local.on(v.device)])
         return out.reshape(self.plan.read_coords.shape)
 
     def _gather(self, get: Callable[[nn.Parameter], torch.Tensor | None]) -> np.ndarray:
@@ -384,7 +428,8 @@ class GradientCanaries:
         flat_t = self._plant_t.ravel()
         # per DP tensor, once: its planted (canary, slot) cells and their offsets in it
         self._plant_index = [(int(j), torch.from_numpy(np.flatnonzero(flat_t == j)),
-                              torch.from_numpy(self._plant_local.ravel()[flat_t == j].copy()))
+                              _PerDevice(torch.from_numpy(
+                                  self._plant_local.ravel()[flat_t == j].copy())))
                              for j in np.unique(flat_t) if self._dp[j]]
         self._all_dp = bool(self._dp[flat_t].all())
 
@@ -431,7 +476,9 @@ class GradientCanaries:
             p = self.params[j]
             if not p.summed_grad.is_contiguous():
                 p.summed_grad = p.summed_grad.contiguous()
-            p.summed_grad.view(-1).index_add_(0, local, flat[cells].to(p.summed_grad.dtype))
+            sg = p.summed_grad
+            # index and values on the sum's device (index_add_ wants both there)
+            sg.view(-1).index_add_(0, local.on(sg.device), _on(flat[cells], sg, cast=True))
         if not self._all_dp:
             self._bypass(opt, self._plant_t[active], self._plant_local[active],
                          self.plan.plant_values[active] * self.clip)
@@ -449,7 +496,7 @@ class GradientCanaries:
             upd.index_put_((torch.from_numpy(local[sel]),),
                            torch.from_numpy(vals[sel]) / self._batch_unit(opt),
                            accumulate=True)
-            p.grad.add_(upd.to(p.dtype).view_as(p))
+            p.grad.add_(_on(upd, p, cast=True).view_as(p))
 
     def _plant(self, opt: object, active: np.ndarray) -> None:
         """Dense planting for an optimizer with its own clipping (a ``DPOptimizer``
@@ -467,8 +514,10 @@ class GradientCanaries:
                 flat = opt._get_flat_grad_sample(p)
                 rows = torch.zeros((k, p.numel()), dtype=flat.dtype, device=flat.device)
                 if sel.any():
-                    rows.index_put_((torch.from_numpy(rows_of[sel]), torch.from_numpy(local[sel])),
-                                    vals[torch.from_numpy(sel)].to(flat.dtype), accumulate=True)
+                    rows.index_put_((_on(torch.from_numpy(rows_of[sel]), rows),
+                                     _on(torch.from_numpy(local[sel]), rows)),
+                                    _on(vals[torch.from_numpy(sel)], rows, cast=True),
+                                    accumulate=True)
                 p.grad_sample = torch.cat([flat, rows.view(k, *p.shape)], dim=0)
         self._bypass(opt, t, local, self.plan.plant_values[active] * self.clip)
 
@@ -615,7 +664,7 @@ class InputCanaries:
 
     def included(self) -> tuple[torch.Tensor, torch.Tensor]:
         keep = torch.from_numpy(self.bits)
-        return self.x[keep], self.y[keep]
+        return self.x[_on(keep, self.x)], self.y[_on(keep, self.y)]
 
 
 def make_input_canaries(x_pool: torch.Tensor, y_pool: torch.Tensor, n: int, *, kind: str,
@@ -627,12 +676,12 @@ def make_input_canaries(x_pool: torch.Tensor, y_pool: torch.Tensor, n: int, *, k
     bits = draw_bits(n, rng)
     idx = rng.integers(0, x_pool.shape[0], size=n)
     if kind == "ood":
-        x = torch.from_numpy(rng.random((n, *x_pool.shape[1:])).astype(np.float32))
+        x = _on(torch.from_numpy(rng.random((n, *x_pool.shape[1:])).astype(np.float32)), x_pool)
     else:
-        x = x_pool[torch.from_numpy(idx)].clone()
+        x = x_pool[_on(torch.from_numpy(idx), x_pool)].clone()
     if kind == "flip":
-        y = (y_pool[torch.from_numpy(idx)] + torch.from_numpy(rng.integers(1, num_classes,
-                                                                          size=n))) % num_classes
+        shift = _on(torch.from_numpy(rng.integers(1, num_classes, size=n)), y_pool)
+        y = (y_pool[_on(torch.from_numpy(idx), y_pool)] + shift) % num_classes
     else:
-        y = torch.from_numpy(rng.integers(0, num_classes, size=n))
+        y = _on(torch.from_numpy(rng.integers(0, num_classes, size=n)), y_pool)
     return InputCanaries(x, y.long(), bits, kind)

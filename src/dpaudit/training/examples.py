@@ -43,7 +43,14 @@ from dpaudit.canaries import (
     unit_rows,
 )
 from dpaudit.randomness import stream
-from dpaudit.training.canaries import _batch_unit, _clip_norms, _hook_free_copy, hook_dp_optimizer
+from dpaudit.training.canaries import (
+    _batch_unit,
+    _clip_norms,
+    _hook_free_copy,
+    _numpy,
+    _on,
+    hook_dp_optimizer,
+)
 from dpaudit.validation import check_count, check_positive
 
 __all__ = ["ExampleCanaries"]
@@ -111,17 +118,18 @@ class ExampleCanaries:
         x = torch.zeros((self.n, self.in_features + self.plan.reserved))
         x[torch.arange(self.n), self.in_features + torch.from_numpy(self.plan.reserved_index)] \
             = self.plan.value
-        return x, torch.from_numpy(self.plan.labels)
+        # made on the CPU, kept where the reserved weight lives (the model's device)
+        return _on(x, self.weight), _on(torch.from_numpy(self.plan.labels), self.weight)
 
     def included(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The canary examples to append to the training set (bit 1)."""
-        keep = torch.from_numpy(self.plan.included)
+        keep = _on(torch.from_numpy(self.plan.included), self.x)
         return self.x[keep], self.y[keep]
 
     # -- readings --------------------------------------------------------------------------
     def _columns(self, w: torch.Tensor) -> np.ndarray:
         """(n, width): column r(i) of a (width, reserved) tensor for each canary."""
-        return w[:, torch.from_numpy(self.plan.reserved_index)].T.double().numpy()
+        return _numpy(w[:, _on(torch.from_numpy(self.plan.reserved_index), w)].T)
 
     def directions(self) -> np.ndarray:
         """(n, width) unit directions: canary i's loss gradient on its column at the current
@@ -191,7 +199,7 @@ class ExampleCanaries:
         with torch.no_grad():
             before = F.cross_entropy(model_before(self.x), self.y, reduction="none")
             after = F.cross_entropy(model_after(self.x), self.y, reduction="none")
-        return black_box_scores(before.double().numpy(), after.double().numpy())
+        return black_box_scores(_numpy(before), _numpy(after))
 
     def facts(self, dataset_size: int | None = None) -> RunFacts:
         """What the attached optimizer did (see :meth:`GradientCanaries.facts`); batch sizes

@@ -36,7 +36,11 @@ def loss_drop_scores(model_before: nn.Module, model_after: nn.Module,
                      canaries: InputCanaries) -> np.ndarray:
     """Black-box score: per-canary cross-entropy under the initial model minus under the final
     model (higher = the model learnt the canary's label = more likely a member)."""
+    from dpaudit.training.canaries import _model_device, _numpy
+
+    dev = _model_device(model_after)  # the canaries go where the model is
+    x, y = canaries.x.to(dev), canaries.y.to(dev)
     with torch.no_grad():
-        before = F.cross_entropy(model_before(canaries.x), canaries.y, reduction="none")
-        after = F.cross_entropy(model_after(canaries.x), canaries.y, reduction="none")
-    return black_box_scores(before.double().numpy(), after.double().numpy())
+        before = F.cross_entropy(model_before(x), y, reduction="none")
+        after = F.cross_entropy(model_after(x), y, reduction="none")
+    return black_box_scores(_numpy(before), _numpy(after))

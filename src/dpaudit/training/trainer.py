@@ -263,7 +263,8 @@ def dp_steps(loader: Any, steps: int, backward: Callable[[Any], None], opt: Any,
                     backward(batch)
                 else:
                     for p in dp_params:
-                        p.grad_sample = torch.zeros((0, *p.shape), device=p.device)
+                        p.grad_sample = torch.zeros((0, *p.shape), dtype=p.dtype,
+                                                    device=p.device)
                 batch_sizes.append(n)
                 sigmas.append(float(opt.noise_multiplier))
                 opt.step()

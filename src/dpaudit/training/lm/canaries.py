@@ -141,7 +141,7 @@ class SequenceCanaries:
 
     def included(self) -> torch.Tensor:
         """The member sequences (bit 1), to insert into the training data."""
-        return self.ids[torch.from_numpy(self.bits)]
+        return self.ids[torch.from_numpy(self.bits).to(self.ids.device)]
 
 
 def make_sequence_canaries(kind: str, n: int, prefixes: np.ndarray, *,
@@ -240,4 +240,5 @@ def insert_canaries(dataset: torch.Tensor, canaries: SequenceCanaries) -> torch.
     if dataset.ndim != 2 or dataset.shape[1] != canaries.ids.shape[1]:
         raise ValueError(f"dataset must be (n, {canaries.ids.shape[1]}) token sequences like "
                          f"the canaries; got {tuple(dataset.shape)}")
-    return torch.cat([dataset, canaries.included().to(dataset.dtype)])
+    return torch.cat([dataset, canaries.included().to(device=dataset.device,
+                                                       dtype=dataset.dtype)])

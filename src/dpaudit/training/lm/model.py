@@ -193,8 +193,8 @@ def init_new_tokens(model: nn.Module, token_ids: np.ndarray) -> None:
     ``mean_resizing``, without its random spread).  Identical rows make canaries keyed by
     different new tokens exchangeable before training, so that in the final model they
     differ only by what training -- the canary itself and the DP noise -- did to them."""
-    ids = torch.as_tensor(np.asarray(token_ids), dtype=torch.long)
     for w in (input_embedding(model), output_embedding(model)):
-        keep = torch.ones(w.shape[0], dtype=torch.bool)
+        ids = torch.as_tensor(np.asarray(token_ids), dtype=torch.long, device=w.device)
+        keep = torch.ones(w.shape[0], dtype=torch.bool, device=w.device)
         keep[ids] = False
         w[ids] = w[keep].mean(dim=0)
