@@ -2,7 +2,7 @@
 
 Run from benchmarks/ (``cd benchmarks; python lm.py ...``) with ``PYTHONPATH=../src``; every
 unit of work (one seed of one setting) is appended to a resumable journal (``--out``,
-benchmarks/journal.py), so a re-run skips what is done and prints the tables.
+studies/journal.py), so a re-run skips what is done and prints the tables.
 
 * ``tightness`` -- audit epsilon / theoretical epsilon of the verdict's method (``tight``, the
   claim's DP-SGD family, finite-sample), median over seeds, and false violations (correct
@@ -16,7 +16,10 @@ benchmarks/journal.py), so a re-run skips what is done and prints the tables.
 
 CPU-sized by default (the CPU-tiny GPT-2: width 64, 2 layers, sequences of 32 tokens);
 ``--size small|medium`` scales the model (width 256 / 512, 4 / 8 layers, sequences of 64 /
-128) and ``--device cuda`` runs the same code on a GPU.
+128) and ``--device cuda`` runs the same code on a GPU: the model (pre-training included),
+each batch, the canaries' planting and reading and Opacus's noise generator live on the
+device; the Poisson sampler and the canaries' own draws stay on the CPU (NumPy).  The
+device is printed first (a device that is not there is an error, before any work).
 """
 
 from __future__ import annotations
@@ -24,19 +27,36 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import journal  # benchmarks/journal.py (scripts run from benchmarks/)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "studies"))
+import journal  # noqa: E402  (studies/journal.py, the resumable results journal)
 
-from dpaudit.training.accounting import sigma_for_epsilon
-from dpaudit.training.lm import LM_FLAWS, LMConfig, lm_audit_dict, train_audit_lm
-from dpaudit.training.lm.trainer import train_lm_with_canaries
+from dpaudit.training.accounting import sigma_for_epsilon  # noqa: E402
+from dpaudit.training.lm import LM_FLAWS, LMConfig, lm_audit_dict, train_audit_lm  # noqa: E402
+from dpaudit.training.lm.trainer import train_lm_with_canaries  # noqa: E402
 
 SIZES = {"tiny": {"hidden": 64, "layers": 2, "heads": 2, "length": 32},
          "small": {"hidden": 256, "layers": 4, "heads": 4, "length": 64},
          "medium": {"hidden": 512, "layers": 8, "heads": 8, "length": 128}}
+
+
+def device_line(device: str) -> str:
+    """``device: cuda:0 (its name)``, or SystemExit when ``device`` is not available here."""
+    import torch
+
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise SystemExit(f"--device {device}: no CUDA device is available on this machine")
+        idx = dev.index if dev.index is not None else torch.cuda.current_device()
+        return f"device: cuda:{idx} ({torch.cuda.get_device_name(idx)})"
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        raise SystemExit(f"--device {device}: MPS is not available on this machine")
+    return f"device: {dev}"
 
 
 def _settings(args: argparse.Namespace, **over: Any) -> dict[str, Any]:
@@ -109,7 +129,8 @@ def flaws(args: argparse.Namespace) -> None:
         for seed in range(args.seeds):
             s = _settings(args, canaries=args.canaries, noise_multiplier=sigma, seed=seed,
                           flawed=None if flaw == "none" else flaw, shapes=shapes)
-            key = (f"flaw/{args.size}/{args.finetune}/{flaw}/eps{args.epsilon}/"
+            on = "" if args.device == "cpu" else f"{args.device}/"  # CPU keys as before
+            key = (f"flaw/{args.size}/{on}{args.finetune}/{flaw}/eps{args.epsilon}/"
                    f"n{args.canaries}/q{args.sampling_rate}/T{args.steps}/seed{seed}")
             rows.append(_audit(key, path, done, s))
         v = sum(r["violation"] for r in rows)
@@ -162,6 +183,7 @@ def main() -> None:
     p.add_argument("--out", type=Path, default=Path("results") / "lm.jsonl")
     args = p.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    print(device_line(args.device), flush=True)
     {"tightness": tightness, "flaws": flaws, "overhead": overhead}[args.what](args)
 
 
