@@ -269,3 +269,18 @@ def test_input_canaries_follow_the_pool_device() -> None:
         want = [cpu.x, cpu.y, *cpu.included()]
         for a, b in zip(got, want, strict=True):
             assert torch.equal(a, b)
+
+
+def test_train_audit_device_option(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--device`` is an option of ``--model lm`` only; a device this machine lacks, or a
+    name that is no device, is one error line before any training."""
+    from dpaudit.cli import main
+
+    assert main(["train-audit", "--model", "mlp", "--device", "cpu"]) == 2
+    assert "--device apply to --model lm only" in capsys.readouterr().err
+    assert main(["train-audit", "--model", "lm", "--device", "gpu"]) == 2
+    assert "device" in capsys.readouterr().err
+    if not torch.cuda.is_available():
+        assert main(["train-audit", "--model", "lm", "--device", "cuda"]) == 2
+        err = capsys.readouterr().err
+        assert "device must be available on this machine; got 'cuda'" in err

@@ -41,7 +41,7 @@ _LM_DEFAULTS = {"canaries": 500, "noise_multiplier": 1.0, "sampling_rate": 0.01,
                 "steps": 100, "learning_rate": 0.5, "hidden": 64, "data": "pydoc",
                 "shapes": "dirac"}
 #: options of ``--model lm`` only (name -> the value that means "not given")
-_LM_ONLY = {"finetune": None, "sequence_kind": None, "pretrain_steps": None}
+_LM_ONLY = {"finetune": None, "sequence_kind": None, "pretrain_steps": None, "device": None}
 
 
 def run_train_audit_observed(
@@ -55,13 +55,14 @@ def run_train_audit_observed(
         shapes: str | None = None, claimed_steps: int | None = None,
         framework: str = "opacus", mechanism: str = "dpsgd", bands: int = 4,
         finetune: str | None = None, sequence_kind: str | None = None,
-        pretrain_steps: int | None = None) -> tuple[dict[str, Any], Any]:
+        pretrain_steps: int | None = None,
+        device: str | None = None) -> tuple[dict[str, Any], Any]:
     """Train, audit and return ``(document, observations)``: the ``--json`` document (the
     single place the command's result is assembled, so that a report can be built from the
     same dict) and the canaries' :class:`~dpaudit.observations.MembershipObservations`
     (member, score) the audit rests on, for the audit card's ROC and privacy-region plots.
     ``model="lm"``: DP fine-tuning of a small language model (:mod:`dpaudit.training.lm`;
-    ``finetune``, ``sequence_kind``, ``pretrain_steps`` apply to it only)."""
+    ``finetune``, ``sequence_kind``, ``pretrain_steps``, ``device`` apply to it only)."""
     from dpaudit.validation import check_choice
 
     check_choice("framework", framework, ("opacus", "jax"))
@@ -82,7 +83,8 @@ def run_train_audit_observed(
             raise ValueError("model 'lm' is fine-tuned with Opacus DP-SGD (framework "
                              "'opacus', mechanism 'dpsgd')")
         lm_kw = {k: x for k, x in (("finetune", finetune), ("sequence_kind", sequence_kind),
-                                   ("pretrain_steps", pretrain_steps)) if x is not None}
+                                   ("pretrain_steps", pretrain_steps), ("device", device))
+                 if x is not None}
         return _lm_module().run_cli_audit(
             canary="input" if threat == "black_box" else "gradient", threat=threat,
             canaries=canaries, noise_multiplier=noise_multiplier,
@@ -91,9 +93,9 @@ def run_train_audit_observed(
             score=score, data=data, reserved=reserved, shapes=shapes,
             claimed_steps=claimed_steps, delta=delta, confidence=confidence,
             progress=progress, **lm_kw)
-    if any(x is not None for x in (finetune, sequence_kind, pretrain_steps)):
-        raise ValueError("--finetune, --sequence-kind and --pretrain-steps apply to --model "
-                         "lm only")
+    if any(x is not None for x in (finetune, sequence_kind, pretrain_steps, device)):
+        raise ValueError("--finetune, --sequence-kind, --pretrain-steps and --device apply to "
+                         "--model lm only")
     from dpaudit.training.choices import check_train_audit
 
     # every named choice first, before torch / JAX is imported (an invalid one is an
@@ -219,6 +221,8 @@ def train_audit_cmd(
                                              "canary sequences [default: new_token]."),
     pretrain_steps: int | None = typer.Option(None, "--pretrain-steps", help="--model lm: "
                                               "public pre-training steps [default: 200]."),
+    device: str | None = typer.Option(None, "--device", help="--model lm: cpu, cuda (cuda:N) "
+                                      "or mps: where the model trains [default: cpu]."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     report: Path | None = report_option(),
     report_format: str = format_option(),
@@ -236,7 +240,7 @@ def train_audit_cmd(
         input_kind=input_kind, progress=not as_json and console.is_terminal, data=data,
         reserved=reserved, shapes=shapes, claimed_steps=claimed_steps, framework=framework,
         mechanism=mechanism, bands=bands, finetune=finetune, sequence_kind=sequence_kind,
-        pretrain_steps=pretrain_steps)
+        pretrain_steps=pretrain_steps, device=device)
     if save_scores is not None:
         write_scores(save_scores, obs.member, obs.score)
     maybe_write_report(report, report_format, out, observations=obs,

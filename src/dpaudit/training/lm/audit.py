@@ -97,8 +97,10 @@ def lm_audit_dict(audit: TrainAudit) -> dict[str, Any]:
 
 def run_cli_audit(*, progress: bool = False, delta: float = 1e-5, confidence: float = 0.95,
                   **settings: Any) -> tuple[dict[str, Any], Any]:
-    """``dpaudit train-audit --model lm``: train, audit, return ``(document, observations)``."""
+    """``dpaudit train-audit --model lm``: train, audit, return ``(document, observations)``;
+    a device that is not on this machine is a ValueError before any work."""
     cfg = LMConfig(**settings)
+    _check_device_available(cfg.device)
     if not progress:
         audit = train_audit_lm(cfg, delta=delta, confidence=confidence)
         return lm_audit_dict(audit), audit.observations
@@ -112,6 +114,22 @@ def run_cli_audit(*, progress: bool = False, delta: float = 1e-5, confidence: fl
         audit = train_audit_lm(cfg, delta=delta, confidence=confidence,
                                on_step=lambda i: bar.update(task, completed=i))
     return lm_audit_dict(audit), audit.observations
+
+
+def _check_device_available(device: str) -> None:
+    """ValueError naming ``device`` when this machine has no such device (CUDA / MPS)."""
+    import torch
+
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device must be available on this machine; got {device!r} "
+                         f"(no CUDA device here)")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise ValueError(f"device must be available on this machine; got {device!r} "
+                         f"({torch.cuda.device_count()} CUDA devices here)")
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"device must be available on this machine; got {device!r} "
+                         f"(no MPS here)")
 
 
 def summary_lines(out: dict[str, Any]) -> tuple[str, dict[str, Any]]:
