@@ -14,7 +14,8 @@ import pytest
 
 from needs import need
 
-pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("one_thread")]
+pytestmark = [pytest.mark.slow, pytest.mark.torch,  # torch + Opacus import (seconds)
+              pytest.mark.usefixtures("one_thread")]
 
 
 @pytest.fixture(autouse=True, scope="module")
