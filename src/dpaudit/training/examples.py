@@ -86,6 +86,7 @@ class ExampleCanaries:
         self._inner, self._wname = inner, names[0]
         self._copy = _hook_free_copy(model)
         self.x, self.y = self._inputs()
+        self._xy_dev: tuple[torch.Tensor, torch.Tensor] | None = None
         self._acc = WhiteBoxAccumulator(self.n, sampling_rate=plan.sampling_rate)
         self._theta0 = self._columns(weight.detach())
         self._optimizer: object | None = None
@@ -118,12 +119,20 @@ class ExampleCanaries:
         x = torch.zeros((self.n, self.in_features + self.plan.reserved))
         x[torch.arange(self.n), self.in_features + torch.from_numpy(self.plan.reserved_index)] \
             = self.plan.value
-        # made on the CPU, kept where the reserved weight lives (the model's device)
-        return _on(x, self.weight), _on(torch.from_numpy(self.plan.labels), self.weight)
+        return x, torch.from_numpy(self.plan.labels)
+
+    def _on_model(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The canary examples on the reserved weight's device (the model's), for the
+        readings and scores; ``x`` / ``y`` / :meth:`included` stay on the CPU, like the
+        data sets they are appended to."""
+        dev = self.weight.device
+        if self._xy_dev is None or self._xy_dev[0].device != dev:
+            self._xy_dev = (self.x.to(dev), self.y.to(dev))
+        return self._xy_dev
 
     def included(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The canary examples to append to the training set (bit 1)."""
-        keep = _on(torch.from_numpy(self.plan.included), self.x)
+        keep = torch.from_numpy(self.plan.included)
         return self.x[keep], self.y[keep]
 
     # -- readings --------------------------------------------------------------------------
@@ -138,10 +147,11 @@ class ExampleCanaries:
 
         params = {k: v.detach() for k, v in self._inner.named_parameters()}
         w0 = params.pop(self._wname)
+        x, y = self._on_model()
 
         def loss(w: torch.Tensor) -> torch.Tensor:
-            out = functional_call(self._copy, {**params, self._wname: w}, (self.x,))
-            return F.cross_entropy(out, self.y, reduction="sum")
+            out = functional_call(self._copy, {**params, self._wname: w}, (x,))
+            return F.cross_entropy(out, y, reduction="sum")
 
         with torch.no_grad():
             g = grad(loss)(w0)
@@ -197,8 +207,9 @@ class ExampleCanaries:
                          model_after: nn.Module | Callable[..., torch.Tensor]) -> np.ndarray:
         """Canary loss under ``model_before`` minus under ``model_after``."""
         with torch.no_grad():
-            before = F.cross_entropy(model_before(self.x), self.y, reduction="none")
-            after = F.cross_entropy(model_after(self.x), self.y, reduction="none")
+            x, y = self._on_model()
+            before = F.cross_entropy(model_before(x), y, reduction="none")
+            after = F.cross_entropy(model_after(x), y, reduction="none")
         return black_box_scores(_numpy(before), _numpy(after))
 
     def facts(self, dataset_size: int | None = None) -> RunFacts:
