@@ -73,9 +73,10 @@ INPUT_CANARY_KINDS = INPUT_KINDS
 # parameters and gradients wherever those live (CPU, CUDA, MPS); every crossing goes through
 # these helpers, so that a CPU run computes exactly what it computed before.
 def _on(t: torch.Tensor, like: torch.Tensor, *, cast: bool = False) -> torch.Tensor:
-    """``t`` on the device of ``like`` (and in its dtype when ``cast``); ``t`` itself when
-    it is there already (no copy, as on a CPU-only run)."""
-    return t.to(device=like.device, dtype=like.dtype if cast else t.dtype)
+    """``t`` on the device of ``like`` (and in its dtype when ``cast``, cast before the move:
+    the canaries' float64 values never reach a device without float64, such as MPS); ``t``
+    itself when it is there already (no copy, as on a CPU-only run)."""
+    return (t.to(like.dtype) if cast else t).to(like.device)
 
 
 def _numpy(t: torch.Tensor) -> np.ndarray:
