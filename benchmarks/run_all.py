@@ -44,6 +44,8 @@ BENCHMARKS: dict[str, list[str]] = {
     "trials.py": ["--quick"],
     "report.py": [],
     "training_overhead.py": ["--steps", "20", "--repeats", "1", "--models", "digits_mlp"],
+    "lm.py": ["overhead", "--canaries", "1000", "--steps", "10", "--pretrain-steps", "20",
+              "--repeats", "1"],
 }
 
 
