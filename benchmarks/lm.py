@@ -180,7 +180,7 @@ def main() -> None:
     p.add_argument("--size", default="tiny", choices=tuple(SIZES))
     p.add_argument("--device", default="cpu")
     p.add_argument("--repeats", type=int, default=2)
-    p.add_argument("--out", type=Path, default=Path("benchmarks") / "out" / "lm.jsonl")
+    p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "out" / "lm.jsonl")
     args = p.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     print(device_line(args.device), flush=True)
