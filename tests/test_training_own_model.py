@@ -80,6 +80,10 @@ def test_steps_without_noise_are_reported_never_raised(low: float, note: str) ->
     c = GradientCanaries.for_model(model, x, y, 100, sampling_rate=0.05, max_grad_norm=1.0)
     c.attach(opt)
     steps = _train(model, opt, loader, 1, sigma_at=lambda t: low if t % 2 else 1.0)
+    # the facts are readable after the loop cleared the per-sample gradients (Opacus's
+    # accumulated_iterations raises there)
+    opt.zero_grad(set_to_none=True)
+    assert c.facts(len(x)).expected_batch_size == opt.expected_batch_size
     start = time.process_time()
     a = audit_training(c.bits, c.white_box_scores(), noise_multiplier=1.0, sampling_rate=0.05,
                        steps=c.steps, facts=c.facts(len(x)), max_grad_norm=1.0,

@@ -566,13 +566,17 @@ class GradientCanaries:
         steps, noise multipliers, clip norms, batch sizes (real examples, before the planted
         canaries), the normalisation divisor."""
         opt = self._optimizer
-        unit = None if opt is None else self._batch_unit(opt)
         red = "mean" if opt is None else getattr(opt, "loss_reduction", "mean")
+        # the run's divisor is the optimizer's expected batch size ("mean"); not
+        # ``_batch_unit``, whose accumulation count Opacus reads from the per-sample gradients
+        # and which raises once ``zero_grad(set_to_none=True)`` has cleared them
+        unit = (None if opt is None or red != "mean"
+                else float(getattr(opt, "expected_batch_size", float("nan"))))
         return RunFacts(steps=self.steps,
                         noise_multipliers=tuple(dict.fromkeys(self._sigmas)),
                         max_grad_norms=tuple(dict.fromkeys(self._clips)),
                         batch_sizes=np.asarray(self._batch_sizes, dtype=np.int64),
-                        expected_batch_size=unit if red == "mean" else None,
+                        expected_batch_size=unit,
                         dataset_size=dataset_size, loss_reduction=red,
                         **self.noise_record())
 
