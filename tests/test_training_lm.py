@@ -14,20 +14,26 @@ import math
 import numpy as np
 import pytest
 
-pytest.importorskip("transformers")
-pytest.importorskip("peft")
-pytest.importorskip("opacus")
+from needs import need
 
-import torch  # noqa: E402
+pytestmark = [pytest.mark.slow, pytest.mark.torch]
 
-from dpaudit.training.lm import LMConfig, train_audit_lm  # noqa: E402
-from dpaudit.training.lm.canaries import (  # noqa: E402
-    exposure,
-    make_sequence_canaries,
-    silent_activity,
-)
-from dpaudit.training.lm.corpus import BASE_VOCAB, corpus_split  # noqa: E402
-from dpaudit.training.lm.model import LMShape, add_lora, lm_loss, make_lm  # noqa: E402
+
+@pytest.fixture(autouse=True, scope="module")
+def _frameworks() -> None:
+    """torch, transformers, peft, Opacus and dpaudit.training.lm: imported when a test of this
+    module runs, not when the suite is collected (the names are this module's globals)."""
+    global torch, LMConfig, train_audit_lm, exposure, make_sequence_canaries, silent_activity
+    global BASE_VOCAB, corpus_split, LMShape, add_lora, lm_loss, make_lm
+    need("transformers")
+    need("peft")
+    need("opacus")
+    torch = need("torch")
+    from dpaudit.training.lm import LMConfig, train_audit_lm
+    from dpaudit.training.lm.canaries import exposure, make_sequence_canaries, silent_activity
+    from dpaudit.training.lm.corpus import BASE_VOCAB, corpus_split
+    from dpaudit.training.lm.model import LMShape, add_lora, lm_loss, make_lm
+
 
 TINY = dict(data="synthetic", pretrain_steps=5, steps=8, sampling_rate=0.05, canaries=200,
             noise_multiplier=1.0, learning_rate=0.2)

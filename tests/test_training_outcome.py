@@ -8,13 +8,16 @@ import numpy as np
 import pytest
 
 from dpaudit.outcome import Audit
-
-pytest.importorskip("torch")
+from needs import need
 
 
 @pytest.mark.slow
+@pytest.mark.torch
+@pytest.mark.jax
 @pytest.mark.parametrize("shift,leaks", [(0.0, False), (3.0, True)])
 def test_training_results_expose_the_audit(shift: float, leaks: bool) -> None:
+    need("torch")
+    need("jax")
     from dpaudit.training.audit import audit_training
     from dpaudit.training.jax.audit import audit_scores
 

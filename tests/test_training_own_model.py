@@ -10,65 +10,40 @@ import warnings
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("opacus")
+from needs import need
 
-from opacus import PrivacyEngine  # noqa: E402
-from opacus.optimizers import DPOptimizer  # noqa: E402
-from opacus.validators import ModuleValidator  # noqa: E402
-from torch import nn  # noqa: E402
-from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
-
-from dpaudit.training import GradientCanaries, audit_training  # noqa: E402
-
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
-V = 40  # vocabulary of the token models
+pytestmark = [pytest.mark.slow, pytest.mark.torch, pytest.mark.usefixtures("one_thread")]
 
 
-class _SkipEveryOther(DPOptimizer):
-    """The flaw users ship: ``add_noise`` skipped on every second step, sigma intact."""
+@pytest.fixture(autouse=True, scope="module")
+def _frameworks() -> None:
+    """torch, Opacus and the cases (tests/own_model_cases.py): imported when a test of this
+    module runs, not when the suite is collected (the names are this module's globals)."""
+    global torch, nn, PrivacyEngine, DPOptimizer, ModuleValidator, DataLoader, TensorDataset
+    global GradientCanaries, audit_training
+    global V, _SkipEveryOther, _private, _train, _digits, _Encoder, _Bag, _GroupNorm, _Tied
+    need("torch")
+    need("opacus")
+    import own_model_cases as C
 
-    calls = 0
-
-    def add_noise(self) -> None:
-        _SkipEveryOther.calls += 1
-        if _SkipEveryOther.calls % 2:
-            super().add_noise()
-        else:  # what add_noise does, without the noise
-            for p in self.params:
-                p.grad = p.summed_grad.view_as(p)
-
-
-def _private(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, accountant: str = "prv",
-             batch: int = 25) -> tuple[nn.Module, DPOptimizer, DataLoader, PrivacyEngine]:
-    torch.manual_seed(0)
-    engine = PrivacyEngine(accountant=accountant)
-    model, opt, loader = engine.make_private(
-        module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.5),
-        data_loader=DataLoader(TensorDataset(x, y), batch_size=batch),
-        noise_multiplier=1.0, max_grad_norm=1.0)
-    return model, opt, loader, engine
-
-
-def _train(model: nn.Module, opt: DPOptimizer, loader: DataLoader, epochs: int,
-           sigma_at: object = None) -> int:
-    step = 0
-    for _ in range(epochs):
-        for xb, yb in loader:
-            if sigma_at is not None:
-                opt.noise_multiplier = sigma_at(step)  # type: ignore[operator]
-            opt.zero_grad()
-            nn.functional.cross_entropy(model(xb), yb).backward()
-            opt.step()
-            step += 1
-    return step
-
-
-def _digits() -> tuple[torch.Tensor, torch.Tensor]:
-    from dpaudit.training import load_digits_data
-
-    d = load_digits_data(seed=0)
-    return d.x_train[:500], d.y_train[:500]
+    torch = C.torch
+    nn = C.nn
+    PrivacyEngine = C.PrivacyEngine
+    DPOptimizer = C.DPOptimizer
+    ModuleValidator = C.ModuleValidator
+    DataLoader = C.DataLoader
+    TensorDataset = C.TensorDataset
+    GradientCanaries = C.GradientCanaries
+    audit_training = C.audit_training
+    V = C.V
+    _SkipEveryOther = C._SkipEveryOther
+    _private = C._private
+    _train = C._train
+    _digits = C._digits
+    _Encoder = C._Encoder
+    _Bag = C._Bag
+    _GroupNorm = C._GroupNorm
+    _Tied = C._Tied
 
 
 @pytest.mark.parametrize(("low", "note"), [(0.0, "steps without noise"),
@@ -128,54 +103,10 @@ def test_an_optimizer_that_skips_its_noise_is_caught_on_those_steps() -> None:
     assert "20 step(s) released less noise" in skip.message and "steps 2, 4, 6" in skip.message
 
 
-class _Encoder(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.emb = nn.Embedding(V, 16)
-        self.enc = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.1, batch_first=True)
-        self.head = nn.Linear(16, 2)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.enc(self.emb(x)).mean(1))
-
-
-class _Bag(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.emb = nn.EmbeddingBag(V, 16, mode="mean")
-        self.ln = nn.LayerNorm(16)
-        self.head = nn.Linear(16, 2)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.ln(self.emb(x.reshape(-1), torch.arange(0, x.numel(),
-                                                                      x.shape[1]))))
-
-
-class _GroupNorm(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv = nn.Conv1d(1, 8, 3)
-        self.gn = nn.GroupNorm(2, 8)
-        self.head = nn.Linear(8 * 6, 2)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(torch.relu(self.gn(self.conv(x[:, None].float() / V))).flatten(1))
-
-
-class _Tied(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.emb = nn.Embedding(V, 16)
-        self.out = nn.Linear(16, V, bias=False)
-        self.out.weight = self.emb.weight                    # tied
-        self.head = nn.Linear(V, 2)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.out(self.emb(x).mean(1)))
-
-
-@pytest.mark.parametrize("cls", [_Encoder, _Bag, _GroupNorm, _Tied])
-def test_stock_layers_work_with_for_model(cls: type) -> None:
+@pytest.mark.parametrize("name", ["_Encoder", "_Bag", "_GroupNorm", "_Tied"])
+def test_stock_layers_work_with_for_model(name: str) -> None:
+    cls = {"_Encoder": _Encoder, "_Bag": _Bag, "_GroupNorm": _GroupNorm,
+           "_Tied": _Tied}[name]
     # a stock TransformerEncoderLayer with dropout after ModuleValidator.fix: the canaries
     # are placed on the model make_private returned (hooks attach once; per-example
     # gradients draw their own dropout masks), planted and read at every step; the
