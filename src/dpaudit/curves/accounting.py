@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.curves.base import Curve, as_alpha
+from dpaudit.curves.base import LabelledCurve, as_alpha
 from dpaudit.validation import (
     check_count,
     check_delta,
@@ -43,7 +43,7 @@ __all__ = ["PLDCurve", "dpsgd_curve", "ProfileCurve", "DPSGDFamily", "dpsgd_fami
            "DPSGD_FAMILY_FACTORS"]
 
 
-class PLDCurve(Curve):
+class PLDCurve(LabelledCurve):
     """A curve backed by a dp_accounting ``PrivacyLossDistribution``."""
 
     symmetric = True
@@ -52,14 +52,6 @@ class PLDCurve(Curve):
         self.pld = pld
         self._params = dict(params)
         self._label = label
-
-    @property
-    def params(self) -> Mapping[str, float]:
-        return self._params
-
-    @property
-    def name(self) -> str:
-        return self._label
 
     def delta(self, epsilon: float) -> float:
         eps = check_nonnegative("epsilon", epsilon)
@@ -187,7 +179,7 @@ def _upper_envelope(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return xs, np.clip(ys, 0.0, 1.0)
 
 
-class ProfileCurve(Curve):
+class ProfileCurve(LabelledCurve):
     """The guarantee "(eps_i, delta_i)-DP for every i": f = max_i f_{eps_i, delta_i}.
 
     Each (eps_i, delta_i) contributes the two lines of f_{eps,delta}(alpha) = max{0,
@@ -219,14 +211,6 @@ class ProfileCurve(Curve):
         self._eps, self._deltas = e, d
         self._label = label
         self._params = dict(params or {"lines": float(e.size)})
-
-    @property
-    def params(self) -> Mapping[str, float]:
-        return self._params
-
-    @property
-    def name(self) -> str:
-        return self._label
 
     def tradeoff(self, alpha: Any) -> np.ndarray:
         return np.interp(as_alpha(alpha), self._x, self._y)

@@ -30,7 +30,7 @@ import numpy as np
 from dpaudit.search import solve_monotone
 from dpaudit.validation import check_delta, check_nonnegative
 
-__all__ = ["Curve", "numeric_delta", "numeric_epsilon", "EPSILON_CEILING"]
+__all__ = ["Curve", "LabelledCurve", "numeric_delta", "numeric_epsilon", "EPSILON_CEILING"]
 
 #: epsilons above this are reported as +inf by the numeric conversion.
 EPSILON_CEILING = 500.0
@@ -141,6 +141,22 @@ class Curve(ABC):
 
     def to_dict(self) -> dict[str, Any]:
         return {"curve": self.name, **{k: float(v) for k, v in self.params.items()}}
+
+
+class LabelledCurve(Curve):
+    """A curve built from data (a PLD, a profile, a callable or a table) whose name and
+    parameters are given at construction: ``self._label`` and ``self._params``."""
+
+    _label: str
+    _params: dict[str, float]
+
+    @property
+    def params(self) -> Mapping[str, float]:
+        return self._params
+
+    @property
+    def name(self) -> str:
+        return self._label
 
 
 def as_alpha(alpha: Any) -> np.ndarray:

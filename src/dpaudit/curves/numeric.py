@@ -7,13 +7,13 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.curves.base import Curve, as_alpha
+from dpaudit.curves.base import LabelledCurve, as_alpha
 from dpaudit.validation import check_finite_array, check_same_length
 
 __all__ = ["NumericCurve"]
 
 
-class NumericCurve(Curve):
+class NumericCurve(LabelledCurve):
     """f given as a vectorised callable alpha -> beta, or by :meth:`from_table`.
 
     All conversions use the generic numeric routines of :mod:`dpaudit.curves.base`.
@@ -54,14 +54,6 @@ class NumericCurve(Curve):
             b = np.concatenate([b, [0.0]])
         return cls(lambda x: np.interp(x, a, b), symmetric=symmetric, label="TableCurve",
                    params={"points": float(len(a))})
-
-    @property
-    def params(self) -> Mapping[str, float]:
-        return self._params
-
-    @property
-    def name(self) -> str:
-        return self._label
 
     def tradeoff(self, alpha: Any) -> np.ndarray:
         a = as_alpha(alpha)
