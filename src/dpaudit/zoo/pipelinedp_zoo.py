@@ -55,21 +55,9 @@ class Aggregate:
     def __call__(self, data: Any, rng: np.random.Generator) -> float:
         import pipeline_dp
 
-        records = [(i, float(v)) for i, v in enumerate(data)]
-        ba = pipeline_dp.NaiveBudgetAccountant(total_epsilon=self.epsilon, total_delta=0.0)
-        engine = pipeline_dp.DPEngine(ba, pipeline_dp.LocalBackend())
-        params = pipeline_dp.AggregateParams(
-            noise_kind=pipeline_dp.NoiseKind.LAPLACE,
-            metrics=[getattr(pipeline_dp.Metrics, self.metric)],
-            max_partitions_contributed=1, max_contributions_per_partition=1,
-            min_value=self.bounds[0], max_value=self.bounds[1])
-        ext = pipeline_dp.DataExtractors(privacy_id_extractor=_pid,
-                                         partition_extractor=_partition,
-                                         value_extractor=_value)
-        res = engine.aggregate(records, params, ext, public_partitions=[0])
-        ba.compute_budgets()
-        out = list(res)
-        return float(getattr(out[0][1], self.metric.lower()))
+        out = _aggregate(data, self.epsilon, self.bounds,
+                         [getattr(pipeline_dp.Metrics, self.metric)])
+        return float(getattr(out, self.metric.lower()))
 
 
 @dataclass(frozen=True)
@@ -84,19 +72,7 @@ class VarianceParts:
         import pipeline_dp
 
         m = pipeline_dp.Metrics
-        records = [(i, float(v)) for i, v in enumerate(data)]
-        ba = pipeline_dp.NaiveBudgetAccountant(total_epsilon=self.epsilon, total_delta=0.0)
-        engine = pipeline_dp.DPEngine(ba, pipeline_dp.LocalBackend())
-        params = pipeline_dp.AggregateParams(
-            noise_kind=pipeline_dp.NoiseKind.LAPLACE, metrics=[m.VARIANCE, m.COUNT, m.MEAN],
-            max_partitions_contributed=1, max_contributions_per_partition=1,
-            min_value=self.bounds[0], max_value=self.bounds[1])
-        ext = pipeline_dp.DataExtractors(privacy_id_extractor=_pid,
-                                         partition_extractor=_partition,
-                                         value_extractor=_value)
-        res = engine.aggregate(records, params, ext, public_partitions=[0])
-        ba.compute_budgets()
-        out = list(res)[0][1]
+        out = _aggregate(data, self.epsilon, self.bounds, [m.VARIANCE, m.COUNT, m.MEAN])
         return np.array([out.count, out.mean, out.variance], dtype=float)
 
 
@@ -172,3 +148,24 @@ def entries() -> list[ZooEntry]:
                  scores=(JointTail(2.0, 10.0, 50.0, 5.0), Coordinate(2)),
                  randomness="library", adjacency=A),
     ]
+
+
+def _aggregate(data: Any, epsilon: float, bounds: tuple[float, float], metrics: list[Any]
+               ) -> Any:
+    """One ``DPEngine.aggregate`` call (Laplace noise, one record per privacy id, the one
+    public partition 0, one budget of ``epsilon``): the partition's metrics tuple."""
+    import pipeline_dp
+
+    records = [(i, float(v)) for i, v in enumerate(data)]
+    ba = pipeline_dp.NaiveBudgetAccountant(total_epsilon=epsilon, total_delta=0.0)
+    engine = pipeline_dp.DPEngine(ba, pipeline_dp.LocalBackend())
+    params = pipeline_dp.AggregateParams(
+        noise_kind=pipeline_dp.NoiseKind.LAPLACE, metrics=metrics,
+        max_partitions_contributed=1, max_contributions_per_partition=1,
+        min_value=bounds[0], max_value=bounds[1])
+    ext = pipeline_dp.DataExtractors(privacy_id_extractor=_pid,
+                                     partition_extractor=_partition,
+                                     value_extractor=_value)
+    res = engine.aggregate(records, params, ext, public_partitions=[0])
+    ba.compute_budgets()
+    return list(res)[0][1]
