@@ -46,7 +46,7 @@ from dpaudit.results import AuditResult
 from dpaudit.training.accounting import accountant_epsilon as _accountant
 from dpaudit.training.accounting import claimed_epsilon as _claimed
 from dpaudit.training.accounting import opacus_epsilon as _opacus
-from dpaudit.training.adapter import audit_canaries
+from dpaudit.training.adapter import RunAdapter, audit_canaries
 from dpaudit.training.facts import TrainingFacts
 from dpaudit.training.result import FAMILY, TrainAudit, training_audit
 from dpaudit.training.trainer import TrainingConfig, train_with_canaries
@@ -109,10 +109,13 @@ def train_audit(config: TrainingConfig, *, delta: float = 1e-5, confidence: floa
     delta = check_delta(delta)
     confidence = check_confidence(confidence)
     run = train_with_canaries(config, on_step=on_step)
-    a = audit_training(run.member, run.score, noise_multiplier=config.noise_multiplier,
+    # the run through the trainer-adapter interface (bits, the threat's scores, the facts)
+    ad = RunAdapter(run, "opacus")
+    a = audit_training(ad.bits, ad.scores(config.threat),
+                       noise_multiplier=config.noise_multiplier,
                        sampling_rate=config.sampling_rate,
                        steps=config.claim_steps(run.steps), threat=config.threat,
-                       delta=delta, confidence=confidence, seed=config.seed, facts=run.facts,
+                       delta=delta, confidence=confidence, seed=config.seed, facts=ad.facts(),
                        max_grad_norm=config.max_grad_norm, accountant=run.accountant,
                        family=family)
     assert isinstance(a.facts, TrainingFacts) and a.claim is not None

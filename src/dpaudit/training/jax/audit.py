@@ -43,7 +43,7 @@ from dpaudit.claim import Claim as AuditClaim
 from dpaudit.estimators.one_run import ONE_RUN_METHODS, audit_one_run
 from dpaudit.observations import MembershipObservations
 from dpaudit.outcome import Audit
-from dpaudit.training.adapter import audit_canaries
+from dpaudit.training.adapter import RunAdapter, audit_canaries
 from dpaudit.training.facts import TrainingFacts
 from dpaudit.training.jax.plan import claim_rounds, event_epsilon
 from dpaudit.training.jax.trainer import (
@@ -130,7 +130,10 @@ def train_audit_jax(config: JaxTrainingConfig, *, delta: float = 1e-5,
     delta = check_delta(delta)
     confidence = check_confidence(confidence)
     run = train_jax_with_canaries(config, on_step=on_step)
-    a = audit_scores(run.member, run.score, noise_multiplier=config.noise_multiplier,
+    # the run through the trainer-adapter interface (bits, the threat's scores; its facts
+    # feed the claim check below, run_claim_checks)
+    ad = RunAdapter(run, "jax")
+    a = audit_scores(ad.bits, ad.scores(config.threat), noise_multiplier=config.noise_multiplier,
                      sampling_rate=config.sampling_rate, steps=run.steps,
                      bands=config.num_bands, dp_event=run.dp_event, threat=config.threat,
                      delta=delta, confidence=confidence, seed=config.seed, family=family)

@@ -24,6 +24,7 @@ from typing import Any
 
 from dpaudit.outcome import Audit
 from dpaudit.risk.bounds import leaked_bits, single_target_bound
+from dpaudit.training.adapter import RunAdapter
 from dpaudit.training.audit import audit_training, train_audit_dict
 from dpaudit.training.facts import TrainingFacts
 from dpaudit.training.lm.trainer import LMConfig, LMRun, train_lm_with_canaries
@@ -44,10 +45,13 @@ def train_audit_lm(config: LMConfig, *, delta: float = 1e-5, confidence: float =
     delta = check_delta(delta)
     confidence = check_confidence(confidence)
     run = train_lm_with_canaries(config, on_step=on_step)
-    a = audit_training(run.member, run.score, noise_multiplier=config.noise_multiplier,
+    # the run through the trainer-adapter interface (bits, the threat's scores, the facts)
+    ad = RunAdapter(run, "opacus")
+    a = audit_training(ad.bits, ad.scores(config.threat),
+                       noise_multiplier=config.noise_multiplier,
                        sampling_rate=config.claim_sampling_rate,
                        steps=config.claim_steps(run.steps), threat=config.threat,
-                       delta=delta, confidence=confidence, seed=config.seed, facts=run.facts,
+                       delta=delta, confidence=confidence, seed=config.seed, facts=ad.facts(),
                        max_grad_norm=config.max_grad_norm, accountant=run.accountant)
     assert isinstance(a.facts, TrainingFacts) and a.claim is not None
     checks = [*a.facts.checks, *([run.probe] if run.probe is not None else [])]
