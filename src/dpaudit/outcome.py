@@ -199,8 +199,14 @@ class Audit:
 
     def to_audit(self: _A, **extra: Any) -> _A:
         """This audit (with ``extra`` more ``--json`` keys): the former outcome classes
-        converted with ``to_audit()``; every entry point now returns the Audit itself."""
-        return self.with_extra(**extra) if extra else self
+        converted with ``to_audit()``; every entry point now returns the Audit itself.  An
+        engine run's ``spec=`` (its audit's ``module:NAME``) is its facts' (``with_spec``),
+        as the former ``AuditRun.to_audit(spec=)``."""
+        out = self
+        respec = getattr(self.facts, "with_spec", None)
+        if "spec" in extra and respec is not None:
+            out = respec(self, extra.pop("spec"))
+        return out.with_extra(**extra) if extra else out
 
     def save_scores(self, path: str | Path) -> None:
         """Per-canary ``member,score`` CSV of the observations (``dpaudit one-run`` /

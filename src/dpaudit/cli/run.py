@@ -22,7 +22,7 @@ from rich.markup import escape
 
 from dpaudit.cli.common import app, console, print_json, print_results
 from dpaudit.cli.report_options import format_option, maybe_write_report, report_option
-from dpaudit.outcome import Audit
+from dpaudit.engine.audit import AuditRun
 from dpaudit.validation import check_choice, check_count
 
 
@@ -70,12 +70,10 @@ def load_audit(spec: str) -> Any:
     return obj
 
 
-def run_result(run: Audit, *, spec: str | None = None) -> dict[str, Any]:
-    """The ``dpaudit run --json`` document: the engine run's Audit's ``to_dict()`` (naming
-    ``spec``, the audit's ``module:NAME``, when given)."""
-    from dpaudit.engine.audit import with_spec
-
-    return (run if spec is None or run.spec == spec else with_spec(run, spec)).to_dict()
+def run_result(run: AuditRun, *, spec: str | None = None) -> dict[str, Any]:
+    """The ``dpaudit run --json`` document: :meth:`dpaudit.engine.audit.AuditRun.to_audit`
+    ``.to_dict()``."""
+    return run.to_audit(spec=spec).to_dict()
 
 
 @app.command("run")
@@ -138,7 +136,7 @@ def run_cmd(
                     store=store, resume=resume, sequential=sequential,
                     claimed_epsilon=claimed_epsilon, delta=delta, confidence=confidence,
                     chunk_size=chunk_size, retries=retries, ray_address=ray_address,
-                    trial_timeout=trial_timeout, identity_env=env, spec=audit,
+                    trial_timeout=trial_timeout, identity_env=env,
                     progress=not as_json and sys.stderr.isatty())
     if resume:
         from dpaudit.engine.identity import coverage_note

@@ -72,6 +72,12 @@ class EngineFacts:
     def failures(self) -> tuple[TrialFailure, ...]:
         return self.run.failures
 
+    def with_spec(self, audit: Audit, spec: str | None) -> Audit:
+        """``audit`` (this run's) naming its audit ``module:NAME`` (``engine.audit`` of the
+        ``--json`` document; ``audit.to_audit(spec=)``)."""
+        return engine_audit(audit.observations, audit.result, self.run, audit.claimed_epsilon,
+                            sequential=self.sequential, spec=spec)
+
 
 #: the former outcome class of an engine run: :func:`run_audit` returns the one
 #: :class:`~dpaudit.outcome.Audit` (its facts an :class:`EngineFacts`)
@@ -112,8 +118,7 @@ def with_spec(audit: Audit, spec: str | None) -> Audit:
     facts = audit.facts
     if not isinstance(facts, EngineFacts):
         raise ValueError("audit must be an engine run's Audit (dpaudit.engine.run_audit)")
-    return engine_audit(audit.observations, audit.result, facts.run, audit.claimed_epsilon,
-                        sequential=facts.sequential, spec=spec)
+    return facts.with_spec(audit, spec)
 
 
 def _observations(run: TrialRun) -> MembershipObservations:
