@@ -278,6 +278,24 @@ TARGETS += [
                 confidence="confidence", direction="choice", grid="choice")),
 ]
 
+# the one training audit of any trainer adapter (issue 31): a NumPy loop's canaries
+from dpaudit.canaries import dirac_plan  # noqa: E402
+from dpaudit.training.adapter import LoopCanaries, audit_adapter  # noqa: E402
+
+_PLAN = dirac_plan(np.arange(4), np.array([True, False, True, False]), sampling_rate=0.5)
+
+TARGETS += [
+    Target("training.adapter.LoopCanaries", LoopCanaries,
+           dict(plan=_PLAN, dimension=8, max_grad_norm=1.0),
+           dict(dimension="count", max_grad_norm="positive")),
+    Target("training.adapter.audit_adapter", audit_adapter,
+           dict(adapter=LoopCanaries(_PLAN, dimension=8, max_grad_norm=1.0),
+                noise_multiplier=1.0, sampling_rate=0.1, steps=10),
+           dict(noise_multiplier="positive", sampling_rate="probability", steps="count",
+                max_grad_norm="positive", threat="choice", kind="choice", delta="delta",
+                confidence="confidence")),
+]
+
 # kinds that do not apply to an argument (documented exceptions)
 SKIP = {
     # a 0-d float array is accepted as one entry by design

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 import engine_audits as ea
 from dpaudit.cli import main
@@ -71,3 +72,19 @@ def test_run_bad_input(tmp_path, capsys) -> None:
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert err.startswith("error:") and msg in err and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_engine_run_is_the_audit_and_names_its_spec() -> None:
+    """``run_audit`` returns the one Audit (its facts the engine's); ``to_audit(spec=)``, the
+    former ``AuditRun`` call, names the audit in ``engine.audit`` (no stray ``spec`` key)."""
+    from dpaudit.engine import AuditRun, EngineFacts, run_audit
+    from dpaudit.outcome import Audit
+
+    run = run_audit(ea.FAST, trials=200, seed=0, executor="inline", claimed_epsilon=5.0)
+    assert AuditRun is Audit and isinstance(run.facts, EngineFacts)
+    assert run.failures == () and run.run.n == 200 and run.sequential is None
+    doc = run.to_audit(spec="engine_audits:FAST").to_dict()
+    assert doc["engine"]["audit"] == "engine_audits:FAST" and "spec" not in doc
+    assert doc["violation"] is run.violation is False
+    assert run.to_dict()["engine"]["audit"] is None

@@ -68,7 +68,7 @@ def test_correct_one_run_not_detected(name: str) -> None:
     rep = one_run_audit(mech, 5000, seed=1, methods=FAST)
     assert not rep.violation, [(r.method, r.epsilon) for r in rep.results]
     # the true eps of a correct mechanism is its claim; the audit is also non-trivial
-    assert rep.best > 0.3 * rep.claimed_epsilon
+    assert max(r.epsilon for r in rep) > 0.3 * rep.claimed_epsilon
 
 
 def test_all_methods_side_by_side() -> None:

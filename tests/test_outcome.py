@@ -10,6 +10,7 @@ import pytest
 
 from dpaudit.estimators.multi_run import multi_run
 from dpaudit.estimators.verdict import verdict_from_results
+from dpaudit.observations import MembershipObservations
 from dpaudit.outcome import Audit, audit_of
 from dpaudit.results import AuditResult
 
@@ -65,3 +66,35 @@ def test_write_report_takes_an_audit(tmp_path):
     card = build_report(a.to_dict(), observations=(member, score))
     assert p.stat().st_size > 10_000 and card.verdict == a.message()
     assert card.scores is not None and 0.5 < card.scores.auroc[0] < 1.0
+
+
+def test_facts_fall_through_and_survive_pickling():
+    """The one outcome carries its kind's facts; attributes it lacks are read from them, and
+    an Audit with facts pickles and copies (the fall-through never recurses)."""
+    import copy
+    import pickle
+
+    from dpaudit.games.audit import GameFacts, OneRunReport
+
+    _, _, rs = _results()
+    a = Audit.of(rs, 1.0, facts=GameFacts("Gaussian(mu=1)", simultaneous=True))
+    assert OneRunReport is Audit and a.mechanism == "Gaussian(mu=1)" and a.simultaneous
+    assert a.to_audit() is a and a.to_audit(k=1).to_dict()["k"] == 1
+    for b in (pickle.loads(pickle.dumps(a)), copy.deepcopy(a)):
+        assert b.mechanism == a.mechanism and b.violation == a.violation
+    with pytest.raises(AttributeError, match="game facts"):
+        _ = a.checks
+    with pytest.raises(AttributeError, match="no attribute 'mechanism'"):
+        _ = Audit.of(rs, 1.0).mechanism
+
+
+def test_save_scores_writes_the_observations(tmp_path):
+    from dpaudit.io import load_scores
+
+    member, score, rs = _results()
+    a = Audit.of(rs, 1.0, observations=MembershipObservations.from_arrays(member, score))
+    a.save_scores(tmp_path / "s.csv")
+    back = load_scores(tmp_path / "s.csv")
+    assert np.array_equal(back.member, member.astype(bool)) and np.allclose(back.score, score)
+    with pytest.raises(ValueError, match="membership observations"):
+        Audit.of(rs, 1.0).save_scores(tmp_path / "t.csv")

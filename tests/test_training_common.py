@@ -8,20 +8,20 @@ scikit-learn's own split.
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 
 import numpy as np
 import pytest
 
 from dpaudit.canaries import ClaimCheck
+from dpaudit.outcome import Audit
 from dpaudit.results import AuditResult
 from dpaudit.training.common import (
     INPUT_KINDS,
-    TrainingAuditOutcome,
     TrainingSettings,
     load_digits_split,
 )
+from dpaudit.training.facts import TrainingFacts
 from needs import need
 
 SHARED = {"canary": "gradient", "threat": "white_box", "canaries": 1000,
@@ -92,11 +92,12 @@ def test_jax_config_keeps_its_keys_and_checks() -> None:
     assert INPUT_KINDS == ("flip", "random_label", "ood")
 
 
-@dataclasses.dataclass(frozen=True)
-class _Outcome(TrainingAuditOutcome):
-    results: list[AuditResult]
-    claimed_epsilon: float
-    checks: list[ClaimCheck]
+def _outcome(rows: list[AuditResult], claimed: float, checks: list[ClaimCheck]) -> Audit:
+    """A training audit's outcome: the one Audit with TrainingFacts (as every framework)."""
+    from dpaudit.claim import falsified_by
+
+    facts = TrainingFacts("own", "white_box", 1e-5, 0.95, checks=tuple(checks))
+    return Audit.of(rows, claimed, falsified_by=falsified_by(checks), facts=facts)
 
 
 def test_outcome_verdict_properties() -> None:
@@ -104,15 +105,25 @@ def test_outcome_verdict_properties() -> None:
             AuditResult(epsilon=3.0, delta=1e-5, confidence=0.95, method="steinke")]
     ok = ClaimCheck("steps", True, 100, 100, "steps: claim 100, run 100")
     bad = ClaimCheck("noise_multiplier", False, 1.0, 0.25, "noise multiplier: claim 1, run 0.25")
-    a = _Outcome(rows, 1.0, [bad, ok])
+    a = _outcome(rows, 1.0, [bad, ok])
     assert a.verdict_result is rows[0]          # the first row, not the largest
     assert a.violation is True                  # 1.25 > 1.0
-    assert _Outcome(rows, 1.25, []).violation is False   # equal to the claim: no violation
+    assert _outcome(rows, 1.25, []).violation is False   # equal to the claim: no violation
     # less noise than claimed falsifies the claim whatever the statistics (a violation)
-    assert _Outcome(rows, 1.25, [bad]).violation is True
+    assert _outcome(rows, 1.25, [bad]).violation is True
     more = ClaimCheck("noise_multiplier", False, 1.0, 4.0, "noise multiplier: claim 1, run 4")
-    assert _Outcome(rows, 1.25, [more]).violation is False   # more noise: not a violation
+    assert _outcome(rows, 1.25, [more]).violation is False   # more noise: not a violation
+    # the facts read through the Audit (the former outcome classes' attributes)
     assert a.configuration_errors == ["noise multiplier: claim 1, run 0.25"]
+    assert a.checks == a.claim_checks == (bad, ok) and a.threat == "white_box"
+    assert a.weaker_run == ["noise multiplier: claim 1, run 0.25"]
+    with pytest.raises(AttributeError, match="no attribute 'nonsense'"):
+        _ = a.nonsense
+
+
+def test_training_facts_reject_an_unknown_framework() -> None:
+    with pytest.raises(ValueError, match="framework"):
+        TrainingFacts("tensorflow", "white_box", 1e-5, 0.95)  # type: ignore[arg-type]
 
 
 def test_digits_split_is_sklearns() -> None:

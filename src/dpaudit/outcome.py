@@ -26,6 +26,16 @@ engine's stopping verdict and the Audit's are one.  Its sentence is
 
 An Audit is also the sequence of its rows (``len``, iteration, indexing), so code that read
 ``audit_one_run``'s former list keeps working.
+
+What an audit KIND knows beyond its rows and verdict is one typed field, ``facts`` (a small
+frozen dataclass per kind, beside its producer: :class:`dpaudit.training.facts.TrainingFacts`
+for every training framework, :class:`dpaudit.engine.audit.EngineFacts` for an engine run,
+:class:`dpaudit.games.audit.GameFacts` for a simulated game).  Attribute access falls through
+to ``facts`` (``audit.run``, ``audit.checks``, ``audit.configuration_errors``,
+``audit.failures``, ...), so the former outcome classes' attributes keep working on the
+one outcome; their names (``JaxTrainAudit``, ``OneRunReport``, ``AuditRun``) are aliases of
+:class:`Audit`; ``TrainAudit`` (:mod:`dpaudit.training.audit`) is the Audit plus the audit
+card's ``write_report`` (the card is :mod:`dpaudit.report`, above this module).
 """
 
 from __future__ import annotations
@@ -34,13 +44,25 @@ import dataclasses
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
 from dpaudit.claim import Claim
 from dpaudit.results import AuditResult
 from dpaudit.verdict import Verdict, verdict_from_results
 
-__all__ = ["Audit", "Verdict", "audit_of"]
+__all__ = ["Audit", "AuditFacts", "Verdict", "audit_of"]
+
+
+_A = TypeVar("_A", bound="Audit")
+
+
+class AuditFacts(Protocol):
+    """What an audit kind knows beyond its rows and verdict (module docstring): a frozen
+    dataclass naming its kind ("training", "engine", "game")."""
+
+    @property
+    def kind(self) -> str: ...
 
 
 @dataclass(frozen=True, eq=False)
@@ -61,6 +83,8 @@ class Audit:
       any_mechanism_epsilon: the run's own epsilon lower bound valid for ANY mechanism (the
         (epsilon, delta) null), quoted as the run's epsilon when the verdict's row is under
         the claimed curve's family (whose number bounds only runs inside the family).
+      facts: what the audit kind knows beyond rows and verdict (:class:`AuditFacts`; None
+        for a bare audit of observations); attribute access falls through to it.
     """
 
     results: tuple[AuditResult, ...]
@@ -72,6 +96,7 @@ class Audit:
     claim: Claim | None = None
     falsified_by: tuple[str, ...] = ()
     any_mechanism_epsilon: float | None = None
+    facts: AuditFacts | None = None
 
     def __post_init__(self) -> None:
         rs = tuple(self.results)
@@ -81,7 +106,7 @@ class Audit:
         object.__setattr__(self, "falsified_by", tuple(str(x) for x in self.falsified_by))
 
     @classmethod
-    def of(cls, results: Sequence[AuditResult] | AuditResult,
+    def of(cls: type[_A], results: Sequence[AuditResult] | AuditResult,
            claim: Claim | float | None = None, *, rule: str = "primary",
            observations: Any = None, true_epsilon: float | None = None,
            settings: Mapping[str, Any] | None = None,
@@ -89,14 +114,14 @@ class Audit:
            falsified_by: Sequence[str] = (),
            any_mechanism_epsilon: float | None = None,
            claimed_epsilon: float | None = None,
-           confidence: float | None = None) -> Audit:
+           confidence: float | None = None, facts: AuditFacts | None = None) -> _A:
         """The audit of ``results`` with THE verdict against ``claim`` (a :class:`Claim`, or a
         claimed epsilon) by ``rule`` (:func:`dpaudit.estimators.verdict.verdict_from_results`,
         admitting the rows the registry allows for the claim's named assumptions;
         ``allow_asymptotic`` adds the assumption "asymptotic"; ``claimed_epsilon=`` is the
         former spelling of a numeric ``claim``; ``confidence``: the level the verdict must
         hold at, e.g. a zoo entry's Bonferroni share -- a row valid only at less is refused;
-        default the rows' own)."""
+        default the rows' own; ``facts``: the audit kind's own facts)."""
         rs = (results,) if isinstance(results, AuditResult) else tuple(results)
         if claimed_epsilon is not None:  # the former keyword
             if claim is not None:
@@ -114,12 +139,21 @@ class Audit:
             sigma = c.member_noise_multiplier(ver.basis.epsilon) if ver.violation else None
             ver = dataclasses.replace(ver, curve="DP-SGD", member_sigma=sigma)
         return cls(rs, ver, observations, true_epsilon, dict(settings or {}), dict(extra or {}),
-                   c, tuple(falsified_by), any_mechanism_epsilon)
+                   c, tuple(falsified_by), any_mechanism_epsilon, facts)
 
     @staticmethod
     def from_dict(payload: Mapping[str, Any]) -> Audit:
         """The Audit of a saved ``--json`` document (:func:`audit_of`; ``dpaudit report``)."""
         return audit_of(payload)
+
+    def __getattr__(self, name: str) -> Any:
+        """The audit kind's facts (``audit.run``, ``audit.checks``, ...): attributes the
+        :class:`Audit` does not have are read from ``facts`` (module docstring)."""
+        facts = self.__dict__.get("facts") if not name.startswith("__") else None
+        if facts is not None and hasattr(facts, name):
+            return getattr(facts, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}"
+                             + (f" (nor have its {facts.kind} facts)" if facts else ""))
 
     # the rows, as the list ``audit_one_run`` used to return
     def __iter__(self) -> Iterator[AuditResult]:
@@ -154,9 +188,36 @@ class Audit:
         return self.results[0] if self.verdict is None else self.verdict.basis
 
     @property
+    def verdict_result(self) -> AuditResult:
+        """:attr:`result` (the former outcome classes' name)."""
+        return self.result
+
+    @property
     def epsilon(self) -> float:
         """The epsilon lower bound of :attr:`result`."""
         return self.result.epsilon
+
+    def to_audit(self: _A, **extra: Any) -> _A:
+        """This audit (with ``extra`` more ``--json`` keys): the former outcome classes
+        converted with ``to_audit()``; every entry point now returns the Audit itself.  An
+        engine run's ``spec=`` (its audit's ``module:NAME``) is its facts' (``with_spec``),
+        as the former ``AuditRun.to_audit(spec=)``."""
+        out = self
+        respec = getattr(self.facts, "with_spec", None)
+        if "spec" in extra and respec is not None:
+            out = respec(self, extra.pop("spec"))
+        return out.with_extra(**extra) if extra else out
+
+    def save_scores(self, path: str | Path) -> None:
+        """Per-canary ``member,score`` CSV of the observations (``dpaudit one-run`` /
+        ``dpaudit report --scores`` read it)."""
+        from dpaudit.io import write_scores
+
+        obs = self.observations
+        if obs is None or not hasattr(obs, "member"):
+            raise ValueError("save_scores needs an audit of membership observations; this "
+                             "one has none")
+        write_scores(path, obs.member, obs.score)
 
     def message(self) -> str | None:
         """The verdict's sentence (None without a claim): the statistical verdict, and beside
@@ -172,7 +233,7 @@ class Audit:
                + "; ".join(self.falsified_by) + ")")
         return det if stat is None else f"{det}; statistical audit: {stat}"
 
-    def with_extra(self, **keys: Any) -> Audit:
+    def with_extra(self: _A, **keys: Any) -> _A:
         """The same audit with more ``--json`` keys."""
         return dataclasses.replace(self, extra={**self.extra, **keys})
 

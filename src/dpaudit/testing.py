@@ -113,7 +113,7 @@ def audit_dp(mechanism: Callable[[Any, np.random.Generator], Any],
         f = run.failures[0]
         raise ValueError(f"trial {f.trial} failed ({len(run.failures)} of {n} trials failed): "
                          f"{f.error}")
-    return run.to_audit().with_extra(gate={"trials": n, "seed": seed})
+    return run.with_extra(gate={"trials": n, "seed": seed})
 
 
 def assert_dp(mechanism: Callable[[Any, np.random.Generator], Any],

@@ -5,7 +5,7 @@ An audit's results are lower bounds, each valid at ``confidence`` gamma: P[bound
 H0 "the mechanism satisfies the claim"; its guarantee is the probability of a FALSE violation
 on a mechanism that satisfies the claim.  Two rules:
 
-* ``"primary"`` (the default, as the CLI and ``OneRunReport`` have always done): the verdict
+* ``"primary"`` (the default, as the CLI and ``one_run_audit`` have always done): the verdict
   rests on ONE pre-declared method (the first row).  P[false violation] <= 1 - gamma, because
   a false violation needs that one bound to exceed the true epsilon.  The other rows are shown
   for comparison only: reporting "the best of k rows" at level 1 - gamma would not hold (with

@@ -95,6 +95,10 @@ def test_a_bound_above_the_claim_without_a_cause_is_not_a_violation():
                  adjacency="value_distance")
     r = audit_entry(e, trials=2000, seed=1)
     assert r.epsilon_lb > 0.5 and r.verdict == "unexplained"
+    # the row carries its final audit's Audit, whose verdict is the statistical half
+    assert r.audit is not None and r.audit.violation is True
+    assert r.audit.result.epsilon == r.epsilon_lb and r.audit.claimed_epsilon == 0.5
+    assert "audit" not in r.to_dict() and r.to_dict()["verdict"] == "unexplained"
     e2 = ZooEntry("dpaudit/lying", "dpaudit", SimulatorRun(LaplaceMechanism(5.0)), 0.5, 0.0,
                   (Pair("p", 0, 1, "value_distance"),), "5-DP claimed 0.5",
                   adjacency="value_distance",

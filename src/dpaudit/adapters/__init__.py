@@ -12,11 +12,18 @@
 """
 
 from dpaudit.adapters.groups import AGGREGATIONS, GroupedObservations, aggregate_by_group
-from dpaudit.adapters.in_out import PerExampleAudit, ShadowLayout, from_in_out, per_example_audit
+from dpaudit.adapters.in_out import (
+    PerExampleAudit,
+    PerExampleBounds,
+    ShadowLayout,
+    from_in_out,
+    per_example_audit,
+)
 from dpaudit.adapters.tables import from_columns, from_dataframe, read_parquet, read_table
 from dpaudit.adapters.tools import from_privacy_meter, from_tf_privacy
 
 __all__ = ["AGGREGATIONS", "GroupedObservations", "aggregate_by_group", "PerExampleAudit",
-           "ShadowLayout", "from_in_out", "per_example_audit", "from_columns",
+           "PerExampleBounds", "ShadowLayout", "from_in_out", "per_example_audit",
+           "from_columns",
            "from_dataframe", "read_parquet", "read_table", "from_privacy_meter",
            "from_tf_privacy"]

@@ -50,7 +50,8 @@ from dpaudit.validation import (
     check_finite_array,
 )
 
-__all__ = ["from_in_out", "ShadowLayout", "PerExampleAudit", "per_example_audit"]
+__all__ = ["from_in_out", "ShadowLayout", "PerExampleBounds", "PerExampleAudit",
+           "per_example_audit"]
 
 
 def from_in_out(scores_in: Any, scores_out: Any) -> MembershipObservations:
@@ -139,8 +140,10 @@ class ShadowLayout:
 
 
 @dataclass(frozen=True)
-class PerExampleAudit:
-    """Per-example classical audits of a shadow layout.
+class PerExampleBounds:
+    """Per-example classical audits' bounds of a shadow layout: a measurement (arrays of
+    bounds, no claim, no verdict), not an outcome -- an audit's outcome is the
+    :class:`dpaudit.outcome.Audit` (``PerExampleAudit`` is this class's former name).
 
     ``epsilons[j]`` is example j's lower bound, valid at ``confidence`` on its own (Bonferroni
     over the ``thresholds``); ``max_result`` is the largest bound recomputed with the failure
@@ -154,7 +157,7 @@ class PerExampleAudit:
 
 
 def per_example_audit(layout: ShadowLayout, delta: float = 0.0, confidence: float = 0.95,
-                      thresholds: Any = None, *, max_thresholds: int = 32) -> PerExampleAudit:
+                      thresholds: Any = None, *, max_thresholds: int = 32) -> PerExampleBounds:
     """Classical multi-run audit of every example across the runs, vectorised over examples.
 
     For example j, run r is one trial (bit = membership[r, j], score = scores[r, j]); the test
@@ -218,5 +221,9 @@ def per_example_audit(layout: ShadowLayout, delta: float = 0.0, confidence: floa
         details={"example": j, "threshold": float(thr[ti]), "tp": int(tp[ti, j]),
                  "fp": int(fp[ti, j]), "n_members": int(n_pos[j]),
                  "n_nonmembers": int(n_neg[j])})
-    return PerExampleAudit(epsilons=eps_j, thresholds=thr, best_threshold=thr[best_t],
+    return PerExampleBounds(epsilons=eps_j, thresholds=thr, best_threshold=thr[best_t],
                            max_result=res)
+
+
+#: the former name of :class:`PerExampleBounds` (kept for code that imports it)
+PerExampleAudit = PerExampleBounds

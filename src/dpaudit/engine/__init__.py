@@ -11,7 +11,7 @@ Per-trial randomness is a pure function of (seed, t) (:mod:`~dpaudit.randomness`
 Ray is imported only inside this package, lazily, by the Ray executor.
 """
 
-from dpaudit.engine.audit import AuditRun, run_audit
+from dpaudit.engine.audit import AuditRun, EngineFacts, run_audit
 from dpaudit.engine.executors import (
     EXECUTORS,
     Executor,
@@ -26,7 +26,8 @@ from dpaudit.engine.store import StoreLockedError, TrialStore
 from dpaudit.randomness import TrialStreams, trial_rng
 
 __all__ = [
-    "AuditRun", "run_audit", "execute", "TrialRun", "TrialGame", "TrialFailure", "ChunkResult",
+    "AuditRun", "EngineFacts", "run_audit",
+    "execute", "TrialRun", "TrialGame", "TrialFailure", "ChunkResult",
     "run_chunk", "Executor", "InlineExecutor", "ProcessExecutor", "RayExecutor",
     "make_executor", "EXECUTORS", "TrialStore", "StoreLockedError", "TrialStreams", "trial_rng",
 ]

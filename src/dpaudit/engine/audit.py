@@ -40,7 +40,7 @@ from dpaudit.estimators.multi_run import multi_run
 from dpaudit.estimators.sequential import (
     SequentialMonitor,
     SequentialOptions,
-    SequentialResult,
+    SequentialState,
     sequential_audit,
 )
 from dpaudit.observations import MembershipObservations
@@ -48,56 +48,77 @@ from dpaudit.outcome import Audit
 from dpaudit.results import AuditResult
 from dpaudit.validation import check_confidence, check_delta, check_nonnegative
 
-__all__ = ["AuditRun", "run_audit"]
+__all__ = ["AuditRun", "EngineFacts", "engine_audit", "with_spec", "run_audit"]
 
 
 @dataclass(frozen=True, eq=False)
-class AuditRun:
-    """Observations (successful trials, in trial order), the audit result and the run.
+class EngineFacts:
+    """What an engine run's :class:`~dpaudit.outcome.Audit` knows beyond its row and verdict:
+    the trial run (store, failures, timing, configuration), the sequential e-process's state
+    (a sequential run) and the audit's ``module:NAME`` (``spec``, when known).
 
-    The result also counts the failed trials (``run.failures``) as an output of the mechanism
-    (see module), so with failures it is not a function of ``observations`` alone."""
+    The row also counts the failed trials (``failures``) as an output of the mechanism (see
+    module), so with failures it is not a function of the Audit's ``observations`` alone."""
 
-    observations: MembershipObservations
-    result: AuditResult
     run: TrialRun
-    claimed_epsilon: float | None
-    sequential: SequentialResult | None = None
+    sequential: SequentialState | None = None
+    spec: str | None = None
+
+    @property
+    def kind(self) -> str:
+        return "engine"
 
     @property
     def failures(self) -> tuple[TrialFailure, ...]:
         return self.run.failures
 
-    @property
-    def violation(self) -> bool | None:
-        """True when the claim is refuted at the stated confidence (None without a claim)."""
-        if self.claimed_epsilon is None:
-            return None
-        return bool(self.to_audit().violation)  # the verdict, computed once (the Audit)
+    def with_spec(self, audit: Audit, spec: str | None) -> Audit:
+        """``audit`` (this run's) naming its audit ``module:NAME`` (``engine.audit`` of the
+        ``--json`` document; ``audit.to_audit(spec=)``)."""
+        return engine_audit(audit.observations, audit.result, self.run, audit.claimed_epsilon,
+                            sequential=self.sequential, spec=spec)
 
-    def to_audit(self, *, spec: str | None = None) -> Audit:
-        """The typed outcome (:class:`dpaudit.outcome.Audit`); its ``to_dict()`` is the
-        ``dpaudit run --json`` document (``spec``: the audit's ``module:NAME``).  A sequential
-        run's verdict is the anytime-valid test's (the e-process): its row, ``sequential``,
-        decides by its own test of the claim (:func:`dpaudit.verdict.exceeds`), in the Audit,
-        so ``violation``, the sentence, the card and ``assert_dp`` read one answer."""
-        res, claim, r = self.result, self.claimed_epsilon, self.run
-        extra: dict[str, Any] = {}
-        if self.sequential is not None:
-            s = self.sequential
-            extra["sequential"] = {"rejected": s.rejected, "stopping_trial": s.stopping_trial,
-                                   "trials_used": s.n, "e_value": s.e_value,
-                                   "max_e_value": s.max_e_value, "p_value": s.p_value,
-                                   "epsilon_lower": s.epsilon_lower}
-        extra["engine"] = {
-            "audit": spec, "audit_id": r.audit_id, "trials": r.n,
-            "successful_trials": int(r.ok.sum()), "computed": r.computed, "reused": r.reused,
-            "failed_trials": [f.to_dict() for f in r.failures], "stopped_at": r.stopped_at,
-            "executor": r.executor, "workers": r.workers, "store": r.store,
-            "seconds": round(r.seconds, 3),
-            "trials_per_second": round(r.computed / r.seconds, 1) if r.seconds > 0 else None,
-            "seed": r.config.get("seed"), "config": r.config}
-        return Audit.of([res], claim, observations=self.observations, extra=extra)
+
+#: the former outcome class of an engine run: :func:`run_audit` returns the one
+#: :class:`~dpaudit.outcome.Audit` (its facts an :class:`EngineFacts`)
+AuditRun = Audit
+
+
+def engine_audit(observations: MembershipObservations, result: AuditResult, run: TrialRun,
+                 claimed_epsilon: float | None, *,
+                 sequential: SequentialState | None = None, spec: str | None = None) -> Audit:
+    """The :class:`~dpaudit.outcome.Audit` of an engine run; its ``to_dict()`` is the
+    ``dpaudit run --json`` document (``spec``: the audit's ``module:NAME``).  A sequential
+    run's verdict is the anytime-valid test's (the e-process): its row, ``sequential``,
+    decides by its own test of the claim (:func:`dpaudit.verdict.exceeds`), in the Audit, so
+    ``violation``, the sentence, the card and ``assert_dp`` read one answer."""
+    r = run
+    extra: dict[str, Any] = {}
+    if sequential is not None:
+        s = sequential
+        extra["sequential"] = {"rejected": s.rejected, "stopping_trial": s.stopping_trial,
+                               "trials_used": s.n, "e_value": s.e_value,
+                               "max_e_value": s.max_e_value, "p_value": s.p_value,
+                               "epsilon_lower": s.epsilon_lower}
+    extra["engine"] = {
+        "audit": spec, "audit_id": r.audit_id, "trials": r.n,
+        "successful_trials": int(r.ok.sum()), "computed": r.computed, "reused": r.reused,
+        "failed_trials": [f.to_dict() for f in r.failures], "stopped_at": r.stopped_at,
+        "executor": r.executor, "workers": r.workers, "store": r.store,
+        "seconds": round(r.seconds, 3),
+        "trials_per_second": round(r.computed / r.seconds, 1) if r.seconds > 0 else None,
+        "seed": r.config.get("seed"), "config": r.config}
+    return Audit.of([result], claimed_epsilon, observations=observations, extra=extra,
+                    facts=EngineFacts(run, sequential, spec))
+
+
+def with_spec(audit: Audit, spec: str | None) -> Audit:
+    """The engine run's Audit naming its audit ``module:NAME`` (``engine.audit`` of the
+    ``--json`` document)."""
+    facts = audit.facts
+    if not isinstance(facts, EngineFacts):
+        raise ValueError("audit must be an engine run's Audit (dpaudit.engine.run_audit)")
+    return facts.with_spec(audit, spec)
 
 
 def _observations(run: TrialRun) -> MembershipObservations:
@@ -145,7 +166,8 @@ def run_audit(audit: Any, *, trials: int, seed: int, executor: str | Executor = 
               chunk_size: int | None = None, retries: int = 2, progress: bool = False,
               ray_address: str | None = None,
               sequential_options: SequentialOptions | None = None,
-              trial_timeout: float | None = None, identity_env: Any = ()) -> AuditRun:
+              trial_timeout: float | None = None, identity_env: Any = (),
+              spec: str | None = None) -> Audit:
     """Run a :class:`~dpaudit.games.blackbox.BlackBoxAudit` on the engine and audit it.
 
     Args:
@@ -165,6 +187,9 @@ def run_audit(audit: Any, *, trials: int, seed: int, executor: str | Executor = 
         runs longer fails (reported like any failed trial).
       identity_env: environment variables the mechanism reads (their digests join the
         store's identity; see :func:`dpaudit.engine.runner.execute`).
+      spec: the audit's ``module:NAME``, recorded in the ``--json`` document.
+
+    Returns the one :class:`~dpaudit.outcome.Audit` (its facts :class:`EngineFacts`).
     """
     delta, confidence = check_delta(delta), check_confidence(confidence)
     if claimed_epsilon is not None:
@@ -191,7 +216,7 @@ def run_audit(audit: Any, *, trials: int, seed: int, executor: str | Executor = 
                   progress=progress, ray_address=ray_address, stop_rule=stop_rule,
                   trial_timeout=trial_timeout, identity_env=identity_env)
     obs = _observations(run)
-    seq: SequentialResult | None = None
+    seq: SequentialState | None = None
     if sequential:
         assert claimed_epsilon is not None
         seq = sequential_audit(run.column("member") > 0.5, run.column("score"),
@@ -220,5 +245,4 @@ def run_audit(audit: Any, *, trials: int, seed: int, executor: str | Executor = 
                              settings={**r.settings, "seed": seed,
                                        "failed_trials": failures if run.failures else "none"},
                              details=r.details)
-    return AuditRun(observations=obs, result=result, run=run,
-                    claimed_epsilon=claimed_epsilon, sequential=seq)
+    return engine_audit(obs, result, run, claimed_epsilon, sequential=seq, spec=spec)

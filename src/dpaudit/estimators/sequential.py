@@ -115,7 +115,8 @@ from dpaudit.validation import (
     check_probability,
 )
 
-__all__ = ["SequentialOptions", "SequentialResult", "sequential_audit", "first_crossing",
+__all__ = ["SequentialOptions", "SequentialState", "SequentialResult", "sequential_audit",
+           "first_crossing",
            "block_starts", "SequentialMonitor"]
 
 _ROWS = 1 << 15  # rows per vectorised slab (memory: rows x grid)
@@ -143,8 +144,10 @@ class SequentialOptions:
 
 
 @dataclass(frozen=True)
-class SequentialResult:
-    """Outcome of a sequential audit on trials 0..n-1 (in index order).
+class SequentialState:
+    """The e-process's raw state after a sequential audit on trials 0..n-1 (in index order):
+    a measurement, not an outcome -- its row is :meth:`to_audit_result`, and the verdict is
+    the :class:`dpaudit.outcome.Audit`'s (an engine run's, :func:`dpaudit.engine.run_audit`).
 
     rejected: K crossed 1/alpha at the claimed epsilon (a violation, at ``confidence``).
     stopping_trial: number of trials at the first crossing (None if never).
@@ -389,7 +392,7 @@ def sequential_audit(member: Any, score: Any, claimed_epsilon: float, delta: flo
                      confidence: float = 0.95, *, stop: bool = True,
                      options: SequentialOptions | None = None,
                      epsilon_max: float | None = None, failed: Any = None
-                     ) -> SequentialResult:
+                     ) -> SequentialState:
     """Anytime-valid audit of "(claimed_epsilon, delta)-DP" from trials in index order.
 
     Args:
@@ -429,8 +432,12 @@ def sequential_audit(member: Any, score: Any, claimed_epsilon: float, delta: flo
                 "grid": [0.0, top, int(grid.size)], "stop": stop,
                 "e_process": ("mixture of hi/lo threshold betting "
                               "(Hypothesis Interpretation Def. 1)")}
-    return SequentialResult(
+    return SequentialState(
         rejected=rejected, stopping_trial=first2, n=int(n), e_value=float(math.exp(min(log_e,
                                                                                      700))),
         max_e_value=float(math.exp(min(float(run_max[col]), 700.0))), claimed_epsilon=claim,
         delta=delta, confidence=confidence, epsilon_lower=lb, settings=settings)
+
+
+#: the former name of :class:`SequentialState` (kept for code that imports it)
+SequentialResult = SequentialState

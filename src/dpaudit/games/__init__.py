@@ -2,6 +2,7 @@
 multi-run driver, and end-to-end audits of simulated mechanisms."""
 
 from dpaudit.games.audit import (
+    GameFacts,
     OneRunReport,
     available_methods,
     default_family,
@@ -15,7 +16,7 @@ from dpaudit.games.lidp import LiDPScores, lidp_game  # Pillutla et al.
 
 __all__ = [
     "CanaryGenerator", "BitsTranscript", "transmit", "partition_runs", "NULL",
-    "BlackBoxAudit", "run_trials", "trial_rng", "OneRunReport", "one_run_audit",
+    "BlackBoxAudit", "run_trials", "trial_rng", "OneRunReport", "GameFacts", "one_run_audit",
     "default_family", "multi_run_audit", "demo_dpsgd", "available_methods",
 ]
 __all__ += ["LiDPScores", "lidp_game"]

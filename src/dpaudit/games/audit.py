@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from dpaudit.claim import Claim
@@ -42,7 +42,8 @@ from dpaudit.outcome import Audit
 from dpaudit.results import AuditResult
 from dpaudit.validation import check_confidence, check_count, check_delta
 
-__all__ = ["OneRunReport", "one_run_audit", "default_family", "claim_of", "multi_run_audit",
+__all__ = ["OneRunReport", "GameFacts", "one_run_audit",
+           "default_family", "claim_of", "multi_run_audit",
            "audit_multi_run",
            "demo_dpsgd",
            "available_methods"]
@@ -93,50 +94,32 @@ def available_methods() -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
-class OneRunReport:
-    """Observations of one run, every method's bound, and the claimed (and true) epsilon."""
+class GameFacts:
+    """What a simulated game's :class:`~dpaudit.outcome.Audit` knows beyond its rows and
+    verdict: the mechanism (its description) and whether the verdict is Bonferroni over the
+    methods (``simultaneous``); the observations, the claim and the true epsilon are the
+    Audit's own fields."""
 
     mechanism: str
-    observations: MembershipObservations
-    results: list[AuditResult]
-    claimed_epsilon: float
-    true_epsilon: float | None = None
-    settings: dict[str, Any] = field(default_factory=dict)
-
     simultaneous: bool = False
-    #: the claim tested (:func:`claim_of`)
-    claim: Claim | None = None
 
     @property
-    def best(self) -> float:
-        return max(r.epsilon for r in self.results)
+    def kind(self) -> str:
+        return "game"
 
-    @property
-    def verdict_result(self) -> AuditResult:
-        """The row the verdict rests on (the Audit's): the primary (first) method, whose
-        bound is valid on its own; with ``simultaneous`` the best row that may decide."""
-        return self.to_audit().result
 
-    @property
-    def violation(self) -> bool:
-        return bool(self.to_audit().violation)
-
-    def to_audit(self, **extra: Any) -> Audit:
-        """The typed outcome (:class:`dpaudit.outcome.Audit`): the verdict by the primary rule,
-        or Bonferroni over the methods for a ``simultaneous`` run; ``extra`` keys go to the
-        ``--json`` document."""
-        claim = self.claim if self.claim is not None else self.claimed_epsilon
-        return Audit.of(self.results, claim,
-                        rule="bonferroni" if self.simultaneous else "primary",
-                        observations=self.observations, true_epsilon=self.true_epsilon,
-                        settings={"mechanism": self.mechanism, **self.settings}, extra=extra)
+#: the former outcome class of a simulated one-run game: it returns the one
+#: :class:`~dpaudit.outcome.Audit` (its facts a :class:`GameFacts`)
+OneRunReport = Audit
 
 
 def one_run_audit(mechanism: SimulatedMechanism, n: int, seed: int, *, delta: float = 1e-5,
                   confidence: float = 0.95, family: Any = None,
                   methods: Sequence[str] | None = None, true_epsilon: bool = False,
-                  simultaneous: bool = False) -> OneRunReport:
-    """Audit a simulated mechanism in one run with n canaries (seeded, reproducible).
+                  simultaneous: bool = False) -> Audit:
+    """Audit a simulated mechanism in one run with n canaries (seeded, reproducible), as the
+    one :class:`~dpaudit.outcome.Audit`: the verdict by the primary rule, or Bonferroni over
+    the methods for a ``simultaneous`` run; its facts :class:`GameFacts`.
 
     ``true_epsilon=True`` also evaluates the true curve's epsilon (can be slow for the
     backprop-clipping DP-SGD, whose true PLD has a tiny noise multiplier).
@@ -155,13 +138,14 @@ def one_run_audit(mechanism: SimulatedMechanism, n: int, seed: int, *, delta: fl
                             methods=tuple(methods) if methods else available_methods(),
                             family=claim.null_family(), bits_threshold=0.0,
                             simultaneous=simultaneous, seed=seed)
-    return OneRunReport(
-        mechanism=mechanism.describe(), observations=obs, results=list(results.results),
-        claimed_epsilon=claim.epsilon,
-        true_epsilon=mechanism.true_epsilon(delta) if true_epsilon else None,
-        settings={"n": n, "seed": seed, "delta": delta, "confidence": confidence,
-                  "family": claim.family_name, "flaw": mechanism.flaw},
-        simultaneous=simultaneous, claim=claim)
+    described = mechanism.describe()
+    return Audit.of(results.results, claim,
+                    rule="bonferroni" if simultaneous else "primary", observations=obs,
+                    true_epsilon=mechanism.true_epsilon(delta) if true_epsilon else None,
+                    settings={"mechanism": described, "n": n, "seed": seed, "delta": delta,
+                              "confidence": confidence, "family": claim.family_name,
+                              "flaw": mechanism.flaw},
+                    facts=GameFacts(described, simultaneous))
 
 
 def audit_multi_run(member: Any, score: Any, *, claimed_epsilon: Claim | float | None = None,
@@ -208,14 +192,15 @@ DEMO_SETTINGS: dict[str, Any] = {"noise_multiplier": 1.0, "sampling_rate": 0.01,
 def demo_dpsgd(flawed: bool, seed: int) -> tuple[float, list[AuditResult]]:
     """(claimed epsilon, results) of :func:`demo_dpsgd_run`."""
     rep = demo_dpsgd_run(flawed, seed)
-    return rep.claimed_epsilon, rep.results
+    assert rep.claim is not None
+    return rep.claim.epsilon, list(rep.results)
 
 
-def demo_dpsgd_run(flawed: bool, seed: int) -> OneRunReport:
+def demo_dpsgd_run(flawed: bool, seed: int) -> Audit:
     """One-run white-box audit of DP-SGD (sigma = 1, q = 0.01, T = 1000, 5,000 Dirac canaries,
     optimal likelihood-ratio score), correct or with the backprop-clipping bug (|B| = 16).
 
-    Returns the OneRunReport (observations, results, claimed epsilon at delta = 1e-5; the
+    Returns the Audit (observations, results, claimed epsilon at delta = 1e-5; the
     report card plots the observations).  The correct run stays
     below the claim; the flawed run's lower bound exceeds it in one run.
     """

@@ -23,7 +23,9 @@ Public API (stable; other modules such as the case studies build on it):
 * training:  :class:`TrainingConfig`, :class:`TrainingRun`, :func:`train_with_canaries`;
 * audit:     :func:`audit_training` (bits + scores of one run -> every one-run method and the
   verdict), :func:`train_audit`, :func:`train_audit_dict` (the ``train-audit --json``
-  document), :func:`simulator_reference`, :class:`TrainAudit`.
+  document), :func:`simulator_reference`; every audit returns the one
+  :class:`dpaudit.outcome.Audit` (``TrainAudit`` is its former name, an alias), its facts
+  :class:`~dpaudit.training.facts.TrainingFacts`.
 
 See docs/training.md for a runnable example on a user's own model and training loop.
 """

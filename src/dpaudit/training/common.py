@@ -9,9 +9,9 @@ Imports neither torch nor jax, so both :mod:`dpaudit.training` (PyTorch + Opacus
   score, input-canary kind, gradient-canary scale) and their checks.  The framework's config
   (``TrainingConfig``, ``JaxTrainingConfig``) adds its own fields and names its flaws
   (``FLAWS``).
-* :class:`TrainingAuditOutcome` -- what a one-run training audit's outcome says beyond its
-  results: the verdict's basis (the first result), whether the claim is refuted
-  (epsilon lower bound > claimed epsilon) and the failed claim checks in words.
+* :func:`claim_rows` -- the rows of a training audit under the claim's null family, and the
+  run's own any-mechanism epsilon (the outcome is the one :class:`dpaudit.outcome.Audit`, its
+  facts :class:`dpaudit.training.facts.TrainingFacts`).
 * :func:`load_digits_split` -- scikit-learn's digits, split train / test, as NumPy arrays.
 
 The one-run game (Steinke, Nasr and Jagielski, *Privacy Auditing with One (1) Training Run*):
@@ -22,17 +22,14 @@ step's noisy sum) or last iterate (final parameters), input canaries black box (
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from dpaudit.validation import check_choice, check_count, check_positive, check_probability
 
-if TYPE_CHECKING:
-    from dpaudit.outcome import Audit
-
 __all__ = ["CANARY_TYPES", "THREATS", "SCORE_KINDS", "INPUT_KINDS", "TrainingSettings",
-           "TrainingAuditOutcome", "load_digits_split"]
+           "claim_rows", "load_digits_split"]
 
 CANARY_TYPES = ("gradient", "input")
 THREATS = ("white_box", "last_iterate", "black_box")
@@ -96,53 +93,6 @@ class TrainingSettings:
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
-
-
-class TrainingAuditOutcome:
-    """The properties every one-run training audit shares (mixed into ``TrainAudit`` and
-    ``JaxTrainAudit``, frozen dataclasses with ``results``, ``claimed_epsilon``, the claim
-    checks ``checks`` and ``to_audit()``).  The verdict is the :class:`dpaudit.outcome.Audit`'s
-    (computed once there): the primary rule's statistical verdict, or a configuration error
-    showing the run did less than the claim."""
-
-    results: Any
-    claimed_epsilon: float
-    checks: Any
-
-    @property
-    def configuration_errors(self) -> list[str]:
-        """The claim checks that failed, in words (empty when the claim matches the run)."""
-        return [c.message for c in self.checks if not c.ok]
-
-    @property
-    def weaker_run(self) -> list[str]:
-        """The failed claim checks that show the run gave *less* privacy than the claim (less
-        noise, more steps, a larger sampling rate, released noise below the claim's) -- each
-        refutes the claim on its own and makes the audit a violation
-        (:func:`dpaudit.claim.falsified_by`, the one rule)."""
-        from dpaudit.claim import falsified_by
-
-        return list(falsified_by(self.checks))
-
-    @property
-    def verdict_result(self) -> Any:
-        """The result the verdict rests on (the first)."""
-        return self.results[0]
-
-    def to_audit(self) -> Audit:
-        """The :class:`dpaudit.outcome.Audit` (the verdict computed once, there); the
-        Opacus and JAX audits override it with their ``--json`` keys and their claim."""
-        from dpaudit.claim import falsified_by
-        from dpaudit.outcome import Audit
-
-        return Audit.of(self.results, self.claimed_epsilon,
-                        falsified_by=falsified_by(self.checks))
-
-    @property
-    def violation(self) -> bool:
-        """The Audit's: the statistical verdict, or a configuration error that shows the run
-        did less than the claim (:func:`dpaudit.claim.falsified_by`)."""
-        return bool(self.to_audit().violation)
 
 
 def claim_rows(member: Any, score: Any, claim: Any, *, confidence: float,

@@ -36,7 +36,7 @@ import dataclasses
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +89,12 @@ class SearchChoice:
 
 @dataclass(frozen=True)
 class ZooResult:
-    """One row of the zoo table."""
+    """One row of the zoo table: the entry's facts beside its final audit's
+    :class:`~dpaudit.outcome.Audit` (``audit``: the claim as tested, the row and THE verdict at
+    the entry's Bonferroni share of the zoo's confidence), which the row carries rather than
+    re-deciding; ``verdict`` combines that verdict with a located cause ("violation" /
+    "unexplained" / "no violation found").  ``to_dict()`` is the table's keys (without the
+    Audit)."""
 
     key: str
     library: str
@@ -122,11 +127,11 @@ class ZooResult:
     detectable_epsilon: float = math.nan
     pairs_tried: tuple[str, ...] = ()
     scores_tried: tuple[str, ...] = ()
+    audit: Audit | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        from dataclasses import asdict
-
-        return asdict(self)
+        """The table row's keys (every field but the Audit; all plain values)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "audit"}
 
 
 def _outputs(entry: ZooEntry, data: Any, seed: int, block: tuple[int, int], n: int
@@ -218,7 +223,8 @@ def audit_entry(entry: ZooEntry, *, trials: int, seed: int = 0, confidence: floa
     pw = power(max(1, n_final // 2), confidence, choice.tested_epsilon, choice.tested_delta,
                currency=entry.currency)
     seconds = time.perf_counter() - start
-    above = _exceeds_claim(res, bound, choice, entry.currency, confidence)
+    final = _final_audit(res, bound, choice, entry.currency, confidence)
+    above = bool(final.violation)
     where = locate(entry.cause) if entry.cause is not None else None
     if above and where is not None:
         verdict = "violation"
@@ -243,19 +249,19 @@ def audit_entry(entry: ZooEntry, *, trials: int, seed: int = 0, confidence: floa
         tpr=_rate(d, "tp", "n_members"), fpr=_rate(d, "fp", "n_nonmembers"),
         currency=entry.currency, detectable_mass=pw.mass, detectable_epsilon=pw.epsilon,
         pairs_tried=tuple(p.label for p in entry.pairs if tested_claim(entry, p) is not None),
-        scores_tried=tuple(str(sc) for sc in entry.scores))
+        scores_tried=tuple(str(sc) for sc in entry.scores), audit=final)
 
 
-def _exceeds_claim(res: AuditResult, bound: float, choice: SearchChoice, currency: str,
-                   confidence: float) -> bool:
-    """The statistical half of the entry's verdict, decided by the one :class:`Audit` (the
-    claim as tested, at the entry's Bonferroni share ``confidence`` of the zoo's level: a row
-    valid only at less is refused).  A rho-zCDP entry's row carries the bound on rho against
-    the claimed rho (its own currency)."""
+def _final_audit(res: AuditResult, bound: float, choice: SearchChoice, currency: str,
+                 confidence: float) -> Audit:
+    """The entry's final :class:`Audit`, whose verdict is the statistical half of the entry's
+    (the claim as tested, at the entry's Bonferroni share ``confidence`` of the zoo's level: a
+    row valid only at less is refused).  A rho-zCDP entry's row carries the bound on rho
+    against the claimed rho (its own currency)."""
     row = res if currency == "epsilon" else dataclasses.replace(
         res, epsilon=bound, settings={**res.settings, "currency": currency})
     claim = Claim(choice.tested_epsilon, choice.tested_delta)
-    return bool(Audit.of(row, claim, confidence=confidence).violation)
+    return Audit.of(row, claim, confidence=confidence)
 
 
 def _rate(details: Mapping[str, Any], k: str, n: str) -> float:

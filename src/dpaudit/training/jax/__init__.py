@@ -17,7 +17,8 @@ Public API:
   :func:`train_jax_with_canaries`, :func:`partition_groups` (a BandMF sampler's groups);
 * audit:    :func:`audit_scores` (bits + scores of one run, e.g. from a user's own
   ``jax.grad`` / ``vmap`` loop -> every one-run method and the verdict),
-  :func:`train_audit_jax`, :func:`jax_train_audit_dict`, :class:`JaxTrainAudit`.
+  :func:`train_audit_jax`, :func:`jax_train_audit_dict` (``JaxTrainAudit``: an alias of
+  :class:`dpaudit.outcome.Audit`, which they return).
 
 See docs/training_jax.md.
 """

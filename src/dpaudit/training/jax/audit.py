@@ -5,8 +5,8 @@
   method side by side (``dpaudit.audit_one_run``: tight, bits, Steinke et al., Mahloujifar et
   al.) and the verdict;
 * :func:`train_audit_jax` -- train the digits MLP with jax_privacy (:mod:`.trainer`) and audit
-  it; white box, the whitened and the naive score are both audited (:attr:`JaxTrainAudit.
-  compared`) and the claim is checked against what the run did (:func:`run_claim_checks`);
+  it; white box, the whitened and the naive score are both audited (the facts'
+  ``compared``) and the claim is checked against what the run did (:func:`run_claim_checks`);
 * :func:`jax_train_audit_dict` -- the ``train-audit --framework jax --json`` document: the keys
   of the Opacus audit's document (results, claimed_epsilon, violation, verdict,
   verdict_method, family, delta, confidence, training{...}) plus ``framework``,
@@ -32,26 +32,26 @@ showing the run did less than the claim (less noise, more steps, a larger q) is 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from dpaudit.canaries import Claim, ClaimCheck, check_claim
 from dpaudit.claim import Claim as AuditClaim
-from dpaudit.claim import falsified_by
 from dpaudit.estimators.one_run import ONE_RUN_METHODS, audit_one_run
 from dpaudit.observations import MembershipObservations
 from dpaudit.outcome import Audit
-from dpaudit.results import AuditResult
-from dpaudit.training.common import TrainingAuditOutcome, claim_rows
+from dpaudit.training.adapter import RunAdapter, audit_canaries
+from dpaudit.training.facts import TrainingFacts
 from dpaudit.training.jax.plan import claim_rounds, event_epsilon
 from dpaudit.training.jax.trainer import (
     JaxTrainingConfig,
     JaxTrainingRun,
     train_jax_with_canaries,
 )
+from dpaudit.training.result import FAMILY, TrainAudit, training_audit
 from dpaudit.validation import (
     check_confidence,
     check_count,
@@ -64,47 +64,9 @@ __all__ = ["JaxTrainAudit", "audit_scores", "train_audit_jax", "jax_train_audit_
            "FAMILY", "dpsgd_curve_epsilon", "null_family", "run_claim_checks", "run_cli_audit",
            "summary_lines"]
 
-FAMILY = "dpsgd"
-
-
-@dataclass(frozen=True, eq=False)
-class JaxTrainAudit(TrainingAuditOutcome):
-    """Results of a one-run audit of a JAX run (the first result is the verdict's basis),
-    the claim, the observations, and for white box the primary method's bound from each
-    score compared (``compared``: score name -> epsilon lower bound); ``verdict_result``,
-    ``violation`` and ``configuration_errors`` are
-    :class:`~dpaudit.training.common.TrainingAuditOutcome`'s."""
-
-    results: list[AuditResult]
-    claimed_epsilon: float
-    dpsgd_curve_epsilon: float
-    delta: float
-    confidence: float
-    threat: str
-    run: JaxTrainingRun | None = None
-    settings: dict[str, Any] = field(default_factory=dict)
-    observations: MembershipObservations | None = None
-    compared: dict[str, float] = field(default_factory=dict)
-    claim_checks: list[ClaimCheck] = field(default_factory=list)
-    #: the run's own epsilon lower bound valid for any mechanism (tight, (eps, delta) null)
-    any_mechanism_epsilon: float | None = None
-    #: the claim tested (:class:`dpaudit.claim.Claim`)
-    claim: AuditClaim | None = None
-
-    @property
-    def checks(self) -> list[ClaimCheck]:
-        """The deterministic claim checks (``claim_checks``), failed first."""
-        return self.claim_checks
-
-    def to_audit(self) -> Audit:
-        """The typed outcome (:class:`dpaudit.outcome.Audit`, the verdict worded once); its
-        ``to_dict()`` is the ``train-audit --framework jax --json`` document."""
-        settings = {k: v for k, v in self.settings.items() if k != "null"}
-        claim = self.claim if self.claim is not None else self.claimed_epsilon
-        return Audit.of(self.results, claim, observations=self.observations,
-                        settings=settings, extra=_jax_keys(self),
-                        falsified_by=falsified_by(self.claim_checks),
-                        any_mechanism_epsilon=self.any_mechanism_epsilon)
+#: the former outcome class of a JAX training audit: every training audit returns the one
+#: result, :class:`~dpaudit.training.result.TrainAudit` (an :class:`~dpaudit.outcome.Audit`)
+JaxTrainAudit = TrainAudit
 
 
 def dpsgd_curve_epsilon(noise_multiplier: float, sampling_rate: float, rounds: int,
@@ -127,7 +89,7 @@ def audit_scores(member: Any, score: Any, *, noise_multiplier: float, sampling_r
                  steps: int, bands: int = 1, dp_event: Any = None, threat: str = "white_box",
                  delta: float = 1e-5, confidence: float = 0.95,
                  methods: Sequence[str] = ONE_RUN_METHODS, seed: int = 0,
-                 family: Any = None) -> JaxTrainAudit:
+                 family: Any = None) -> Audit:
     """One-run audit of a DP-SGD (``bands=1``) or amplified BandMF run from its canaries' bits
     and scores.  The claim is the epsilon of ``dp_event`` (jax_privacy's plan's event) when
     given, else of ceil(steps / bands) Poisson-subsampled Gaussians at
@@ -149,45 +111,47 @@ def audit_scores(member: Any, score: Any, *, noise_multiplier: float, sampling_r
     claimed = event_epsilon(dp_event, delta)
     reference = dpsgd_curve_epsilon(sigma, q, rounds, delta)
     claim = AuditClaim.dpsgd_claim(sigma, q, rounds, delta, epsilon=claimed, family=family)
-    fam = claim.null_family()
-    # as on the Opacus path (one helper): the rows and the run's own any-mechanism epsilon
-    results, any_eps = claim_rows(member, score, claim, confidence=confidence,
-                                  methods=methods, seed=seed)
-    return JaxTrainAudit(results, claimed, reference, delta, confidence, threat,
-                         settings={"family": claim.family_name, "null": fam,
-                                   "noise_multiplier": sigma,
-                                   "sampling_rate": q, "steps": steps, "bands": bands,
-                                   "rounds": rounds, "dp_event": repr(dp_event)},
-                         observations=MembershipObservations.from_arrays(member, score),
-                         any_mechanism_epsilon=any_eps, claim=claim)
+    # the one training audit, as on the Opacus path: the rows under the claim's family and
+    # the run's own any-mechanism epsilon
+    facts = TrainingFacts("jax", threat, delta, confidence, dpsgd_curve_epsilon=reference)
+    return audit_canaries(member, score, claim, facts, confidence=confidence,
+                          methods=methods, seed=seed,
+                          settings={"family": claim.family_name, "noise_multiplier": sigma,
+                                    "sampling_rate": q, "steps": steps, "bands": bands,
+                                    "rounds": rounds, "dp_event": repr(dp_event)})
 
 
 def train_audit_jax(config: JaxTrainingConfig, *, delta: float = 1e-5,
                     confidence: float = 0.95,
                     on_step: Callable[[int], None] | None = None,
-                    family: Any = None) -> JaxTrainAudit:
+                    family: Any = None) -> Audit:
     """Train with jax_privacy and canaries (one run) and audit it; white box also audits
     the other white-box scores of the same run (whitened vs naive) for comparison."""
     delta = check_delta(delta)
     confidence = check_confidence(confidence)
     run = train_jax_with_canaries(config, on_step=on_step)
-    a = audit_scores(run.member, run.score, noise_multiplier=config.noise_multiplier,
+    # the run through the trainer-adapter interface (bits, the threat's scores; its facts
+    # feed the claim check below, run_claim_checks)
+    ad = RunAdapter(run, "jax")
+    a = audit_scores(ad.bits, ad.scores(config.threat), noise_multiplier=config.noise_multiplier,
                      sampling_rate=config.sampling_rate, steps=run.steps,
                      bands=config.num_bands, dp_event=run.dp_event, threat=config.threat,
                      delta=delta, confidence=confidence, seed=config.seed, family=family)
+    assert isinstance(a.facts, TrainingFacts) and a.claim is not None
     compared: dict[str, float] = {}
     for name, s in run.scores.items():
         if s is run.score:
             compared[name] = float(a.verdict_result.epsilon)
         elif config.threat == "white_box":
             r = audit_one_run(run.member, s, delta=delta, confidence=confidence,
-                              methods=(a.verdict_result.method,), family=a.settings["null"],
-                              seed=config.seed)
+                              methods=(a.verdict_result.method,),
+                              family=a.claim.null_family(), seed=config.seed)
             compared[name] = float(r[0].epsilon)
-    return JaxTrainAudit(a.results, a.claimed_epsilon, a.dpsgd_curve_epsilon, delta,
-                         confidence, config.threat, run, {**config.to_dict(), **a.settings},
-                         a.observations, compared, run_claim_checks(run),
-                         a.any_mechanism_epsilon, a.claim)
+    facts = dataclasses.replace(a.facts, run=run, compared=compared,
+                                checks=tuple(run_claim_checks(run)))
+    return training_audit(a.results, a.claim, facts, observations=a.observations,
+                          settings={**config.to_dict(), **a.settings},
+                          any_mechanism_epsilon=a.any_mechanism_epsilon)
 
 
 def run_claim_checks(run: JaxTrainingRun) -> list[ClaimCheck]:
@@ -210,50 +174,10 @@ def run_claim_checks(run: JaxTrainingRun) -> list[ClaimCheck]:
     return sorted(out, key=lambda x: x.ok)
 
 
-def jax_train_audit_dict(audit: JaxTrainAudit) -> dict[str, Any]:
-    """The ``train-audit --framework jax --json`` document (see module docstring): the typed
-    outcome's (:meth:`JaxTrainAudit.to_audit`) ``to_dict()``."""
-    return audit.to_audit().to_dict()
-
-
-def _jax_keys(audit: JaxTrainAudit) -> dict[str, Any]:
-    """The JAX audit's keys beyond the results and the verdict (the ``extra`` of its
-    :class:`~dpaudit.outcome.Audit`)."""
-    out: dict[str, Any] = {
-        "family": audit.settings.get("family", FAMILY),
-        "delta": audit.delta,
-        "confidence": audit.confidence,
-        "framework": "jax",
-        "mechanism": audit.settings.get("mechanism", "dpsgd" if audit.settings.get(
-            "bands", 1) == 1 else "bandmf"),
-        "scores_compared": dict(audit.compared),
-        "configuration_errors": audit.configuration_errors,
-        "claim_checks": [c.to_dict() for c in audit.claim_checks],
-        "any_mechanism_epsilon": audit.any_mechanism_epsilon,
-    }
-    obs = audit.observations
-    if obs is not None:  # per-canary scores: `dpaudit report` draws the ROC from them
-        out["scores"] = {"member": obs.member.astype(int).tolist(),
-                         "score": obs.score.tolist()}
-    training = {"steps": audit.settings.get("steps"),
-                "sampling_rate": audit.settings.get("sampling_rate"),
-                "noise_multiplier": audit.settings.get("noise_multiplier"),
-                "bands": audit.settings.get("bands"), "rounds": audit.settings.get("rounds"),
-                "jax_privacy_epsilon": audit.claimed_epsilon,
-                "dpsgd_curve_epsilon": audit.dpsgd_curve_epsilon,
-                "dp_event": audit.settings.get("dp_event")}
-    run = audit.run
-    if run is not None:
-        c = run.config
-        out.update({"model": "mlp", "canary": c.canary, "threat": c.threat,
-                    "canaries": c.canaries, "flaw": c.flawed, "seed": c.seed,
-                    "config": c.to_dict()})
-        training.update({"steps": run.steps, "max_grad_norm": c.max_grad_norm,
-                         "test_accuracy": run.test_accuracy, "seconds": run.seconds,
-                         "expected_batch_size": run.expected_batch_size,
-                         "strategy": [float(v) for v in run.strategy]})
-    out["training"] = training
-    return out
+def jax_train_audit_dict(audit: Audit) -> dict[str, Any]:
+    """The ``train-audit --framework jax --json`` document (see module docstring): the
+    Audit's ``to_dict()``."""
+    return audit.to_dict()
 
 
 def run_cli_audit(*, model: str, canary: str, threat: str, canaries: int,

@@ -17,13 +17,18 @@ sequences) goes through the same estimators and the claim's null family (DP-SGD 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from typing import Any
 
+from dpaudit.outcome import Audit
 from dpaudit.risk.bounds import leaked_bits, single_target_bound
-from dpaudit.training.audit import TrainAudit, audit_training, train_audit_dict
+from dpaudit.training.adapter import RunAdapter
+from dpaudit.training.audit import audit_training, train_audit_dict
+from dpaudit.training.facts import TrainingFacts
 from dpaudit.training.lm.trainer import LMConfig, LMRun, train_lm_with_canaries
+from dpaudit.training.result import training_audit
 from dpaudit.validation import check_confidence, check_delta
 
 __all__ = ["train_audit_lm", "lm_audit_dict", "extraction_risk", "run_cli_audit",
@@ -34,23 +39,27 @@ LEAK_ALPHA = 0.05
 
 
 def train_audit_lm(config: LMConfig, *, delta: float = 1e-5, confidence: float = 0.95,
-                   on_step: Callable[[int], None] | None = None) -> TrainAudit:
+                   on_step: Callable[[int], None] | None = None) -> Audit:
     """Fine-tune with canaries (one run) and audit against the claim (sigma, q, T) -- the
     claim's steps / sampling rate differ from the run's only under the claim flaws."""
     delta = check_delta(delta)
     confidence = check_confidence(confidence)
     run = train_lm_with_canaries(config, on_step=on_step)
-    a = audit_training(run.member, run.score, noise_multiplier=config.noise_multiplier,
+    # the run through the trainer-adapter interface (bits, the threat's scores, the facts)
+    ad = RunAdapter(run, "opacus")
+    a = audit_training(ad.bits, ad.scores(config.threat),
+                       noise_multiplier=config.noise_multiplier,
                        sampling_rate=config.claim_sampling_rate,
                        steps=config.claim_steps(run.steps), threat=config.threat,
-                       delta=delta, confidence=confidence, seed=config.seed, facts=run.facts,
+                       delta=delta, confidence=confidence, seed=config.seed, facts=ad.facts(),
                        max_grad_norm=config.max_grad_norm, accountant=run.accountant)
-    checks = [*a.checks, *([run.probe] if run.probe is not None else [])]
+    assert isinstance(a.facts, TrainingFacts) and a.claim is not None
+    checks = [*a.facts.checks, *([run.probe] if run.probe is not None else [])]
     checks.sort(key=lambda c: c.ok)
-    return TrainAudit(a.results, a.claimed_epsilon, a.opacus_epsilon, delta, confidence,
-                      config.threat, run, {**a.settings, **config.to_dict()},  # type: ignore[arg-type]
-                      a.observations, checks, a.accountant_epsilon, a.facts,
-                      a.any_mechanism_epsilon)
+    tf = dataclasses.replace(a.facts, framework="opacus", run=run, checks=tuple(checks))
+    return training_audit(a.results, a.claim, tf, observations=a.observations,
+                          settings={**a.settings, **config.to_dict()},
+                          any_mechanism_epsilon=a.any_mechanism_epsilon)
 
 
 def secret_space_bits(config: LMConfig) -> float:
@@ -76,14 +85,16 @@ def extraction_risk(claimed_epsilon: float, delta: float, space_bits: float) -> 
             "theorem": "Beyond Worst Case Thm 3.5 (n = 1), leaked bits §3.2"}
 
 
-def lm_audit_dict(audit: TrainAudit) -> dict[str, Any]:
+def lm_audit_dict(audit: Audit) -> dict[str, Any]:
     """The ``train-audit --model lm --json`` document: the training audit's keys plus ``lm``
     and ``extraction_risk``, and two scalars for the audit card's facts."""
     out = train_audit_dict(audit)
     run = audit.run
     assert isinstance(run, LMRun)
     out["lm"] = run.lm
-    risk = extraction_risk(audit.claimed_epsilon, audit.delta, secret_space_bits(run.config))
+    claimed = audit.claimed_epsilon
+    assert claimed is not None
+    risk = extraction_risk(claimed, audit.delta, secret_space_bits(run.config))
     out["extraction_risk"] = risk
     exp = run.lm["exposure"]
     out["extraction_risk_bound"] = risk["success_bound"]
