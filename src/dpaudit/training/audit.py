@@ -225,7 +225,8 @@ def _training_keys(audit: TrainAudit) -> dict[str, Any]:
                            "learning_rate": c.learning_rate,
                            "score": c.score if c.threat == "white_box" else None,
                            "data": c.data,
-                           "shapes": c.shapes if c.canary == "gradient" else None}
+                           "shapes": c.shapes if c.canary == "gradient" else None,
+                           "reserved": c.input_reserved}
     else:
         out["threat"] = audit.threat
         out["settings"] = {**settings, "delta": audit.delta, "confidence": audit.confidence}
