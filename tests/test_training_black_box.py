@@ -118,12 +118,12 @@ def test_token_canaries_move_only_their_rows_under_opacus() -> None:
 
 @pytest.mark.slow
 def test_black_box_default_runs_end_to_end(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["train-audit", "--threat", "black_box", "--canaries", "400", "--steps",
-                 "60", "--hidden", "32", "--json"]) == 0
+    assert main(["train-audit", "--threat", "black_box", "--canaries", "400", "--reserved",
+                 "64", "--steps", "60", "--hidden", "32", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["canary"] == "input" and out["threat"] == "black_box"
     assert out["settings"]["input_kind"] == "reserved" and out["canaries"] == 400
-    assert out["training"]["reserved"] == 256                       # 400 > 256: signs
+    assert out["training"]["reserved"] == 64                        # 400 > 64: signs
     # a correct run: no violation and no check showing a weaker run (the trainer's
     # int(N q) divisor may be reported as Opacus's normalisation finding at some N)
     assert not out["violation"] and not any(c["weaker"] for c in out["claim_checks"])

@@ -217,14 +217,15 @@ def train_audit_cmd(
     score: str = typer.Option("lr", "--score", help="White-box score: lr or sum."),
     input_kind: str | None = typer.Option(
         None, "--input-kind", help="Input canaries (black box): reserved (canary examples on "
-        "reserved input features only they move, one each up to 256 then random sign "
+        "reserved input features only they move, one each up to 2,048 then random sign "
         "patterns; the highest valid black-box bound, see docs/training.md 'The black "
         "box'), flip, random_label or ood [default: reserved; flip for the cnn and "
         "--framework jax]."),
     data: str | None = typer.Option(None, "--data", help="digits, breast_cancer or wine "
                                     "[default: digits]; lm: pydoc or synthetic [pydoc]."),
     reserved: int = typer.Option(0, "--reserved", help="Reserved input features (a silent "
-                                 "branch for canaries; mlp/logreg)."),
+                                 "branch for canaries; mlp/logreg) [default: 0; black box "
+                                 "with reserved canary examples min(canaries, 2048)]."),
     shapes: str | None = typer.Option(None, "--shapes", help="Gradient canary shapes: "
                                       "dirac, mixed (the own-loop default), tensors or block "
                                       "(lm: dirac or tensors) [default: dirac]."),

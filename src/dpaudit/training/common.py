@@ -45,7 +45,7 @@ SCORE_KINDS = ("lr", "sum")
 INPUT_KINDS = ("reserved", "flip", "random_label", "ood")
 #: reserved input features of ``input_kind="reserved"`` when none are set: one per canary up
 #: to this many, random sign patterns over them beyond (docs/training.md, "The black box")
-EXAMPLE_RESERVED = 256
+EXAMPLE_RESERVED = 2048
 
 
 @dataclass(frozen=True)
