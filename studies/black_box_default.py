@@ -1,7 +1,8 @@
 """The black-box default of ``train-audit``: bound vs canary count and reserved features.
 
     PYTHONPATH=src OMP_NUM_THREADS=1 python studies/black_box_default.py \
-        --grid 1000:256 3000:256 10000:256 1000:1000 --seeds 0 1 \
+        --grid 1000:256 1000:1000 3000:256 10000:256 10000:1024 10000:2048 10000:4096 \
+        10000:10000 30000:256 30000:1024 --seeds 0 1 \
         --out studies/out/black_box_default.jsonl
     PYTHONPATH=src python studies/black_box_default.py --summary \
         --out studies/out/black_box_default.jsonl
