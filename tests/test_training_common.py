@@ -27,7 +27,7 @@ from needs import need
 SHARED = {"canary": "gradient", "threat": "white_box", "canaries": 1000,
           "noise_multiplier": 1.0, "sampling_rate": 0.05, "steps": 300, "max_grad_norm": 1.0,
           "learning_rate": 2.0, "flawed": None, "seed": 0, "hidden": 256, "score": "lr",
-          "input_kind": "flip", "canary_scale": 1000.0}
+          "input_kind": "reserved", "canary_scale": 1000.0}
 
 
 @pytest.mark.slow
@@ -80,7 +80,7 @@ def test_jax_config_keeps_its_keys_and_checks() -> None:
     from dpaudit.training.jax import FLAWS, JaxTrainingConfig
 
     d = JaxTrainingConfig().to_dict()
-    assert d == {**SHARED, "mechanism": "dpsgd", "bands": 4}
+    assert d == {**SHARED, "input_kind": "flip", "mechanism": "dpsgd", "bands": 4}
     assert JaxTrainingConfig(flawed="strategy_mismatch").flawed == "strategy_mismatch"
     assert JaxTrainingConfig.FLAWS == FLAWS
     with pytest.raises(ValueError, match="flawed"):
@@ -89,7 +89,9 @@ def test_jax_config_keeps_its_keys_and_checks() -> None:
         JaxTrainingConfig(mechanism="bandmf", bands=4, steps=3)
     with pytest.raises(ValueError, match="sampling_rate"):
         JaxTrainingConfig(sampling_rate=0.0)
-    assert INPUT_KINDS == ("flip", "random_label", "ood")
+    assert INPUT_KINDS == ("reserved", "flip", "random_label", "ood")
+    with pytest.raises(ValueError, match="input_kind must be flip, random_label or ood"):
+        JaxTrainingConfig(canary="input", threat="black_box", input_kind="reserved")
 
 
 def _outcome(rows: list[AuditResult], claimed: float, checks: list[ClaimCheck]) -> Audit:

@@ -27,14 +27,16 @@ BLOCKS = [b for b in re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=r
 
 
 def test_the_doc_has_the_three_recipes() -> None:
-    # own loop with make_private, canary examples, hand-written torch.func loop
-    assert len(BLOCKS) == 3
+    # own loop with make_private, canary examples, hand-written torch.func loop, token
+    # canaries of an embedding model (black box)
+    assert len(BLOCKS) == 4
     assert "GradientCanaries.for_model" in BLOCKS[0]
     assert "ExampleCanaries.for_model" in BLOCKS[1]
     assert "torch.func" in BLOCKS[2]
+    assert "TokenCanaries.for_tokens" in BLOCKS[3]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("index", range(3))
+@pytest.mark.parametrize("index", range(4))
 def test_doc_example_runs(index: int) -> None:
     exec(compile(BLOCKS[index], f"docs/training.md example {index}", "exec"), {})

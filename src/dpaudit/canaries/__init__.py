@@ -22,7 +22,12 @@ Every integration (``dpaudit.training`` for PyTorch + Opacus, a JAX one) builds 
 """
 
 from dpaudit.canaries.claims import Claim, ClaimCheck, RunFacts, check_claim
-from dpaudit.canaries.examples import ReservedPlan, plan_reserved_examples, unit_rows
+from dpaudit.canaries.examples import (
+    RESERVED_PATTERNS,
+    ReservedPlan,
+    plan_reserved_examples,
+    unit_rows,
+)
 from dpaudit.canaries.layout import Layout
 from dpaudit.canaries.noise import NOISE_ALPHA, NoiseReading, check_released_noise
 from dpaudit.canaries.plan import (
@@ -51,6 +56,6 @@ __all__ = [
     "WHITE_BOX_KINDS", "lr_step_scores", "WhiteBoxAccumulator", "last_iterate_scores",
     "black_box_scores",
     "Claim", "RunFacts", "ClaimCheck", "check_claim",
-    "ReservedPlan", "plan_reserved_examples", "unit_rows",
+    "ReservedPlan", "plan_reserved_examples", "unit_rows", "RESERVED_PATTERNS",
     "ReleaseReader", "check_released_noise", "NoiseReading", "NOISE_ALPHA",
 ]

@@ -40,17 +40,21 @@ _DEFAULTS = {"canaries": 1000, "noise_multiplier": 1.0, "sampling_rate": 0.05, "
 _LM_DEFAULTS = {"canaries": 500, "noise_multiplier": 1.0, "sampling_rate": 0.01,
                 "steps": 100, "learning_rate": 0.5, "hidden": 64, "data": "pydoc",
                 "shapes": "dirac"}
+#: canaries of ``--threat black_box`` with reserved canary examples (the default input kind):
+#: the count that reaches the best black-box bound at CPU size (docs/training.md, "The black
+#: box": bound / claim against canaries, studies/black_box_default.py)
+BLACK_BOX_CANARIES = 10_000
 #: options of ``--model lm`` only (name -> the value that means "not given")
 _LM_ONLY = {"finetune": None, "sequence_kind": None, "pretrain_steps": None, "device": None}
 
 
 def run_train_audit_observed(
-        *, model: str = "mlp", canary: str = "gradient", threat: str | None = None,
+        *, model: str = "mlp", canary: str | None = None, threat: str | None = None,
         canaries: int | None = None, noise_multiplier: float | None = None,
         sampling_rate: float | None = None, steps: int | None = None,
         max_grad_norm: float = 1.0, flawed: str | None = None, seed: int = 0,
         delta: float = 1e-5, confidence: float = 0.95, learning_rate: float | None = None,
-        hidden: int | None = None, score: str = "lr", input_kind: str = "flip",
+        hidden: int | None = None, score: str = "lr", input_kind: str | None = None,
         progress: bool = False, data: str | None = None, reserved: int = 0,
         shapes: str | None = None, claimed_steps: int | None = None,
         framework: str = "opacus", mechanism: str = "dpsgd", bands: int = 4,
@@ -62,8 +66,19 @@ def run_train_audit_observed(
     same dict) and the canaries' :class:`~dpaudit.observations.MembershipObservations`
     (member, score) the audit rests on, for the audit card's ROC and privacy-region plots.
     ``model="lm"``: DP fine-tuning of a small language model (:mod:`dpaudit.training.lm`;
-    ``finetune``, ``sequence_kind``, ``pretrain_steps``, ``device`` apply to it only)."""
+    ``finetune``, ``sequence_kind``, ``pretrain_steps``, ``device`` apply to it only).
+    ``canary`` defaults from ``threat`` (black_box: input canaries, else gradient);
+    ``input_kind`` to "reserved" (canary examples on reserved input features: the highest
+    valid black-box bound), "flip" for the cnn and framework jax, which have no reserved
+    inputs for them."""
     from dpaudit.validation import check_choice
+
+    if canary is None:
+        canary = "input" if threat == "black_box" else "gradient"
+    if input_kind is None:
+        input_kind = "flip" if framework == "jax" or model == "cnn" else "reserved"
+    if canaries is None and model != "lm" and canary == "input" and input_kind == "reserved":
+        canaries = BLACK_BOX_CANARIES
 
     check_choice("framework", framework, ("opacus", "jax"))
     check_choice("mechanism", mechanism, ("dpsgd", "bandmf"))
@@ -170,13 +185,16 @@ def run_train_audit(**kwargs: Any) -> dict[str, Any]:
 def train_audit_cmd(
     model: str = typer.Option("mlp", "--model", help="mlp, cnn, logreg or lm (DP fine-tuning "
                               "of a small language model; docs/llm.md)."),
-    canary: str = typer.Option("gradient", "--canary",
-                               help="gradient (Dirac, white box) or input (black box)."),
+    canary: str | None = typer.Option(None, "--canary", help="gradient (Dirac, white box) "
+                                      "or input (black box) [default: from --threat, else "
+                                      "gradient]."),
     threat: str | None = typer.Option(None, "--threat", help="white_box, last_iterate "
-                                      "(gradient canaries) or black_box (input canaries); "
+                                      "(gradient canaries) or black_box (input canaries: "
+                                      "the final model's losses on them, nothing else); "
                                       "default from --canary."),
     canaries: int | None = typer.Option(None, "--canaries", help="Number of canaries "
-                                        "[default: 1000; lm 500]."),
+                                        "[default: 1000; black box with reserved canary "
+                                        "examples 10,000; lm 500]."),
     noise_multiplier: float | None = typer.Option(None, "--noise-multiplier",
                                                   help="DP-SGD sigma [default: 1.0]."),
     sampling_rate: float | None = typer.Option(None, "--sampling-rate", help="Poisson rate "
@@ -197,12 +215,17 @@ def train_audit_cmd(
     hidden: int | None = typer.Option(None, "--hidden", help="Hidden units of the mlp "
                                       "[default: 256]; width of the lm [64]."),
     score: str = typer.Option("lr", "--score", help="White-box score: lr or sum."),
-    input_kind: str = typer.Option("flip", "--input-kind",
-                                   help="Input canaries: flip, random_label or ood."),
+    input_kind: str | None = typer.Option(
+        None, "--input-kind", help="Input canaries (black box): reserved (canary examples on "
+        "reserved input features only they move, one each up to 2,048 then random sign "
+        "patterns; the highest valid black-box bound, see docs/training.md 'The black "
+        "box'), flip, random_label or ood [default: reserved; flip for the cnn and "
+        "--framework jax]."),
     data: str | None = typer.Option(None, "--data", help="digits, breast_cancer or wine "
                                     "[default: digits]; lm: pydoc or synthetic [pydoc]."),
     reserved: int = typer.Option(0, "--reserved", help="Reserved input features (a silent "
-                                 "branch for canaries; mlp/logreg)."),
+                                 "branch for canaries; mlp/logreg) [default: 0; black box "
+                                 "with reserved canary examples min(canaries, 2048)]."),
     shapes: str | None = typer.Option(None, "--shapes", help="Gradient canary shapes: "
                                       "dirac, mixed (the own-loop default), tensors or block "
                                       "(lm: dirac or tensors) [default: dirac]."),
@@ -243,6 +266,8 @@ def train_audit_cmd(
         pretrain_steps=pretrain_steps, device=device)
     if save_scores is not None:
         write_scores(save_scores, obs.member, obs.score)
+    canary = str(out.get("canary") or canary or ("input" if threat == "black_box"
+                                                   else "gradient"))
     maybe_write_report(report, report_format, out, observations=obs,
                        title=f"DP-SGD training audit ({model}, "
                              f"{out.get('lm', {}).get('canary_design', canary + ' canaries')}"

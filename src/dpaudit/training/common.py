@@ -28,15 +28,20 @@ import numpy as np
 
 from dpaudit.validation import check_choice, check_count, check_positive, check_probability
 
-__all__ = ["CANARY_TYPES", "THREATS", "SCORE_KINDS", "INPUT_KINDS", "TrainingSettings",
-           "claim_rows", "load_digits_split"]
+__all__ = ["CANARY_TYPES", "THREATS", "SCORE_KINDS", "INPUT_KINDS", "EXAMPLE_RESERVED",
+           "TrainingSettings", "claim_rows", "load_digits_split"]
 
 CANARY_TYPES = ("gradient", "input")
 THREATS = ("white_box", "last_iterate", "black_box")
 #: white-box scores: "lr" (log-likelihood ratio of the step readings) or "sum"
 SCORE_KINDS = ("lr", "sum")
-#: input canaries: a training image with a wrong label, a random label, or a noise image
-INPUT_KINDS = ("flip", "random_label", "ood")
+#: input canaries (black box): canary examples on reserved input features that only they move
+#: (the default: the highest valid black-box bound), a training image with a wrong label, a
+#: random label, or a noise image
+INPUT_KINDS = ("reserved", "flip", "random_label", "ood")
+#: reserved input features of ``input_kind="reserved"`` when none are set: one per canary up
+#: to this many, random sign patterns over them beyond (docs/training.md, "The black box")
+EXAMPLE_RESERVED = 2048
 
 
 @dataclass(frozen=True)
@@ -44,7 +49,8 @@ class TrainingSettings:
     """Settings shared by every framework's audited training run (module docstring).
 
     ``threat`` "white_box" / "last_iterate" need ``canary="gradient"``; "black_box" needs
-    ``canary="input"`` (``input_kind`` flip / random_label / ood).  ``score`` is the white-box
+    ``canary="input"`` (``input_kind`` reserved -- canary examples on reserved input features,
+    the default -- or flip / random_label / ood).  ``score`` is the white-box
     score ("lr" or "sum").  ``canary_scale``: gradient-canary norm in units of the clip norm.
     ``flawed``: one of the framework's ``FLAWS`` or None.
     """
@@ -64,7 +70,7 @@ class TrainingSettings:
     seed: int = 0
     hidden: int = 256
     score: str = "lr"
-    input_kind: str = "flip"
+    input_kind: str = "reserved"
     canary_scale: float = 1000.0
 
     def __post_init__(self) -> None:

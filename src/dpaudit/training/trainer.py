@@ -26,14 +26,22 @@ from dpaudit.canaries import DEFAULT_SHAPES, Layout, RunFacts, plan_gradient_can
 from dpaudit.randomness import seed_sequence
 from dpaudit.training.canaries import (
     GradientCanaries,
+    InputCanaries,
     choose_coordinates,
     coordinate_activity,
     draw_bits,
     make_input_canaries,
 )
 from dpaudit.training.choices import SHAPE_SETS  # the one list (torch-free)
-from dpaudit.training.common import CANARY_TYPES, SCORE_KINDS, THREATS, TrainingSettings
+from dpaudit.training.common import (
+    CANARY_TYPES,
+    EXAMPLE_RESERVED,
+    SCORE_KINDS,
+    THREATS,
+    TrainingSettings,
+)
 from dpaudit.training.data import DATASETS, Dataset, load_data
+from dpaudit.training.examples import ExampleCanaries
 from dpaudit.training.flaws import (
     FLAWS,
     LOWERED_SIGMA_FACTOR,
@@ -55,6 +63,10 @@ __all__ = ["TrainingConfig", "TrainingRun", "train_with_canaries", "dp_steps", "
 
 #: ``shapes`` of planted gradient canaries: one shape, or "mixed" (dpaudit.canaries'
 #: DEFAULT_SHAPES, the own-loop default: 3 tensors x 2 coordinates each)
+
+#: the value a reserved canary example carries on its reserved features (its input norm;
+#: ``input_kind="reserved"``, docs/training.md "The black box")
+EXAMPLE_VALUE = 30.0
 
 
 @dataclass(frozen=True)
@@ -83,12 +95,22 @@ class TrainingConfig(TrainingSettings):
         check_choice("shapes", self.shapes, SHAPE_SETS)
         if self.claimed_steps is not None:
             check_count("claimed_steps", self.claimed_steps, minimum=1)
-        if self.model == "cnn" and (self.data != "digits" or self.reserved):
+        if self.model == "cnn" and (self.data != "digits" or self.input_reserved):
             raise ValueError("model 'cnn' needs data 'digits' (8x8 images) and no reserved "
-                             "features")
+                             "features (black box: input_kind flip, random_label or ood)")
         if self.flawed == "non_private_group" and self.model != "mlp":
             raise ValueError("flawed 'non_private_group' is defined for model 'mlp' (its "
                              "hidden layer bypasses the DP optimizer)")
+
+    @property
+    def input_reserved(self) -> int:
+        """The reserved input features of the run's model: ``reserved``, or -- for reserved
+        canary examples (``input_kind="reserved"``) left at 0 -- min(canaries,
+        EXAMPLE_RESERVED) (one-hot canaries up to that many, random sign patterns above,
+        :mod:`dpaudit.canaries.examples`)."""
+        if self.reserved or not (self.canary == "input" and self.input_kind == "reserved"):
+            return self.reserved
+        return min(self.canaries, EXAMPLE_RESERVED)
 
     def claim_steps(self, steps_run: int) -> int:
         """The steps the claim is for: ``claimed_steps``, or the steps run (divided by
@@ -138,18 +160,19 @@ def train_with_canaries(config: TrainingConfig, data: Dataset | None = None, *,
         ss = _seeds(cfg.seed).spawn(4)
         rng_place, rng_bits, rng_input = (np.random.default_rng(s) for s in ss[:3])
         torch_seeds = ss[3].generate_state(3)
+        reserved = cfg.input_reserved
         data = data if data is not None else load_data(cfg.data, cfg.seed,
                                                        image=cfg.model == "cnn",
-                                                       reserved=cfg.reserved)
+                                                       reserved=reserved)
         model = make_model(cfg.model, seed=int(torch_seeds[0]), hidden=cfg.hidden,
                            num_classes=data.num_classes,
-                           in_features=int(np.prod(data.input_shape)) - cfg.reserved,
-                           reserved=cfg.reserved)
+                           in_features=int(np.prod(data.input_shape)) - reserved,
+                           reserved=reserved)
         if count_coordinates(model) == 0:
             raise ValueError("model has no trainable parameters")
         x, y = data.x_train, data.y_train
         planter: GradientCanaries | None = None
-        inputs = None
+        inputs: InputCanaries | ExampleCanaries | None = None
         plan = None
         if cfg.canary == "gradient" and cfg.shapes == "dirac":
             coords = choose_coordinates(model, x, y, cfg.canaries,
@@ -164,8 +187,14 @@ def train_with_canaries(config: TrainingConfig, data: Dataset | None = None, *,
                 scale=cfg.canary_scale)
             bits = plan.bits
         else:
-            inputs = make_input_canaries(x, y, cfg.canaries, kind=cfg.input_kind, rng=rng_input,
-                                         num_classes=data.num_classes)
+            if cfg.input_kind == "reserved":  # canary examples on the reserved branch
+                inputs = ExampleCanaries.for_model(
+                    model, cfg.canaries, sampling_rate=cfg.sampling_rate,
+                    max_grad_norm=cfg.max_grad_norm, num_classes=data.num_classes,
+                    seed=cfg.seed, value=EXAMPLE_VALUE)
+            else:
+                inputs = make_input_canaries(x, y, cfg.canaries, kind=cfg.input_kind,
+                                             rng=rng_input, num_classes=data.num_classes)
             xin, yin = inputs.included()
             x, y = torch.cat([x, xin]), torch.cat([y, yin])
             bits = inputs.bits
@@ -174,7 +203,7 @@ def train_with_canaries(config: TrainingConfig, data: Dataset | None = None, *,
         params = trainable_parameters(model)
         if cfg.flawed == "non_private_group":
             seq: Any = model  # an nn.Sequential, or a ReservedModel with .main
-            last = seq.main[-1] if cfg.reserved else seq[-1]
+            last = seq.main[-1] if reserved else seq[-1]
             head = set(map(id, last.parameters()))
             dp_params = [p for p in params if id(p) in head]
             plain = torch.optim.SGD([p for p in params if id(p) not in head],
@@ -222,8 +251,10 @@ def train_with_canaries(config: TrainingConfig, data: Dataset | None = None, *,
                      else planter.last_iterate_scores())
         else:
             initial.eval()
-            assert inputs is not None  # black box: the input canaries
-            score = loss_drop_scores(initial, model, inputs)
+            assert inputs is not None  # black box: the final model's losses on the canaries
+            score = (inputs.black_box_scores(initial, model)
+                     if isinstance(inputs, ExampleCanaries)
+                     else loss_drop_scores(initial, model, inputs))
     finally:
         torch.set_num_threads(prev_threads)
     noise = {} if planter is None else planter.noise_record()

@@ -90,8 +90,15 @@ class JaxTrainingConfig(TrainingSettings):
 
     mechanism: str = "dpsgd"
     bands: int = 4
+    #: the JAX path's input canaries are flip / random_label / ood (reserved canary
+    #: examples are the Opacus path's)
+    input_kind: str = "flip"
 
     def __post_init__(self) -> None:
+        if self.input_kind == "reserved":
+            raise ValueError("input_kind must be flip, random_label or ood with framework "
+                             "'jax' (reserved canary examples: framework 'opacus'); got "
+                             "'reserved'")
         check_choice("mechanism", self.mechanism, MECHANISMS)
         check_count("bands", self.bands, minimum=2 if self.mechanism == "bandmf" else 1)
         super().__post_init__()
