@@ -60,13 +60,15 @@ def run_train_audit_observed(
         framework: str = "opacus", mechanism: str = "dpsgd", bands: int = 4,
         finetune: str | None = None, sequence_kind: str | None = None,
         pretrain_steps: int | None = None,
-        device: str | None = None) -> tuple[dict[str, Any], Any]:
+        device: str | None = None,
+        canary_branch: bool = False) -> tuple[dict[str, Any], Any]:
     """Train, audit and return ``(document, observations)``: the ``--json`` document (the
     single place the command's result is assembled, so that a report can be built from the
     same dict) and the canaries' :class:`~dpaudit.observations.MembershipObservations`
     (member, score) the audit rests on, for the audit card's ROC and privacy-region plots.
     ``model="lm"``: DP fine-tuning of a small language model (:mod:`dpaudit.training.lm`;
-    ``finetune``, ``sequence_kind``, ``pretrain_steps``, ``device`` apply to it only).
+    ``finetune``, ``sequence_kind``, ``pretrain_steps``, ``device`` apply to it only;
+    ``canary_branch``: Opacus models only).
     ``canary`` defaults from ``threat`` (black_box: input canaries, else gradient);
     ``input_kind`` to "reserved" (canary examples on reserved input features: the highest
     valid black-box bound), "flip" for the cnn and framework jax, which have no reserved
@@ -91,6 +93,9 @@ def run_train_audit_observed(
                                                  v["sampling_rate"])
     steps, learning_rate, hidden = v["steps"], v["learning_rate"], v["hidden"]
     data, shapes = str(v["data"]), str(v["shapes"])
+    if canary_branch and (model == "lm" or framework != "opacus"):
+        raise ValueError("--canary-branch applies to framework 'opacus' and models mlp, cnn "
+                         "and logreg")
     if model == "lm":
         if threat is None:
             threat = "black_box" if canary == "input" else "white_box"
@@ -140,7 +145,7 @@ def run_train_audit_observed(
         noise_multiplier=noise_multiplier, sampling_rate=sampling_rate, steps=steps,
         max_grad_norm=max_grad_norm, learning_rate=learning_rate, flawed=flawed, seed=seed,
         hidden=hidden, score=score, input_kind=input_kind, data=data, reserved=reserved,
-        shapes=shapes, claimed_steps=claimed_steps)
+        shapes=shapes, claimed_steps=claimed_steps, canary_branch=canary_branch)
     if not progress:
         audit = training.train_audit(cfg, delta=delta, confidence=confidence)
         return training.train_audit_dict(audit), audit.observations
@@ -231,6 +236,9 @@ def train_audit_cmd(
                                       "(lm: dirac or tensors) [default: dirac]."),
     claimed_steps: int | None = typer.Option(None, "--claimed-steps", help="Steps the claim "
                                              "is for (default: the steps run)."),
+    canary_branch: bool = typer.Option(False, "--canary-branch", help="Wrap the model in a "
+                                       "CanaryBranch: silent coordinates for gradient "
+                                       "canaries, outputs unchanged (docs/training.md)."),
     save_scores: Path | None = typer.Option(None, "--save-scores", help="Write the "
                                             "per-canary member,score CSV here."),
     framework: str = typer.Option("opacus", "--framework", help="opacus or jax (jax_privacy)."),
@@ -263,7 +271,7 @@ def train_audit_cmd(
         input_kind=input_kind, progress=not as_json and console.is_terminal, data=data,
         reserved=reserved, shapes=shapes, claimed_steps=claimed_steps, framework=framework,
         mechanism=mechanism, bands=bands, finetune=finetune, sequence_kind=sequence_kind,
-        pretrain_steps=pretrain_steps, device=device)
+        pretrain_steps=pretrain_steps, device=device, canary_branch=canary_branch)
     if save_scores is not None:
         write_scores(save_scores, obs.member, obs.score)
     canary = str(out.get("canary") or canary or ("input" if threat == "black_box"

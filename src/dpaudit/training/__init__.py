@@ -12,6 +12,8 @@ Public API (stable; other modules such as the case studies build on it):
   downloaded);
 * models:    :data:`MODELS`, :func:`make_model` ("mlp", "cnn", "logreg"),
   :func:`trainable_parameters`, :func:`count_coordinates`, :func:`accuracy`;
+  :class:`CanaryBranch` / :func:`with_canary_branch` (silent coordinates added to any
+  model for gradient canaries: wrap before ``make_private``);
 * canaries:  :class:`GradientCanaries` (Dirac gradient canaries planted into an Opacus
   ``DPOptimizer``: ``GradientCanaries.for_model(...).attach(optimizer)``, then
   ``white_box_scores()`` / ``last_iterate_scores()``), :func:`choose_coordinates`,
@@ -49,6 +51,7 @@ _NAMES = {
     "DATASETS": "data", "reserve_features": "data",
     "ExampleCanaries": "examples", "TokenCanaries": "examples",
     "reserve_token_rows": "examples", "ReservedModel": "models",
+    "CanaryBranch": "branch", "with_canary_branch": "branch",
     "FLAWS": "flaws", "optimizer_class": "flaws",
     "MODELS": "models", "accuracy": "models", "count_coordinates": "models",
     "make_model": "models", "trainable_parameters": "models",

@@ -381,9 +381,11 @@ class GradientCanaries:
                 f"(estimate; the noise has standard deviation sigma C), a drift that adds up "
                 f"over steps and that the audit cannot remove, so the bound falls towards 0 "
                 f"(dense models: {int(np.count_nonzero(act == 0))} coordinates here are "
-                f"untouched by every example).  Remedy: reserve input features that real "
-                f"data leaves at 0 (ReservedModel, ExampleCanaries; docs/training.md), or "
-                f"use fewer canaries.", UserWarning, stacklevel=2)
+                f"untouched by every example).  Remedy: wrap the model in a CanaryBranch "
+                f"before make_private (dpaudit.training.with_canary_branch(model, n): "
+                f"coordinates no example moves), reserve input features that real data "
+                f"leaves at 0 (ReservedModel, ExampleCanaries; docs/training.md), or use "
+                f"fewer canaries.", UserWarning, stacklevel=2)
         return cls(params, sampling_rate=sampling_rate, max_grad_norm=max_grad_norm,
                    scale=scale, seed=seed, plan=plan)
 

@@ -30,6 +30,8 @@ class ReservedModel(nn.Module):
     spread over them exposes per-tensor clipping -- and a canary *example* carrying ``value``
     on reserved feature r moves the branch's first-layer column r and no other example does.
     Works around any flat-input main model (for images: give the head this side input).
+    A model without a flat input, audited with planted canaries only:
+    :class:`dpaudit.training.branch.CanaryBranch` (silent by a zero gate, not zero inputs).
     """
 
     def __init__(self, main: nn.Module, in_features: int, reserved: int, num_classes: int, *,

@@ -141,7 +141,7 @@ def _relevant(settings: dict[str, Any]) -> dict[str, Any]:
     if out.get("canary") == "gradient":
         drop.add("input_kind")
     else:
-        drop |= {"shapes", "canary_scale"}
+        drop |= {"shapes", "canary_scale", "canary_branch"}
     return {k: v for k, v in out.items() if k not in drop}
 
 

@@ -24,6 +24,7 @@ from torch.nn import functional as F
 
 from dpaudit.canaries import DEFAULT_SHAPES, Layout, RunFacts, plan_gradient_canaries
 from dpaudit.randomness import seed_sequence
+from dpaudit.training.branch import CanaryBranch
 from dpaudit.training.canaries import (
     GradientCanaries,
     InputCanaries,
@@ -74,7 +75,9 @@ class TrainingConfig(TrainingSettings):
     """Settings of one audited training run (digits; see :func:`train_with_canaries`): the
     settings every framework shares (:class:`~dpaudit.training.common.TrainingSettings`:
     canary, threat, canaries, sigma, q, T, C, ...) plus the model, threads, data set,
-    reserved features, canary shapes and the claimed steps.
+    reserved features, canary shapes, the claimed steps and ``canary_branch`` (the model
+    wrapped in a :class:`~dpaudit.training.branch.CanaryBranch` sized for the canaries:
+    silent coordinates for gradient canaries on any model).
     """
 
     FLAWS: ClassVar[tuple[str, ...]] = FLAWS
@@ -85,6 +88,7 @@ class TrainingConfig(TrainingSettings):
     reserved: int = 0
     shapes: str = "dirac"
     claimed_steps: int | None = None
+    canary_branch: bool = False
 
     def __post_init__(self) -> None:
         check_choice("model", self.model, MODELS)
@@ -101,6 +105,10 @@ class TrainingConfig(TrainingSettings):
         if self.flawed == "non_private_group" and self.model != "mlp":
             raise ValueError("flawed 'non_private_group' is defined for model 'mlp' (its "
                              "hidden layer bypasses the DP optimizer)")
+        if self.canary_branch and (self.canary != "gradient"
+                                   or self.flawed == "non_private_group"):
+            raise ValueError("canary_branch applies to gradient canaries (not input "
+                             "canaries) and not to flawed 'non_private_group'")
 
     @property
     def input_reserved(self) -> int:
@@ -168,6 +176,8 @@ def train_with_canaries(config: TrainingConfig, data: Dataset | None = None, *,
                            num_classes=data.num_classes,
                            in_features=int(np.prod(data.input_shape)) - reserved,
                            reserved=reserved)
+        if cfg.canary_branch:
+            model = CanaryBranch(model, cfg.canaries)
         if count_coordinates(model) == 0:
             raise ValueError("model has no trainable parameters")
         x, y = data.x_train, data.y_train

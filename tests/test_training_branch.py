@@ -1,0 +1,211 @@
+"""The canary branch (``dpaudit.training.CanaryBranch``): silent coordinates for the canaries
+on models that have none -- outputs unchanged, per-sample gradients exactly zero under Opacus,
+and unclipped biases read on its bias tensor."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+from needs import need
+
+pytestmark = [pytest.mark.slow, pytest.mark.torch, pytest.mark.usefixtures("one_thread")]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _frameworks() -> None:
+    """torch, Opacus and the cases (tests/own_model_cases.py), imported when a test of this
+    module runs (the names are this module's globals)."""
+    global torch, nn, C
+    need("torch")
+    need("opacus")
+    need("sklearn")
+    import own_model_cases
+
+    C = own_model_cases
+    torch = C.torch
+    nn = C.nn
+
+
+KINDS = ("cnn", "text", "transformer", "tabular")
+
+
+def _case(kind: str) -> tuple[Any, Any, Any]:
+    """(model, x, y) of one of the four model kinds of studies/training_own_models.py."""
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+    if kind == "cnn":
+        x, y = C._digits()
+        model = nn.Sequential(nn.Conv2d(1, 8, 3), nn.ReLU(), nn.Flatten(), nn.Linear(288, 10))
+        return model, x.reshape(-1, 1, 8, 8), y
+    if kind == "tabular":
+        from sklearn.datasets import load_breast_cancer
+
+        xs, ys = load_breast_cancer(return_X_y=True)
+        x = torch.tensor((xs - xs.mean(0)) / xs.std(0), dtype=torch.float32)
+        return nn.Sequential(nn.Linear(30, 64), nn.ReLU(), nn.Linear(64, 2)), x, torch.tensor(ys)
+    x = torch.randint(0, C.V, (200, 8), generator=g)
+    y = torch.randint(0, 2, (200,), generator=g)
+    return (C._Bag() if kind == "text" else C._Encoder()), x, y
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_branch_leaves_outputs_and_gets_zero_per_sample_gradients(kind: str) -> None:
+    from dpaudit.training import CanaryBranch, with_canary_branch
+
+    inner, x, y = _case(kind)
+    inner = C.ModuleValidator.fix(inner)
+    model = with_canary_branch(inner, 50)
+    assert isinstance(model, CanaryBranch) and C.ModuleValidator.validate(model) == []
+    named = dict(model.named_parameters())
+    branch = [p for k, p in named.items() if k.startswith("canary_branch.")]
+    # three tensors (150 coordinates each), one of them a 1-d tensor named like a bias
+    assert [k for k in named if k.startswith("canary_branch.")] == [
+        "canary_branch.0.weight", "canary_branch.0.bias", "canary_branch.2.weight"]
+    assert [p.numel() for p in branch] == [150, 150, 150] and named[
+        "canary_branch.0.bias"].ndim == 1
+    assert list(named)[:3] == ["canary_branch.0.weight", "canary_branch.0.bias",
+                               "canary_branch.2.weight"]        # first: the plan's ballast
+    before = [p.detach().clone() for p in branch]
+    model, opt, loader, _ = C._private(model, x, y, batch=max(1, len(x) // 10))
+    for step, (xb, yb) in enumerate(loader):
+        if step == 3:
+            break
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(xb), yb).backward()
+        # Opacus's per-sample gradients: exactly 0 on the branch, not on the model
+        assert all(p.grad_sample.shape[0] == len(xb) and not p.grad_sample.any()
+                   for p in branch)
+        assert any(p.grad_sample.any() for p in inner.parameters())
+        opt.step()
+    # the noise moved the branch; the outputs are still the model's, bit for bit
+    assert all(not torch.equal(a, p) for a, p in zip(before, branch, strict=True))
+    model.eval()
+    with torch.no_grad():
+        assert torch.equal(model(x[:40]), inner(x[:40]))
+
+
+def test_canaries_sit_on_the_branch_and_the_warning_names_it() -> None:
+    from dpaudit.training import GradientCanaries, coordinate_activity, with_canary_branch
+
+    inner, x, y = _case("tabular")
+    with pytest.warns(UserWarning, match=r"CanaryBranch.*before make_private"):
+        GradientCanaries.for_model(inner, x, y, 100, sampling_rate=0.05, max_grad_norm=1.0)
+    model = with_canary_branch(inner, 100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)   # no busy-coordinate warning
+        c = GradientCanaries.for_model(model, x, y, 100, sampling_rate=0.05,
+                                       max_grad_norm=1.0)
+    act = coordinate_activity(model, x, y, 1.0)
+    t = c.layout.tensor_of(c.plan.plant_coords[:, :-1])   # all but the sentinel slot
+    assert (t <= 2).all() and (act[c.plan.plant_coords[:, :-1]] == 0).all()
+    # every canary has two of its six parts on the branch's bias (read there or ballast)
+    assert ((t == 1).sum(axis=1) == 2).all()
+
+
+def _readings(model: Any, x: Any, y: Any, n: int, *, flaw: str | None,
+              shapes: str) -> tuple[np.ndarray, np.ndarray, Any]:
+    """Per-step readings (T, n), which canaries were planted at each step (T, n), and the
+    canaries, of a run at noise 1e-4."""
+    from dpaudit.training import GradientCanaries
+    from dpaudit.training.flaws import optimizer_class
+
+    torch.manual_seed(0)
+    engine = C.PrivacyEngine()
+    model, opt, loader = engine.make_private(
+        module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.5),
+        data_loader=C.DataLoader(C.TensorDataset(x, y), batch_size=len(x) // 20),
+        noise_multiplier=1e-4, max_grad_norm=1.0)
+    opt.__class__ = optimizer_class(flaw)
+    c = GradientCanaries.for_model(model, x, y, n, sampling_rate=0.05, max_grad_norm=1.0,
+                                   shapes=shapes, seed=3)
+    ys: list[np.ndarray] = []
+    planted: list[np.ndarray] = []
+    draw, record = c._draw, c._record
+
+    def _draw() -> np.ndarray:
+        active = draw()
+        planted.append(np.isin(np.arange(n), active))
+        return active
+
+    def _record(o: object) -> None:
+        ys.append(c._gather(lambda p: p.grad) * (c._batch_unit(o) / c.clip))
+        record(o)
+
+    c._draw, c._record = _draw, _record   # type: ignore[method-assign]
+    c.attach(opt)
+    C._train(model, opt, loader, 3)
+    return np.array(ys), np.array(planted), c
+
+
+@pytest.mark.parametrize("flaw", [None, "unclipped_biases"])
+@pytest.mark.parametrize("shapes", ["block", "mixed"])
+def test_unclipped_biases_read_on_the_branch_bias(flaw: str | None, shapes: str) -> None:
+    from dpaudit.training import with_canary_branch
+
+    inner, x, y = _case("tabular")
+    y_, planted, c = _readings(with_canary_branch(inner, 90), x, y, 90, flaw=flaw,
+                               shapes=shapes)
+    t = c.layout.tensor_of(c.plan.read_coords)
+    w = c.plan.read_weights
+    exact = (t <= 2).all(axis=1)           # read on the branch only: no real gradient
+    assert exact.sum() >= 20 and planted[:, exact].sum() >= 20
+    # weights clipped to C (|u_w| C along the canary's unit direction u), the bias part
+    # summed at its planted size 1000 |u_b| C: reading |u_w| + 1000 |u_b|^2 per sampled step
+    ub2 = (w * w * (t == 1)).sum(axis=1)
+    want = (np.sqrt(1 - ub2) + 1000 * ub2) if flaw else np.ones(c.n)
+    got = y_[:, exact]
+    assert np.abs(got - planted[:, exact] * want[exact]).max() < 1e-3   # noise 1e-4
+    if shapes == "block":
+        # the sentinel alone on the bias (share s = 0.03): sqrt(1 - s^2) + 1000 s^2 = 1.8996 C
+        alone = exact & (t[:, 0] != 1) & (t[:, -1] == 1)
+        assert alone.sum() >= 3 and planted[:, alone].any()
+        assert np.allclose(want[alone], 1.8996 if flaw else 1.0, atol=1e-4)
+    else:
+        # every spread canary has two of its six parts on the bias: |u_b|^2 ~ 1/3
+        assert np.median(want) == pytest.approx(1000 / 3 + np.sqrt(2 / 3) if flaw else 1.0,
+                                                rel=0.01)
+
+
+def test_branch_rejects_bad_input() -> None:
+    from dpaudit.training import CanaryBranch
+
+    with pytest.raises(ValueError, match="canaries"):
+        CanaryBranch(nn.Linear(2, 2), 0)
+    with pytest.raises(ValueError, match="width"):
+        CanaryBranch(nn.Linear(2, 2), width=0)
+    with pytest.raises(ValueError, match="model must be a torch.nn.Module"):
+        CanaryBranch(object())  # type: ignore[arg-type]
+
+    class Pair(nn.Module):
+        def forward(self, x: Any) -> Any:
+            return x, x
+
+    with pytest.raises(ValueError, match="one tensor with the batch first"):
+        CanaryBranch(Pair())(torch.zeros(2, 3))
+
+
+def test_train_audit_canary_branch_option(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from dpaudit.cli import main
+    from dpaudit.training import TrainingConfig
+
+    # the CLI's CNN wrapped in the branch, spread canaries on its silent coordinates: two
+    # of each canary's six parts on the branch's bias, which a loop leaving biases
+    # unclipped reads at about 334 C per sampled step (12.5 against a claim of 2.24)
+    rc = main(["train-audit", "--model", "cnn", "--canary-branch", "--canaries", "100",
+               "--steps", "30", "--shapes", "mixed", "--flawed", "unclipped_biases",
+               "--json"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["settings"]["canary_branch"] is True and out["violation"]
+    assert out["results"][0]["epsilon"] > 5 * out["claimed_epsilon"]
+    rc = main(["train-audit", "--canary", "input", "--canary-branch", "--steps", "5"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("error: canary_branch applies to gradient canaries")
+    with pytest.raises(ValueError, match="canary_branch"):
+        TrainingConfig(canary="input", threat="black_box", canary_branch=True)
