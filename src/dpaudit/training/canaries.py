@@ -509,8 +509,11 @@ class GradientCanaries:
                 f"over steps and that the audit cannot remove, so the bound falls towards 0 "
                 f"(dense models: {int(np.count_nonzero(act == 0))} coordinates here are "
                 f"untouched by every example).  Remedy: reserve input features that real "
-                f"data leaves at 0 (ReservedModel, ExampleCanaries; docs/training.md), or "
-                f"use fewer canaries.", UserWarning, stacklevel=2)
+                f"data leaves at 0 (ReservedModel, ExampleCanaries; docs/training.md), "
+                f"use fewer canaries, or rank the coordinates on every example "
+                f"(activity_examples=None: more power on a dense model, for about "
+                f"4 / sampling_rate batches of per-example gradients).", UserWarning,
+                stacklevel=2)
         return cls(params, sampling_rate=sampling_rate, max_grad_norm=max_grad_norm,
                    scale=scale, seed=seed, plan=plan)
 
