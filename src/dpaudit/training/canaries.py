@@ -221,18 +221,18 @@ def coordinate_activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
     examples (all of them if fewer, then cycled) is split between the probes, so probe k
     measures its own part S_k and the probes together see ``min(examples, len(x))``
     distinct examples; otherwise, and with ``examples=None``, every S_k is the whole set.
-    A sampled measurement adds a *silence check*: at every probe's parameters one plain
-    backward pass of a Gaussian-weighted loss over ``CHECK_FACTOR * examples`` examples
-    (all of them if fewer; :func:`_moved`) finds, with probability 1, every coordinate one
-    of those examples moves; a coordinate the sample saw silent but the check did not gets
-    an activity above 0 and below every measured one.  So the silent set (activity 0) is
-    the full measurement's whenever ``len(x) <= CHECK_FACTOR * examples`` (4,096 by
-    default); on a larger set a coordinate moved by a share p of the examples passes for
-    silent with probability (1 - p)^4096.  A coordinate taken for silent costs power (its
-    drift), never validity: the placement is fixed before the secret bits are drawn and
-    independently of them.  Dropout in the probes draws from a generator seeded by ``seed``
-    (the caller's torch generator is left as it was), so the activity is a function of
-    (model, data, seed)."""
+    A sampled measurement adds a *silence check*: at every probe's parameters one plain backward
+    pass of a Gaussian-weighted loss over ``CHECK_FACTOR * examples`` examples (all of them if
+    fewer; :func:`_moved`) finds, with probability 1, every coordinate one of those examples
+    moves; a coordinate the sample saw silent but the check did not gets an activity above 0 and
+    below every measured one (a sample that leaves no coordinate at 0, as on a dense model,
+    skips the check: it could change nothing).  So the silent set (activity 0) is the full
+    measurement's whenever ``len(x) <= CHECK_FACTOR * examples`` (4,096 by default); on a larger
+    set a coordinate moved by a share p of the examples passes for silent with probability
+    (1 - p)^4096.  A coordinate taken for silent costs power (its drift), never validity: the
+    placement is fixed before the secret bits are drawn and independently of them.  Dropout in
+    the probes draws from a generator seeded by ``seed`` (the caller's torch generator is left
+    as it was), so the activity is a function of (model, data, seed)."""
     check_positive("max_grad_norm", max_grad_norm)
     probes = check_count("probes", probes, minimum=1)
     seed = check_count("seed", seed)
@@ -334,21 +334,15 @@ def _activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor, max_grad_norm:
               rng: np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(activity, moved): the probes' summed activity (:func:`coordinate_activity`), probe
     k on ``parts[k]`` (None: every example), and the summed :func:`_moved` of every probe's
-    parameters on the examples ``check`` (zeros without it)."""
+    parameters on the examples ``check`` -- run only when the activity leaves a coordinate
+    at 0 (the check changes nothing else: a dense model skips it); zeros otherwise."""
     total: np.ndarray | None = None
     moved = np.zeros(count_coordinates(model))
     chunk = max(16, _CHUNK_FLOATS // max(1, count_coordinates(model)))
+    states = []
     for k in range(probes):
-        m = copy.deepcopy(model)   # each probe wrapped by Opacus on its own copy
-        if k > 0:
-            with torch.no_grad():
-                for p in m.parameters():
-                    std = float(p.std()) if p.numel() > 1 else float(p.abs().mean())
-                    # drawn on the CPU (the same probes on every device), added on p's
-                    p.add_(_on(torch.randn(p.shape, generator=gen) * (std or 1.0), p))
-        if check is not None:
-            assert rng is not None
-            moved += _moved(m, x, y, check, rng)
+        states.append(gen.get_state())
+        m = _probe(model, k, gen)   # each probe wrapped by Opacus on its own copy
         xk, yk = x, y
         if parts is not None:
             idx = _on(torch.from_numpy(parts[k]), x)
@@ -362,7 +356,27 @@ def _activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor, max_grad_norm:
         act /= max(1, xk.shape[0])
         total = act if total is None else total + act
     assert total is not None
+    if check is not None and (total == 0).any():
+        assert rng is not None
+        after = gen.get_state()
+        for k in range(probes):      # the same probes again (their generator states)
+            gen.set_state(states[k])
+            moved += _moved(_probe(model, k, gen), x, y, check, rng)
+        gen.set_state(after)
     return total, moved
+
+
+def _probe(model: nn.Module, k: int, gen: torch.Generator) -> nn.Module:
+    """Probe k's copy of ``model``: the model itself (k = 0) or its parameters plus Gaussian
+    noise of each tensor's std, drawn from ``gen``."""
+    m = copy.deepcopy(model)
+    if k > 0:
+        with torch.no_grad():
+            for p in m.parameters():
+                std = float(p.std()) if p.numel() > 1 else float(p.abs().mean())
+                # drawn on the CPU (the same probes on every device), added on p's
+                p.add_(_on(torch.randn(p.shape, generator=gen) * (std or 1.0), p))
+    return m
 
 
 #: the busy-coordinate warning: the median canary's reading shifted by real data by more
