@@ -1,19 +1,25 @@
 """Cost of a training audit: the same Opacus training with and without canaries.
 
-    PYTHONPATH=src python benchmarks/training_overhead.py [--steps 100] [--repeats 3]
-        [--models digits_mlp wide_mlp]
+    PYTHONPATH=src python benchmarks/training_overhead.py [--steps 300] [--repeats 3]
+        [--models digits_mlp cnn transformer] [--activity-examples N | --full-placement]
     (also: python studies/training.py --only overhead)
 
 Each configuration runs in a fresh process (peak RSS from ``getrusage`` is per process):
 ``make_private``-style Opacus training (GradSampleModule + DPOptimizer, Poisson loader,
-q = 0.05) on digits for ``--steps`` steps, one torch thread, timed around the training loop
-only; "canaries" adds 1,000 planted gradient canaries (``GradientCanaries``, default
-shapes) attached to the optimizer, and separately reports the one-off placement (the
-activity measurement of ``GradientCanaries.for_model``), also in units of one training
-step.  Models: the digits MLP (64-256-10, 19k parameters) and a wide MLP
-(64-1024-1024-10, 1.1M parameters).  The machine is shared: the two configurations run
-interleaved ``--repeats`` times and the medians are printed, in CPU seconds of the process
-(``time.process_time``, robust to other jobs) and wall-clock seconds.
+q = 0.05, SGD, sigma = 1, C = 1) for ``--steps`` steps, one torch thread; "canaries" adds
+1,000 planted gradient canaries (``GradientCanaries.for_model``, default shapes and
+placement) attached to the optimizer.  The headline is the whole audited run against the
+same training without canaries: (placement + loop with canaries) / (loop without) - 1, in
+CPU seconds of the process (``time.process_time``, robust to the other jobs of a shared
+machine) and wall-clock seconds.  The canaries' process also times the audit statistics
+after training (``white_box_scores``, ``facts`` with the released-noise record, the claim
+checks with the released-noise check, ``audit_training`` end to end).
+
+Models: the digits MLP (64-256-10, 19k parameters), and the digits CNN (Conv2d(1, 8, 3) ->
+Linear(288, 10)) and the stock ``nn.TransformerEncoderLayer`` text model (dropout 0.1,
+after ``ModuleValidator.fix``, 1,000 token sequences) of ``studies/training_own_models.py``
+(imported from there); ``wide_mlp`` (64-1024-1024-10, 1.1M parameters) on request.  The
+configurations run interleaved ``--repeats`` times; medians are printed.
 """
 
 from __future__ import annotations
@@ -22,12 +28,40 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
+
+MODELS = ("digits_mlp", "cnn", "transformer", "wide_mlp")
+_STUDIES = Path(__file__).resolve().parent.parent / "studies"
 
 
-def _one(model: str, canaries: int, steps: int) -> dict[str, float]:
+def _setup(model: str):  # type: ignore[no-untyped-def]
+    """(network, x, y) of one benchmark model."""
+    import torch
+    from torch import nn
+
+    if model in ("cnn", "transformer"):
+        sys.path.insert(0, str(_STUDIES))
+        import training_own_models as own  # the study's models and data, not a copy
+
+        x, y = own._data(model, 0)
+        torch.manual_seed(0)
+        return own._model(model), x, y
+    from dpaudit.training import load_data
+
+    data = load_data("digits", 0)
+    torch.manual_seed(0)
+    widths = [64, 256, 10] if model == "digits_mlp" else [64, 1024, 1024, 10]
+    layers: list[nn.Module] = []
+    for a, b in zip(widths[:-1], widths[1:], strict=True):
+        layers += [nn.Linear(a, b), nn.ReLU()]
+    return nn.Sequential(*layers[:-1]), data.x_train, data.y_train
+
+
+def _one(model: str, canaries: int, steps: int, examples: int | None) -> dict[str, float]:
     import warnings
 
     import torch
@@ -36,33 +70,29 @@ def _one(model: str, canaries: int, steps: int) -> dict[str, float]:
     from opacus.optimizers import DPOptimizer
     from torch import nn
 
-    from dpaudit.training import GradientCanaries, load_data
+    from dpaudit.canaries import Claim, check_claim
+    from dpaudit.training import GradientCanaries, audit_training
 
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
-    data = load_data("digits", 0)
-    torch.manual_seed(0)
-    widths = [64, 256, 10] if model == "digits_mlp" else [64, 1024, 1024, 10]
-    layers: list[nn.Module] = []
-    for a, b in zip(widths[:-1], widths[1:], strict=True):
-        layers += [nn.Linear(a, b), nn.ReLU()]
-    net = nn.Sequential(*layers[:-1])
-    d = sum(p.numel() for p in net.parameters())
+    net, x, y = _setup(model)
+    d = sum(p.numel() for p in net.parameters() if p.requires_grad)
     q = 0.05
     place = place_cpu = 0.0
     can = None
     if canaries:
         t0, c0 = time.perf_counter(), time.process_time()
-        can = GradientCanaries.for_model(net, data.x_train, data.y_train, canaries,
-                                         sampling_rate=q, max_grad_norm=1.0, seed=0)
+        can = GradientCanaries.for_model(net, x, y, canaries, sampling_rate=q,
+                                         max_grad_norm=1.0, seed=0,
+                                         activity_examples=examples)
         place, place_cpu = time.perf_counter() - t0, time.process_time() - c0
     gsm = GradSampleModule(net)
     opt = DPOptimizer(torch.optim.SGD(net.parameters(), lr=0.5), noise_multiplier=1.0,
-                      max_grad_norm=1.0, expected_batch_size=int(q * data.n_train))
+                      max_grad_norm=1.0, expected_batch_size=int(q * len(x)))
     if can is not None:
         can.attach(opt)
-    loader = DPDataLoader(torch.utils.data.TensorDataset(data.x_train, data.y_train),
-                          sample_rate=q, generator=torch.Generator().manual_seed(0))
+    loader = DPDataLoader(torch.utils.data.TensorDataset(x, y), sample_rate=q,
+                          generator=torch.Generator().manual_seed(0))
     t0, c0 = time.perf_counter(), time.process_time()
     done = 0
     while done < steps:
@@ -75,52 +105,93 @@ def _one(model: str, canaries: int, steps: int) -> dict[str, float]:
                 break
     train, cpu = time.perf_counter() - t0, time.process_time() - c0
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"model": model, "parameters": d, "canaries": canaries, "steps": steps,
-            "train_seconds": train, "train_cpu": cpu, "placement_seconds": place,
-            "placement_cpu": place_cpu, "peak_rss_mb": rss}
+    out = {"model": model, "parameters": d, "canaries": canaries, "steps": steps,
+           "train_seconds": train, "train_cpu": cpu, "placement_seconds": place,
+           "placement_cpu": place_cpu, "peak_rss_mb": rss}
+    if can is not None:
+        c0 = time.process_time()
+        scores = can.white_box_scores()
+        c1 = time.process_time()
+        facts = can.facts(len(x))
+        c2 = time.process_time()
+        check_claim(Claim(1.0, q, can.steps, 1.0), facts)
+        c3 = time.process_time()
+        audit_training(can.bits, scores, noise_multiplier=1.0, sampling_rate=q,
+                       steps=can.steps, facts=facts, max_grad_norm=1.0, seed=0)
+        c4 = time.process_time()
+        out.update(scores_cpu=c1 - c0, facts_cpu=c2 - c1, checks_cpu=c3 - c2,
+                   audit_cpu=c4 - c3, statistics_cpu=c4 - c0)
+    return out
 
 
 def _median(rows: list[dict[str, float]], key: str) -> float:
-    import statistics
-
     return float(statistics.median(r[key] for r in rows))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--canaries", type=int, default=1000)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--models", nargs="+", default=["digits_mlp", "wide_mlp"],
-                    choices=["digits_mlp", "wide_mlp"])
+    ap.add_argument("--models", nargs="+", default=["digits_mlp", "cnn", "transformer"],
+                    choices=MODELS)
+    ap.add_argument("--activity-examples", type=int, default=None,
+                    help="per-example gradients of the placement (default: for_model's)")
+    ap.add_argument("--full-placement", action="store_true",
+                    help="the placement on every example (activity_examples=None)")
     ap.add_argument("--child", nargs=2, default=None)
     args = ap.parse_args()
+    if args.full_placement:
+        examples: int | None = None
+    elif args.activity_examples is not None:
+        examples = args.activity_examples
+    else:
+        from dpaudit.training.canaries import ACTIVITY_EXAMPLES
+
+        examples = ACTIVITY_EXAMPLES
     if args.child:
-        print(json.dumps(_one(args.child[0], int(args.child[1]), args.steps)))
+        print(json.dumps(_one(args.child[0], int(args.child[1]), args.steps, examples)))
         return
     print(f"load average {os.getloadavg()[0]:.1f}; {args.steps} steps, {args.canaries} "
-          f"canaries, medians of {args.repeats} interleaved runs")
-    print("| model | parameters | loop CPU s (no canaries) | with canaries | CPU overhead "
-          "| loop wall s (no) | (with) | wall overhead | peak RSS MB (no) | (with) "
-          "| memory overhead | placement CPU s | placement in steps |")
+          f"canaries, placement on {examples or 'all'} examples, medians of "
+          f"{args.repeats} interleaved runs")
+    print("| model | parameters | loop CPU s (no canaries) | placement CPU s | loop with "
+          "canaries | **CPU overhead, placement included** | (loop only) | wall s (no) "
+          "| wall s (with, placement included) | wall overhead | peak RSS MB (no) | (with) "
+          "| audit statistics CPU s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    child = [sys.executable, __file__, "--steps", str(args.steps)]
+    if examples is None:
+        child.append("--full-placement")
+    else:
+        child += ["--activity-examples", str(examples)]
+    details = []
     for model in args.models:
         rows: dict[int, list[dict[str, float]]] = {0: [], args.canaries: []}
         for _ in range(args.repeats):
             for n in rows:
-                out = subprocess.run([sys.executable, __file__, "--steps", str(args.steps),
-                                      "--child", model, str(n)], capture_output=True,
+                out = subprocess.run([*child, "--child", model, str(n)], capture_output=True,
                                      text=True, check=True, env=os.environ).stdout
                 rows[n].append(json.loads(out.strip().splitlines()[-1]))
         a, b = rows[0], rows[args.canaries]
         ca, cb = _median(a, "train_cpu"), _median(b, "train_cpu")
-        wa, wb = _median(a, "train_seconds"), _median(b, "train_seconds")
-        ra, rb = _median(a, "peak_rss_mb"), _median(b, "peak_rss_mb")
         pc = _median(b, "placement_cpu")
-        print(f"| {model} | {int(a[0]['parameters']):,} | {ca:.2f} | {cb:.2f} | "
+        tot = statistics.median(r["train_cpu"] + r["placement_cpu"] for r in b)
+        wa = _median(a, "train_seconds")
+        wb = statistics.median(r["train_seconds"] + r["placement_seconds"] for r in b)
+        ra, rb = _median(a, "peak_rss_mb"), _median(b, "peak_rss_mb")
+        st = _median(b, "statistics_cpu")
+        print(f"| {model} | {int(a[0]['parameters']):,} | {ca:.2f} | {pc:.2f} "
+              f"({pc / (ca / args.steps):.0f} steps) | {cb:.2f} | **{tot / ca - 1:+.1%}** | "
               f"{cb / ca - 1:+.1%} | {wa:.2f} | {wb:.2f} | {wb / wa - 1:+.1%} | {ra:.0f} | "
-              f"{rb:.0f} | {rb / ra - 1:+.1%} | {pc:.1f} | {pc / (ca / args.steps):.0f} |",
-              flush=True)
+              f"{rb:.0f} | {st:.2f} |", flush=True)
+        details.append((model, {k: _median(b, k) for k in
+                                ("scores_cpu", "facts_cpu", "checks_cpu", "audit_cpu")}))
+    print(f"\nload average at the end {os.getloadavg()[0]:.1f}; audit statistics, CPU s "
+          f"(medians): " + "; ".join(
+              f"{m}: white_box_scores {s['scores_cpu']:.3f}, facts {s['facts_cpu']:.3f}, "
+              f"claim checks with the released-noise check {s['checks_cpu']:.3f}, "
+              f"audit_training {s['audit_cpu']:.3f}" for m, s in details))
 
 
 if __name__ == "__main__":

@@ -185,7 +185,8 @@ def main() -> None:
         import runpy
         import sys
 
-        sys.argv = [str(Path(__file__).with_name("training_overhead.py"))]
+        sys.argv = [str(Path(__file__).resolve().parent.parent / "benchmarks"
+                        / "training_overhead.py")]
         runpy.run_path(sys.argv[0], run_name="__main__")
         return
     parts = (a.only,) if a.only else ("sweep", "validity", "flaws")

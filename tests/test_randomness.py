@@ -11,7 +11,7 @@ from dpaudit.randomness import PURPOSES, draw_bits, seed_sequence, stream
 #: the documented derivations, written out independently of the module
 _TAGGED = {"training": 0x7A1, "jax_training": 0x4A58, "input_canaries": 0xB175,
            "canary_sampling": 0xCA7, "example_canaries": 0xE8A, "zoo_search": 0x2005,
-           "lm_training": 0x1A77, "lm_canaries": 0x1AC4}
+           "lm_training": 0x1A77, "lm_canaries": 0x1AC4, "activity_probes": 0xAC71}
 
 
 @pytest.mark.parametrize("purpose", sorted(_TAGGED))

@@ -46,6 +46,9 @@ Streams (the derivations are frozen: changing one changes every seeded result):
   init, Opacus noise and sampler, the flaws' schedules): ``SeedSequence([seed, 0x1A77])``;
 * ``"lm_canaries"`` -- its canaries (reserved-token plan, bits, canary sequences):
   ``SeedSequence([seed, 0x1AC4])``.
+* ``"activity_probes"`` -- which training examples each activity probe of the gradient
+  canaries' placement measures, and its dropout (:func:`dpaudit.training.coordinate_activity`):
+  ``SeedSequence([seed, 0xAC71])``.
 * ``"zoo_search"`` -- the neighbour search of a zoo audit (:mod:`dpaudit.zoo.audit`): trial
   streams of the seed ``SeedSequence([seed, 0x2005]).generate_state(1, uint64) >> 1``, so the
   final audit's trials (the ``"trial"`` streams of ``seed``) never reuse them.
@@ -78,6 +81,7 @@ PURPOSES: dict[str, str] = {
     "example_canaries": "SeedSequence([seed, 0xE8A])",
     "lm_training": "SeedSequence([seed, 0x1A77])",
     "lm_canaries": "SeedSequence([seed, 0x1AC4])",
+    "activity_probes": "SeedSequence([seed, 0xAC71])",
     "zoo_search": "trial streams of SeedSequence([seed, 0x2005]).generate_state(1, uint64) >> 1",
 }
 
@@ -87,7 +91,7 @@ TIE_BREAK_KEY = 0x74696562
 #: entropy tags of the purposes derived as SeedSequence([seed, tag]).
 _TAGS = {"training": 0x7A1, "jax_training": 0x4A58, "input_canaries": 0xB175,
          "canary_sampling": 0xCA7, "example_canaries": 0xE8A, "zoo_search": 0x2005,
-         "lm_training": 0x1A77, "lm_canaries": 0x1AC4}
+         "lm_training": 0x1A77, "lm_canaries": 0x1AC4, "activity_probes": 0xAC71}
 
 
 def as_rng(rng: np.random.Generator | int | None) -> np.random.Generator:

@@ -18,13 +18,15 @@ gets the canary's gradient row appended to ``p.grad_sample`` before it clips.
 Placement.  Real data also moves coordinate c(i), which adds adversary-unknown randomness to
 the canary's observations and makes a real audit less tight than the simulator (Bits Transmission
 §3.5).  :func:`choose_coordinates` therefore measures every coordinate's real-gradient
-activity on a warm-up pass -- the mean over the training set of the squared *clipped*
-per-example gradient at the initial model -- and gives the canaries the n least active
-coordinates (ties broken by a seeded random priority).  On digits this first picks the
-first-layer weights fed by the three pixels that are zero in every image (exactly zero real
-gradient, at every step, since the input is zero), then weights fed by pixels that are
-almost always zero.  For the default MLP (256 hidden units) that is 768 exactly-silent
-coordinates, then about 1,500 more whose pixel is non-zero in at most 0.5% of the images.
+activity on a warm-up pass -- the mean over training examples of the squared *clipped*
+per-example gradient at the initial model and three perturbed copies, on a seeded sample
+of 512 examples split between them (:func:`coordinate_activity`) -- and gives the canaries
+the n least active coordinates (ties broken by a seeded random priority).  On digits
+this first picks the first-layer weights fed by the three pixels that are zero in every
+image (exactly zero real gradient, at every step, since the input is zero), then weights
+fed by pixels that are almost always zero.  For the default MLP (256 hidden units) that is
+768 exactly-silent coordinates, then about 1,500 more whose pixel is non-zero in at most
+0.5% of the images.
 
 Input canaries (black box): real-looking digits with a wrong label (``"flip"``: a training
 image with label y + k mod 10, k uniform in 1..9), a random label (``"random_label"``), or an
@@ -63,8 +65,8 @@ from dpaudit.training.common import INPUT_KINDS
 from dpaudit.training.models import count_coordinates, trainable_parameters
 from dpaudit.validation import check_choice, check_count, check_positive, check_probability
 
-__all__ = ["coordinate_activity", "choose_coordinates", "GradientCanaries", "InputCanaries",
-           "make_input_canaries", "INPUT_CANARY_KINDS", "draw_bits"]
+__all__ = ["coordinate_activity", "choose_coordinates", "ACTIVITY_EXAMPLES", "GradientCanaries",
+           "InputCanaries", "make_input_canaries", "INPUT_CANARY_KINDS", "draw_bits"]
 
 INPUT_CANARY_KINDS = INPUT_KINDS
 
@@ -85,6 +87,16 @@ def _numpy(t: torch.Tensor) -> np.ndarray:
     return t.detach().cpu().double().numpy()
 
 
+def _take(v: torch.Tensor, index: _PerDevice) -> np.ndarray:
+    """``v``'s flat values at ``index`` as float64 NumPy: on the CPU a NumPy gather of the
+    tensor's own memory (a fraction of torch's advanced indexing per call, which a step
+    hook pays every step), elsewhere ``index_select`` on the device, then one transfer."""
+    flat = v.detach().reshape(-1)
+    if flat.device.type == "cpu" and flat.dtype in (torch.float32, torch.float64):
+        return flat.numpy()[index.cpu_numpy]
+    return _numpy(flat.index_select(0, index.on(flat.device)))
+
+
 def _model_device(model: nn.Module) -> torch.device:
     """The device of ``model``'s first parameter (the CPU for a model without one)."""
     p = next(iter(model.parameters()), None)
@@ -95,10 +107,11 @@ class _PerDevice:
     """An index tensor made once on the CPU and copied once to each device that asks for it
     (the per-tensor index caches of :class:`GradientCanaries`)."""
 
-    __slots__ = ("_by",)
+    __slots__ = ("_by", "cpu_numpy")
 
     def __init__(self, t: torch.Tensor) -> None:
         self._by = {t.device: t}
+        self.cpu_numpy = t.cpu().numpy()
 
     @property
     def cpu(self) -> torch.Tensor:
@@ -116,7 +129,8 @@ def _flat_per_example_grads(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
     """Per-example gradients of the cross-entropy, flattened in trainable-parameter order,
     computed chunk by chunk with Opacus's ``GradSampleModule`` (the per-sample gradient code
     the training itself runs, so the placement initialises no further machinery and its
-    memory stays below a training step's: chunks of 16 examples, fewer than a batch).
+    memory stays below a training step's: ``chunk`` examples at a time, 16 by default;
+    :func:`coordinate_activity` takes as many as fit in 2^22 floats, at least 16).
     ``model`` gets Opacus's hooks (pass a copy); a model Opacus cannot wrap, or whose
     per-sample rule fails on the first chunk (an ``EmbeddingBag`` called without offsets),
     falls back to ``torch.func``."""
@@ -177,21 +191,116 @@ def _flat_per_example_grads_func(model: nn.Module, x: torch.Tensor, y: torch.Ten
         yield torch.cat([g[k].reshape(g[k].shape[0], -1) for k in named], dim=1)
 
 
+#: default number of per-example gradients the placement measures (all probes together):
+#: a seeded sample of the training set, the probes on disjoint parts of it (None: every
+#: probe on every example).  ``studies/placement_subsample.py`` measures what it finds.
+ACTIVITY_EXAMPLES = 512
+
+#: the silence check of a sampled placement covers this many times ``examples``
+#: (:func:`coordinate_activity`)
+CHECK_FACTOR = 8
+
+#: per-example gradient rows held at once by the placement (chunks of at least 16
+#: examples): 2^22 floats (16 MiB), under one training step's per-sample gradients
+_CHUNK_FLOATS = 1 << 22
+
+
 def coordinate_activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
-                        max_grad_norm: float, *, probes: int = 4,
-                        seed: int = 0) -> np.ndarray:
-    """Real-gradient activity of every trainable coordinate: mean_i (CLP_C(grad_i))_c^2,
-    clipped as DP-SGD clips, summed over ``probes`` parameter settings -- the model itself and
-    ``probes - 1`` copies whose parameters are perturbed by Gaussian noise (std that of each
-    tensor's std).  The probes tell coordinates that no example can move (a weight fed by an
-    always-zero pixel) from coordinates that are silent only by accident of the
-    initialisation (the weights of a hidden unit no example activates yet, which noisy
-    training can revive)."""
+                        max_grad_norm: float, *, probes: int = 4, seed: int = 0,
+                        examples: int | None = ACTIVITY_EXAMPLES) -> np.ndarray:
+    """Real-gradient activity of every trainable coordinate: sum over ``probes`` parameter
+    settings k of mean_{i in S_k} (CLP_C(grad_i))_c^2, clipped as DP-SGD clips -- the model
+    itself and ``probes - 1`` copies whose parameters are perturbed by Gaussian noise (std
+    that of each tensor's std).  The probes tell coordinates that no example can move (a
+    weight fed by an always-zero pixel) from coordinates that are silent only by accident of
+    the initialisation (the weights of a hidden unit no example activates yet, which noisy
+    training can revive).
+
+    ``examples`` bounds the per-example gradients measured, all probes together (the cost):
+    when ``probes * len(x)`` exceeds it, a seeded random sample of ``examples`` training
+    examples (all of them if fewer, then cycled) is split between the probes, so probe k
+    measures its own part S_k and the probes together see ``min(examples, len(x))``
+    distinct examples; otherwise, and with ``examples=None``, every S_k is the whole set.
+    A sampled measurement adds a *silence check*: at every probe's parameters one plain backward
+    pass of a Gaussian-weighted loss over ``CHECK_FACTOR * examples`` examples (all of them if
+    fewer; :func:`_moved`) finds, with probability 1, every coordinate one of those examples
+    moves; a coordinate the sample saw silent but the check did not gets an activity above 0 and
+    below every measured one (a sample that leaves no coordinate at 0, as on a dense model,
+    skips the check: it could change nothing).  So the silent set (activity 0) is the full
+    measurement's whenever ``len(x) <= CHECK_FACTOR * examples`` (4,096 by default); on a larger
+    set a coordinate moved by a share p of the examples passes for silent with probability
+    (1 - p)^4096.  A coordinate taken for silent costs power (its drift), never validity: the
+    placement is fixed before the secret bits are drawn and independently of them.  Dropout in
+    the probes draws from a generator seeded by ``seed`` (the caller's torch generator is left
+    as it was), so the activity is a function of (model, data, seed)."""
     check_positive("max_grad_norm", max_grad_norm)
     probes = check_count("probes", probes, minimum=1)
-    gen = torch.Generator().manual_seed(check_count("seed", seed))
+    seed = check_count("seed", seed)
+    if examples is not None:
+        examples = check_count("examples", examples, minimum=1)
+    gen = torch.Generator().manual_seed(seed)
     dev = _model_device(model)  # the data goes where the model is
-    return _activity(_hook_free_copy(model), x.to(dev), y.to(dev), max_grad_norm, probes, gen)
+    rng = stream(seed, "activity_probes")
+    parts = _probe_examples(int(x.shape[0]), probes, examples, rng)
+    x, y = x.to(dev), y.to(dev)
+    with torch.random.fork_rng(devices=[dev] if dev.type == "cuda" else []):
+        torch.manual_seed(int(rng.integers(2 ** 62)))
+        check = None
+        if parts is not None:
+            assert examples is not None
+            n = int(x.shape[0])
+            size = CHECK_FACTOR * examples
+            check = np.sort(rng.permutation(n)[:size]) if size < n else np.arange(n)
+        act, moved = _activity(_hook_free_copy(model), x, y, max_grad_norm, probes, gen,
+                               parts, check, rng)
+    _rank_missed(act, moved)
+    return act
+
+
+def _moved(model: nn.Module, x: torch.Tensor, y: torch.Tensor, idx: np.ndarray,
+           rng: np.random.Generator) -> np.ndarray:
+    """G_c^2 with G = sum_{i in idx} w_i grad_i (w_i i.i.d. N(0, 1)) at the model's
+    parameters: one plain backward pass per chunk, no per-example gradients.  G_c = 0 if
+    no example of ``idx`` moves coordinate c, and G_c != 0 with probability 1 otherwise (a
+    Gaussian combination of numbers not all 0), so the pass finds every coordinate those
+    examples move, at about the cost of ``len(idx) / batch`` plain training batches."""
+    w = torch.from_numpy(rng.standard_normal(idx.size))
+    params = trainable_parameters(model)
+    total = [torch.zeros_like(p) for p in params]
+    with torch.enable_grad():
+        for s in range(0, idx.size, 512):
+            i = _on(torch.from_numpy(idx[s:s + 512]), x)
+            loss = F.cross_entropy(model(x[i]), y[_on(i, y)], reduction="none")
+            grads = torch.autograd.grad((loss * _on(w[s:s + 512], loss, cast=True)).sum(),
+                                        params, allow_unused=True)
+            for acc, g in zip(total, grads, strict=True):
+                if g is not None:
+                    acc.add_(g.detach())
+    return np.concatenate([_numpy(g.reshape(-1)) ** 2 for g in total]) if total else \
+        np.zeros(0)
+
+
+def _rank_missed(act: np.ndarray, moved: np.ndarray) -> None:
+    """Coordinates the sampled activity ``act`` saw silent that some example moves
+    (``moved`` > 0): given an activity above 0 (silent ones stay first) and below every
+    measured one, in order of ``moved`` -- in place."""
+    missed = (act == 0) & (moved > 0)
+    if missed.any():
+        seen = act[act > 0]
+        floor = 1e-6 * (seen.min() if seen.size else 1.0)
+        act[missed] = floor * (1 + moved[missed] / moved[missed].max()) / 2
+
+
+def _probe_examples(size: int, probes: int, examples: int | None,
+                    rng: np.random.Generator) -> list[np.ndarray] | None:
+    """The examples each probe measures: None (every probe, every example) when the budget
+    allows it, else ``examples`` indices of a random permutation of the training set (cycled
+    when the set is smaller) cut into ``probes`` near-equal parts."""
+    if examples is None or probes * size <= examples or size == 0:
+        return None
+    order = rng.permutation(size)
+    take = order[np.arange(max(examples, probes)) % size]
+    return [np.sort(part) for part in np.array_split(take, probes)]
 
 
 _OPACUS_MODULE_ATTRS = ("autograd_grad_sample_hooks", "ft_compute_sample_grad", "activations",
@@ -220,26 +329,54 @@ def _hook_free_copy(model: nn.Module) -> nn.Module:
 
 
 def _activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor, max_grad_norm: float,
-              probes: int, gen: torch.Generator) -> np.ndarray:
+              probes: int, gen: torch.Generator, parts: list[np.ndarray] | None = None,
+              check: np.ndarray | None = None,
+              rng: np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(activity, moved): the probes' summed activity (:func:`coordinate_activity`), probe
+    k on ``parts[k]`` (None: every example), and the summed :func:`_moved` of every probe's
+    parameters on the examples ``check`` -- run only when the activity leaves a coordinate
+    at 0 (the check changes nothing else: a dense model skips it); zeros otherwise."""
     total: np.ndarray | None = None
+    moved = np.zeros(count_coordinates(model))
+    chunk = max(16, _CHUNK_FLOATS // max(1, count_coordinates(model)))
+    states = []
     for k in range(probes):
-        m = copy.deepcopy(model)   # each probe wrapped by Opacus on its own copy
-        if k > 0:
-            with torch.no_grad():
-                for p in m.parameters():
-                    std = float(p.std()) if p.numel() > 1 else float(p.abs().mean())
-                    # drawn on the CPU (the same probes on every device), added on p's
-                    p.add_(_on(torch.randn(p.shape, generator=gen) * (std or 1.0), p))
+        states.append(gen.get_state())
+        m = _probe(model, k, gen)   # each probe wrapped by Opacus on its own copy
+        xk, yk = x, y
+        if parts is not None:
+            idx = _on(torch.from_numpy(parts[k]), x)
+            xk, yk = x[idx], y[_on(idx, y)]
         act = np.zeros(count_coordinates(m))
         with torch.enable_grad():
-            for g in _flat_per_example_grads(m, x, y):
+            for g in _flat_per_example_grads(m, xk, yk, chunk):
                 g = g.detach()
                 g.mul_((max_grad_norm / (g.norm(dim=1, keepdim=True) + 1e-6)).clamp(max=1.0))
                 act += _numpy(g.pow_(2).sum(dim=0))
-        act /= max(1, x.shape[0])
+        act /= max(1, xk.shape[0])
         total = act if total is None else total + act
     assert total is not None
-    return total
+    if check is not None and (total == 0).any():
+        assert rng is not None
+        after = gen.get_state()
+        for k in range(probes):      # the same probes again (their generator states)
+            gen.set_state(states[k])
+            moved += _moved(_probe(model, k, gen), x, y, check, rng)
+        gen.set_state(after)
+    return total, moved
+
+
+def _probe(model: nn.Module, k: int, gen: torch.Generator) -> nn.Module:
+    """Probe k's copy of ``model``: the model itself (k = 0) or its parameters plus Gaussian
+    noise of each tensor's std, drawn from ``gen``."""
+    m = copy.deepcopy(model)
+    if k > 0:
+        with torch.no_grad():
+            for p in m.parameters():
+                std = float(p.std()) if p.numel() > 1 else float(p.abs().mean())
+                # drawn on the CPU (the same probes on every device), added on p's
+                p.add_(_on(torch.randn(p.shape, generator=gen) * (std or 1.0), p))
+    return m
 
 
 #: the busy-coordinate warning: the median canary's reading shifted by real data by more
@@ -339,7 +476,6 @@ class GradientCanaries:
         self._theta0 = self._gather_read(lambda p: p.detach())
         self._plant_t, self._plant_local = self.layout.split(plan.plant_coords)
         self._merged = _merge_repeats(plan.plant_coords, plan.plant_values)
-        self._plant_index: list[tuple[int, torch.Tensor, _PerDevice]] = []
         self._sparse = False
         self._pending = False
         self._optimizer: object | None = None
@@ -352,9 +488,13 @@ class GradientCanaries:
                   sampling_rate: float, max_grad_norm: float, seed: int = 0,
                   scale: float = 1000.0, shapes: Mapping[str, float] | str = DEFAULT_SHAPES,
                   spread: int = 5, per_tensor: int = 2,
-                  rho: float | None = None, sentinel: float = SENTINEL) -> GradientCanaries:
+                  rho: float | None = None, sentinel: float = SENTINEL,
+                  activity_examples: int | None = ACTIVITY_EXAMPLES) -> GradientCanaries:
         """n canaries for ``model``, read on its least active coordinates measured on (x, y)
-        (:func:`coordinate_activity`), i.i.d. uniform secret bits, all drawn from ``seed``.
+        (:func:`coordinate_activity` on a seeded sample of ``activity_examples`` per-example
+        gradients; None: the four probes on every example, the full measurement at about
+        ``4 / sampling_rate`` batches of per-example gradients), i.i.d. uniform secret bits,
+        all drawn from ``seed``.
 
         The default ``shapes`` mix Dirac canaries (tightest) with canaries spread over
         several tensors and several coordinates of one tensor (they expose per-tensor
@@ -368,7 +508,8 @@ class GradientCanaries:
         if not params:
             raise ValueError("model has no trainable parameters (requires_grad) to plant "
                              "gradient canaries in")
-        act = coordinate_activity(model, x, y, max_grad_norm)
+        act = coordinate_activity(model, x, y, max_grad_norm, seed=seed,
+                                  examples=activity_examples)
         plan = plan_gradient_canaries(Layout.from_sizes([p.numel() for p in params]), act, n,
                                       sampling_rate=sampling_rate, rng=rng, shapes=shapes,
                                       scale=scale, spread=spread, per_tensor=per_tensor,
@@ -384,8 +525,10 @@ class GradientCanaries:
                 f"untouched by every example).  Remedy: wrap the model in a CanaryBranch "
                 f"before make_private (dpaudit.training.with_canary_branch(model, n): "
                 f"coordinates no example moves), reserve input features that real data "
-                f"leaves at 0 (ReservedModel, ExampleCanaries; docs/training.md), or use "
-                f"fewer canaries.", UserWarning, stacklevel=2)
+                f"leaves at 0 (ReservedModel, ExampleCanaries; docs/training.md), use fewer "
+                f"canaries, or rank the coordinates on every example (activity_examples=None: "
+                f"more power on a dense model, for about 4 / sampling_rate batches of "
+                f"per-example gradients).", UserWarning, stacklevel=2)
         return cls(params, sampling_rate=sampling_rate, max_grad_norm=max_grad_norm,
                    scale=scale, seed=seed, plan=plan)
 
@@ -396,7 +539,7 @@ class GradientCanaries:
         for j, slots, local in self._read_index:  # tensors, not canaries
             v = get(self.params[j])
             if v is not None:
-                out[slots] = _numpy(v.reshape(-1)[local.on(v.device)])
+                out[slots] = _take(v, local)
         return out.reshape(self.plan.read_coords.shape)
 
     def _gather(self, get: Callable[[nn.Parameter], torch.Tensor | None]) -> np.ndarray:
@@ -428,13 +571,7 @@ class GradientCanaries:
         dp_ids = {id(p) for p in optimizer.params}
         self._dp = np.array([id(p) in dp_ids for p in self.params])
         self._sparse = _stock_clipping(optimizer)
-        flat_t = self._plant_t.ravel()
-        # per DP tensor, once: its planted (canary, slot) cells and their offsets in it
-        self._plant_index = [(int(j), torch.from_numpy(np.flatnonzero(flat_t == j)),
-                              _PerDevice(torch.from_numpy(
-                                  self._plant_local.ravel()[flat_t == j].copy())))
-                             for j in np.unique(flat_t) if self._dp[j]]
-        self._all_dp = bool(self._dp[flat_t].all())
+        self._all_dp = bool(self._dp[self._plant_t.ravel()].all())
 
         def first_clip(original_clip: Callable[[], None]) -> None:
             active = self._draw()
@@ -472,16 +609,21 @@ class GradientCanaries:
             t = self._plant_t[active]
             sq = np.where(self._dp[t], sq, 0.0)
         factor = np.minimum(float(opt.max_grad_norm) / (np.sqrt(sq.sum(axis=1)) + 1e-6), 1.0)
-        clipped = np.zeros(self._merged.shape)                   # (n, m), 0 when not sampled
-        clipped[active] = vals * factor[:, None]
-        flat = torch.from_numpy(clipped.reshape(-1))
-        for j, cells, local in self._plant_index:                # tensors, not canaries
+        # only the sampled canaries' cells (about q n / 2 rows of m), grouped by tensor
+        clipped = (vals * factor[:, None]).ravel()
+        t = self._plant_t[active].ravel()
+        local = self._plant_local[active].ravel()
+        for j in np.flatnonzero(np.bincount(t)):                 # tensors, not canaries
+            if not self._dp[j]:
+                continue
             p = self.params[j]
             if not p.summed_grad.is_contiguous():
                 p.summed_grad = p.summed_grad.contiguous()
             sg = p.summed_grad
+            sel = t == j
             # index and values on the sum's device (index_add_ wants both there)
-            sg.view(-1).index_add_(0, local.on(sg.device), _on(flat[cells], sg, cast=True))
+            sg.view(-1).index_add_(0, _on(torch.from_numpy(local[sel]), sg),
+                                   _on(torch.from_numpy(clipped[sel]), sg, cast=True))
         if not self._all_dp:
             self._bypass(opt, self._plant_t[active], self._plant_local[active],
                          self.plan.plant_values[active] * self.clip)
