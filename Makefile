@@ -1,6 +1,8 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# The zoo's own venv (see the .installed-zoo rule).
+VENV_ZOO := .venv-zoo
 # Logs of the steps `make test` runs beside others (the zoo's venv, mypy, the docs build).
 LOGS := .logs
 # pip's options for every install: no progress bar (CI logs), no byte-compiling of the installed
@@ -73,7 +75,6 @@ test-zoo: $(VENV_ZOO)/.installed-zoo | test-main
 # The zoo's libraries (extra `zoo`, pinned) live in their own venv: diffprivlib 0.6.6 needs
 # scikit-learn < 1.9 and smartnoise-sql pins opendp 0.14.x.  Its install (several minutes,
 # mostly waiting on downloads) is logged to .logs/zoo-install.log.
-VENV_ZOO := .venv-zoo
 $(VENV_ZOO)/.installed-zoo: pyproject.toml
 	@$(call logged,zoo-install,$(PY) -m venv $(VENV_ZOO) \
 	  && $(VENV_ZOO)/bin/python $(PIP_INSTALL) --upgrade pip \
