@@ -1,21 +1,35 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# The zoo's own venv (see the .installed-zoo rule).
+VENV_ZOO := .venv-zoo
+# Logs of the steps `make test` runs beside others (the zoo's venv, mypy, the docs build).
+LOGS := .logs
+# pip's options for every install: no progress bar (CI logs), no byte-compiling of the installed
+# packages (what an import needs is compiled when it is first imported).
+PIP_INSTALL = -m pip install --quiet --progress-bar off --no-compile
 
-.PHONY: demo test lint typecheck docs bench browser clean zoo-test
+# $(call logged,STEP,COMMAND): COMMAND's output goes to $(LOGS)/STEP.log; a failure prints the
+# log's last 80 lines and fails the build.
+logged = mkdir -p $(LOGS) && { ( $(2) ) > $(LOGS)/$(1).log 2>&1 \
+  && echo "$(1): ok ($(LOGS)/$(1).log)" \
+  || { echo "$(1) FAILED; last lines of $(LOGS)/$(1).log:"; tail -n 80 $(LOGS)/$(1).log; exit 1; }; }
+
+.PHONY: demo test lint typecheck docs bench browser clean zoo-test \
+  test-steps test-lint test-typecheck test-docs test-main test-zoo
 
 $(BIN)/activate:
 	$(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python $(PIP_INSTALL) --upgrade pip
 
 # `make demo` runs a real (Opacus) training audit, so it installs the torch extra too.
 $(VENV)/.installed: pyproject.toml | $(BIN)/activate
-	$(BIN)/python -m pip install --quiet -e ".[torch]"
+	$(BIN)/python $(PIP_INSTALL) -e ".[torch]"
 	touch $@
 
 # The dev extra pulls every optional extra (torch/Opacus, Ray, pyarrow, Faker, Playwright).
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/activate
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python $(PIP_INSTALL) -e ".[dev]"
 	touch $(VENV)/.installed $@
 
 # The report's browser test drives the system Chromium (browser builds cannot be downloaded).
@@ -33,24 +47,42 @@ browser:
 demo: $(VENV)/.installed
 	$(BIN)/dpaudit demo
 
-test: $(VENV)/.installed-dev browser
+# `make test` runs every check and every test.  On two cores its time is its CPU time over two,
+# so nothing waits that need not: the zoo's venv and Chromium install while the main venv
+# installs (pip and apt wait on the network and the disk); mypy and the docs build run beside
+# the main suite (logs in .logs/); the zoo's tests follow the main suite.  A failing step fails
+# the build.  Timings: CONTRIBUTING.md, "The test loop".
+test:
+	@$(MAKE) --no-print-directory -j6 test-steps
+
+test-steps: test-lint test-typecheck test-docs test-main test-zoo
+
+test-lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
-	$(MAKE) typecheck
-	$(BIN)/python -m pytest -n 2 -q --ignore=tests/zoo
-	$(MAKE) docs
-	$(MAKE) zoo-test
+
+test-typecheck: $(VENV)/.installed-dev
+	@$(call logged,mypy,$(BIN)/mypy)
+
+test-docs: $(VENV)/.installed-dev
+	@$(call logged,docs,$(BIN)/mkdocs build --strict --quiet)
+
+test-main: $(VENV)/.installed-dev browser
+	$(BIN)/python -m pytest -n 2 --dist worksteal -q --ignore=tests/zoo
+
+test-zoo: $(VENV_ZOO)/.installed-zoo | test-main
+	$(VENV_ZOO)/bin/python -m pytest -n 2 --dist worksteal -q tests/zoo
 
 # The zoo's libraries (extra `zoo`, pinned) live in their own venv: diffprivlib 0.6.6 needs
-# scikit-learn < 1.9 and smartnoise-sql pins opendp 0.14.x.
-VENV_ZOO := .venv-zoo
+# scikit-learn < 1.9 and smartnoise-sql pins opendp 0.14.x.  Its install (several minutes,
+# mostly waiting on downloads) is logged to .logs/zoo-install.log.
 $(VENV_ZOO)/.installed-zoo: pyproject.toml
-	$(PY) -m venv $(VENV_ZOO)
-	$(VENV_ZOO)/bin/python -m pip install --quiet --upgrade pip
-	$(VENV_ZOO)/bin/python -m pip install --quiet -e ".[zoo-test]"
+	@$(call logged,zoo-install,$(PY) -m venv $(VENV_ZOO) \
+	  && $(VENV_ZOO)/bin/python $(PIP_INSTALL) --upgrade pip \
+	  && $(VENV_ZOO)/bin/python $(PIP_INSTALL) -e ".[zoo-test]")
 	touch $@
 
 zoo-test: $(VENV_ZOO)/.installed-zoo
-	$(VENV_ZOO)/bin/python -m pytest -n 2 -q tests/zoo
+	$(VENV_ZOO)/bin/python -m pytest -n 2 --dist worksteal -q tests/zoo
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
@@ -69,4 +101,4 @@ bench: $(VENV)/.installed-dev
 	PYTHONPATH=src $(BIN)/python benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) $(VENV_ZOO) build site .mypy_cache *.egg-info src/*.egg-info
+	rm -rf $(VENV) $(VENV_ZOO) $(LOGS) build site .mypy_cache *.egg-info src/*.egg-info

@@ -4,7 +4,9 @@
 * ``cli_json`` -- the same with ``--json`` appended, asserting exit status 0; returns the
   parsed document;
 * ``one_thread`` -- torch limited to one thread for the test (real-training tests share two
-  cores with the other worker; use with ``pytestmark = pytest.mark.usefixtures("one_thread")``).
+  cores with the other worker; use with ``pytestmark = pytest.mark.usefixtures("one_thread")``);
+* ``demo_run`` -- ``dpaudit demo --json --report CARD`` run once per test run and shared by
+  the xdist workers (it trains real models): ``(exit status, stdout, stderr, CARD)``.
 
 ``@pytest.mark.slow`` marks Monte Carlo coverage tests and the slowest end-to-end tests (Ray
 parity, the documentation snippets, the demo, the figure runners, the whole bad-input
@@ -14,8 +16,12 @@ Optional extras are requested with :func:`needs.need` (skip locally, fail under 
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -55,3 +61,37 @@ def one_thread() -> Iterator[None]:
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, str, Path]:
+    """``dpaudit demo --json --report CARD`` once for the whole run: ``(rc, stdout, stderr,
+    CARD)``.  Two tests read the demo (its verdicts, and its card in a browser); the demo trains
+    real models (about 20 CPU seconds), so the first worker to need it runs it under a file lock
+    in the directory the xdist workers share (pytest-xdist's "run a session fixture once"
+    recipe) and the others read what it wrote.  The demo is seeded (``--seed`` 0), so every
+    worker would have computed the same document."""
+    from dpaudit.cli import main
+
+    root = tmp_path_factory.getbasetemp()
+    try:
+        import fcntl
+    except ImportError:  # no POSIX locks: each worker runs its own demo
+        fcntl = None  # type: ignore[assignment]
+    else:
+        if os.environ.get("PYTEST_XDIST_WORKER"):
+            root = root.parent  # this run's directory, shared by its workers
+    where = root / "demo_run"
+    where.mkdir(exist_ok=True)
+    card, saved = where / "demo.html", where / "demo_run.json"
+    with open(where / "lock", "w") as lock:
+        if fcntl is not None:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        if not saved.exists():
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                rc = main(["demo", "--json", "--report", str(card)])
+            saved.write_text(json.dumps({"rc": rc, "out": out.getvalue(),
+                                         "err": err.getvalue()}), encoding="utf-8")
+    run = json.loads(saved.read_text(encoding="utf-8"))
+    return run["rc"], run["out"], run["err"], card

@@ -108,10 +108,9 @@ def test_cli_errors_one_line(cli, capsys, argv, match):
 
 
 @pytest.mark.slow  # the whole demo, real training included
-def test_demo_catches_the_flaw(cli, capsys, tmp_path):
-    card = tmp_path / "demo.html"
-    rc, out, _ = cli("demo", "--json", "--report", str(card))
-    assert rc == 0
+def test_demo_catches_the_flaw(demo_run):
+    rc, out, err, card = demo_run  # shared with test_report_browser's demo card
+    assert rc == 0, err
     d = json.loads(out)
     assert d["report"] == str(card) and card.stat().st_size > 0
     assert d["dpsgd_correct"]["verdict"].startswith("no violation")

@@ -131,11 +131,12 @@ def test_hostile_strings_run_no_script_and_show_as_text(chromium, tmp_path):
 
 
 @pytest.mark.slow
-def test_demo_card_screenshot(chromium, tmp_path, capsys):
+def test_demo_card_screenshot(chromium, tmp_path, demo_run):
     from dpaudit.report.browser import inspect_report
 
-    card = tmp_path / "demo.html"
-    d = json.loads(_cli(capsys, "demo", "--json", "--report", str(card)))
+    rc, out, err, card = demo_run  # the run test_cli_core's demo test reads
+    assert rc == 0, err
+    d = json.loads(out)
     shot = tmp_path / "demo_card.png"
     c = inspect_report(card, screenshot=shot, clip_selector="#c1", clip_height=1620,
                        executable=chromium, print_screenshot=tmp_path / "demo_print.png")
