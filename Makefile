@@ -5,6 +5,8 @@ BIN := $(VENV)/bin
 VENV_ZOO := .venv-zoo
 # Logs of the steps `make test` runs beside others (the zoo's venv, mypy, the docs build).
 LOGS := .logs
+# Held by every editable install of the project (the zoo venv's rule says why).
+EDITABLE_LOCK := $(LOGS)/editable-install.lock
 # pip's options for every install: no progress bar (CI logs), no byte-compiling of the installed
 # packages (what an import needs is compiled when it is first imported).
 PIP_INSTALL = -m pip install --quiet --progress-bar off --no-compile
@@ -24,12 +26,12 @@ $(BIN)/activate:
 
 # `make demo` runs a real (Opacus) training audit, so it installs the torch extra too.
 $(VENV)/.installed: pyproject.toml | $(BIN)/activate
-	$(BIN)/python $(PIP_INSTALL) -e ".[torch]"
+	mkdir -p $(LOGS) && flock $(EDITABLE_LOCK) $(BIN)/python $(PIP_INSTALL) -e ".[torch]"
 	touch $@
 
 # The dev extra pulls every optional extra (torch/Opacus, Ray, pyarrow, Faker, Playwright).
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/activate
-	$(BIN)/python $(PIP_INSTALL) -e ".[dev]"
+	mkdir -p $(LOGS) && flock $(EDITABLE_LOCK) $(BIN)/python $(PIP_INSTALL) -e ".[dev]"
 	touch $(VENV)/.installed $@
 
 # The report's browser test drives the system Chromium (browser builds cannot be downloaded).
@@ -75,10 +77,16 @@ test-zoo: $(VENV_ZOO)/.installed-zoo | test-main
 # The zoo's libraries (extra `zoo`, pinned) live in their own venv: diffprivlib 0.6.6 needs
 # scikit-learn < 1.9 and smartnoise-sql pins opendp 0.14.x.  Its install (several minutes,
 # mostly waiting on downloads) is logged to .logs/zoo-install.log.
+# Its dependencies install beside the main venv (tools/extra_requirements.py lists them);
+# the project itself is added under $(EDITABLE_LOCK), which every editable install of the
+# project holds: setuptools writes src/dpaudit.egg-info while it builds, so two builds at once
+# could read each other's half-written metadata.
 $(VENV_ZOO)/.installed-zoo: pyproject.toml
 	@$(call logged,zoo-install,$(PY) -m venv $(VENV_ZOO) \
 	  && $(VENV_ZOO)/bin/python $(PIP_INSTALL) --upgrade pip \
-	  && $(VENV_ZOO)/bin/python $(PIP_INSTALL) -e ".[zoo-test]")
+	  && $(PY) tools/extra_requirements.py zoo-test > $(LOGS)/zoo-requirements.txt \
+	  && $(VENV_ZOO)/bin/python $(PIP_INSTALL) -r $(LOGS)/zoo-requirements.txt \
+	  && flock $(EDITABLE_LOCK) $(VENV_ZOO)/bin/python $(PIP_INSTALL) --no-deps -e .)
 	touch $@
 
 zoo-test: $(VENV_ZOO)/.installed-zoo
