@@ -6,7 +6,10 @@ One released step -> two records, both sufficient statistics (never the T x n tr
   (:class:`~dpaudit.canaries.scores.WhiteBoxAccumulator`, the white-box scores);
 * the released-noise statistic S_t = sum of squares of the step's values / C at the plan's
   distinct read coordinates (:mod:`dpaudit.canaries.noise`: a step whose noise is below the
-  claim's sigma C is reported by number).
+  claim's sigma C is reported by number);
+* given which canaries the integration planted at the step, the contribution statistics
+  (:mod:`dpaudit.canaries.contribution`: planted canaries contributing less or more than
+  per-example clipping to C gives -- batch-sum or averaged-gradient clipping).
 
 Every integration feeds it the same way -- the PyTorch ``GradientCanaries``, a hand-written
 ``torch.func`` loop (docs/training.md) and the JAX loop -- so the noise check is one
@@ -19,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit.canaries.contribution import ContributionAccumulator, private_canaries
 from dpaudit.canaries.noise import distinct_mask, noise_sum_squares
 from dpaudit.canaries.plan import CanaryPlan
 from dpaudit.canaries.scores import WhiteBoxAccumulator
@@ -46,26 +50,39 @@ class ReleaseReader:
         self._mask = distinct_mask(plan.read_coords)
         self._ss: list[float] = []
         self._sigmas: list[float] = []
+        self.contribution = ContributionAccumulator(
+            plan.bits, plan.amplitude, sampling_rate=q,
+            use=private_canaries(plan.plant_coords, plan.plant_values, plan.read_coords))
+        self._planted_steps = 0
 
     @property
     def steps(self) -> int:
         return self.accumulator.steps
 
-    def add(self, values: np.ndarray, noise_multiplier: float) -> None:
+    def add(self, values: np.ndarray, noise_multiplier: float,
+            planted: np.ndarray | None = None) -> None:
         """Record one released step from its values at ``plan.read_coords`` ((n, k), in
         units of C of the noisy clipped SUM) and the sigma the step claims to use (a step
-        with sigma = 0 is recorded, never refused)."""
+        with sigma = 0 is recorded, never refused).  ``planted``: the canaries planted at
+        this step ((n,) booleans or indices; the integration's own Poisson coin), which
+        turns on the contribution check when given at every step."""
         v = np.asarray(values, dtype=float)
         if v.shape != self.plan.read_coords.shape:
             raise ValueError(f"values must have the shape of plan.read_coords "
                              f"{self.plan.read_coords.shape}; got {v.shape}")
-        self.accumulator.add(self.plan.read(v), noise_multiplier)
+        y = self.plan.read(v)
+        self.accumulator.add(y, noise_multiplier)
         self._ss.append(noise_sum_squares(v, self._mask))
         self._sigmas.append(float(noise_multiplier))
+        if planted is not None:
+            self.contribution.add(y, planted)
+            self._planted_steps += 1
 
-    def add_flat(self, flat: np.ndarray, noise_multiplier: float) -> None:
+    def add_flat(self, flat: np.ndarray, noise_multiplier: float,
+                 planted: np.ndarray | None = None) -> None:
         """The same from the whole released vector (length d), in units of C."""
-        self.add(np.asarray(flat, dtype=float)[self.plan.read_coords], noise_multiplier)
+        self.add(np.asarray(flat, dtype=float)[self.plan.read_coords], noise_multiplier,
+                 planted)
 
     def scores(self, kind: str = "lr") -> np.ndarray:
         """The white-box scores (:meth:`WhiteBoxAccumulator.scores`)."""
@@ -73,7 +90,10 @@ class ReleaseReader:
 
     def noise_record(self) -> dict[str, Any]:
         """The released-noise record as :class:`~dpaudit.canaries.RunFacts` fields:
-        ``RunFacts(steps=T, **reader.noise_record())`` turns on the check."""
+        ``RunFacts(steps=T, **reader.noise_record())`` turns on the check (and the
+        contribution check when every step was added with ``planted``)."""
+        every = self._planted_steps == self.steps and self.steps > 0
         return {"noise_sum_squares": np.asarray(self._ss, dtype=float),
                 "noise_coordinates": int(self._mask.sum()), "noise_unit": self.unit,
-                "step_noise_multipliers": np.asarray(self._sigmas, dtype=float)}
+                "step_noise_multipliers": np.asarray(self._sigmas, dtype=float),
+                "contribution": self.contribution.record() if every else None}

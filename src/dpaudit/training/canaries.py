@@ -341,6 +341,7 @@ class GradientCanaries:
         self._merged = _merge_repeats(plan.plant_coords, plan.plant_values)
         self._plant_index: list[tuple[int, torch.Tensor, _PerDevice]] = []
         self._sparse = False
+        self._active = np.zeros(0, dtype=np.int64)   # the canaries planted at this step
         self._pending = False
         self._optimizer: object | None = None
         self._batch_sizes: list[int] = []
@@ -436,6 +437,7 @@ class GradientCanaries:
 
         def first_clip(original_clip: Callable[[], None]) -> None:
             active = self._draw()
+            self._active = active
             if self._sparse and np.ndim(optimizer.max_grad_norm) == 0:
                 original_clip()
                 self._add_clipped(optimizer, active)
@@ -527,7 +529,8 @@ class GradientCanaries:
         sigma = 0: it is scored and reported, :meth:`facts`)."""
         vals = self._gather_read(lambda p: p.grad) * (self._batch_unit(opt) / self.clip)
         sigma = float(opt.noise_multiplier)
-        self._reader.add(vals, sigma)
+        self._reader.add(vals, sigma, self._active)
+        self._active = np.zeros(0, dtype=np.int64)
         self._sigmas.append(sigma)
         self._clips.extend(_clip_norms(opt))
 
