@@ -43,10 +43,27 @@ M(lambda) reaches G / alpha (union bound: false alarm at most alpha, default 1e-
 * lambda < 0: the canaries contribute *less* than per-example clipping gives (batch-sum
   clipping; also a clip norm smaller than claimed, which is more private) -- a
   configuration error, not counted as a violation (see below);
-* lambda > 0: they contribute *more* than their clipped reading: one example moved the
-  release by more than C along a unit direction -- averaged-gradient clipping, per-tensor
-  clipping, a larger clip norm, parameters outside the clipping -- the claim's sensitivity
-  is exceeded, a weaker run.
+* lambda > 0: they contribute *more* than C along a unit direction: one example moved the
+  release by more than C -- averaged-gradient clipping, per-tensor clipping, a larger clip
+  norm, parameters outside the clipping -- the claim's sensitivity is exceeded, a weaker
+  run.
+
+Composite nulls.  The increment's exponential moment, as a function of a contribution
+smaller than the null's, only falls for lambda > 0 (with c = 1 the term e^u / (1 - q + q e^u)
+is increasing in u), so the upper test is valid for every run whose contribution is *at
+most* the null's, and the lower test for every run whose contribution is at least it.
+
+Two readings of each canary (union bound over both and over the grid):
+
+* its read direction (amplitude a_i = 1 for every shape of :mod:`.plan`): both tails;
+* for a spread canary with a sentinel (a small share s of its direction on a coordinate of
+  another tensor, :mod:`.plan`), the unit direction halfway between its main part and the
+  sentinel coordinate, (u_main + e_sentinel) / sqrt(2).  Correct clipping reads
+  (sqrt(1 - s^2) + s) / sqrt(2) ~ 0.73 C there; no clipping to C can read more than C along
+  any unit direction, so the upper test is made at the null C (valid by the composite-null
+  argument).  Per-tensor clipping (the sentinel's tensor clipped to C on its own) reads
+  about sqrt(2) C, an unclipped sentinel tensor ~ 22 C: one example moved the release by
+  more than C.  A valid per-layer budget (C_l with sum C_l^2 = C^2) never reads above C.
 
 Only canaries that are included (bit 1: their coin is Bernoulli(q)) and whose read
 coordinates carry no other canary's planted gradient (so that another canary's coin is not
@@ -69,6 +86,7 @@ k canaries planted together under batch-sum clipping).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -76,12 +94,13 @@ import numpy as np
 from dpaudit.validation import check_probability
 
 __all__ = ["CONTRIBUTION_ALPHA", "LAMBDAS", "ContributionRecord", "ContributionReading",
-           "ContributionAccumulator", "check_contribution", "private_canaries"]
+           "ContributionAccumulator", "check_contribution", "private_canaries",
+           "sentinel_directions"]
 
 #: false-alarm probability of the contribution check on a run that clips as claimed
 CONTRIBUTION_ALPHA = 1e-6
 #: the fixed grid of |lambda| (units 1 / C); each is used with both signs
-LAMBDAS = 2.0 ** np.arange(-6, 5)
+LAMBDAS = 2.0 ** np.arange(-5, 4)
 
 
 def _psi(u: np.ndarray, q: float) -> np.ndarray:
@@ -109,13 +128,49 @@ def private_canaries(plant_coords: np.ndarray, plant_values: np.ndarray,
     return ~clash.any(axis=1)
 
 
+def sentinel_directions(read_coords: np.ndarray, read_weights: np.ndarray,
+                        tensors: np.ndarray | None = None
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The second reading of each canary (module docstring): weights (n, k) of the unit
+    direction (u_main + e_sentinel) / sqrt(2) over the read slots; (n,) True where the
+    canary has a sentinel -- its smallest nonzero read weight, below half its largest, on a
+    coordinate of its own and, given ``tensors`` ((n, k) tensor of each read slot), on a
+    tensor none of its main part uses; and (n,) the correct (flat-clipped) reading along
+    that direction, in units of C."""
+    rc = np.asarray(read_coords)
+    w = np.asarray(read_weights, dtype=float)
+    aw = np.abs(w)
+    masked = np.where(aw > 0, aw, np.inf)
+    slot = masked.argmin(axis=1)
+    rows = np.arange(w.shape[0])
+    small = masked[rows, slot]
+    alone = (rc == rc[rows, slot][:, None]).sum(axis=1) == 1
+    has = np.isfinite(small) & (small < 0.5 * aw.max(axis=1)) & alone
+    if tensors is not None:
+        t = np.asarray(tensors)
+        t_sent = t[rows, slot][:, None]
+        other = (t == t_sent) & (aw > 0)
+        other[rows, slot] = False
+        has &= ~other.any(axis=1)
+    main = w.copy()
+    main[rows, slot] = 0.0
+    norm = np.linalg.norm(main, axis=1, keepdims=True)
+    main = np.divide(main, norm, out=np.zeros_like(main), where=norm > 0)
+    out = main.copy()
+    out[rows, slot] = np.sign(w[rows, slot])
+    out /= math.sqrt(2.0)
+    out = np.where(has[:, None], out, 0.0)
+    return out, has, np.einsum("ij,ij->i", out, w)
+
+
 @dataclass(frozen=True, eq=False)
 class ContributionRecord:
     """The sufficient statistics of the contribution check (module docstring).
 
     Attributes:
+      view: which reading ("direction", "sentinel").
       sampling_rate: q of the canaries' coin.
-      lambdas: (G,) the grid (both signs), units 1 / C.
+      lambdas: (G,) the grid (both signs, or the positive side only), units 1 / C.
       centred_sum: S = sum (c - q) e.
       psi_sums: (G,) sum psi(lambda_g e) for each lambda.
       planted_sum: sum c (y - m) over the planted readings.
@@ -125,6 +180,7 @@ class ContributionRecord:
       steps: steps counted.
     """
 
+    view: str
     sampling_rate: float
     lambdas: np.ndarray
     centred_sum: float
@@ -136,7 +192,8 @@ class ContributionRecord:
     steps: int
 
     def to_dict(self) -> dict[str, object]:
-        return {"planted": self.planted, "canaries": self.canaries, "steps": self.steps,
+        return {"view": self.view, "planted": self.planted, "canaries": self.canaries,
+                "steps": self.steps,
                 "centred_sum": self.centred_sum,
                 "contribution_estimate": _ratio(self.planted_sum, self.amplitude_sum)}
 
@@ -154,10 +211,12 @@ class ContributionAccumulator:
       amplitude: (n,) each canary's reading after correct clipping, in units of C.
       sampling_rate: q of the canaries' coin.
       use: (n,) optional further mask (e.g. :func:`private_canaries`).
+      view: the reading's name; ``upper_only``: test only the upper tail (lambda > 0).
     """
 
     def __init__(self, bits: np.ndarray, amplitude: np.ndarray, *, sampling_rate: float,
-                 use: np.ndarray | None = None) -> None:
+                 use: np.ndarray | None = None, view: str = "direction",
+                 upper_only: bool = False) -> None:
         b = np.asarray(bits, dtype=bool)
         self.q = check_probability("sampling_rate", sampling_rate, open_low=True)
         mask = b if use is None else b & np.asarray(use, dtype=bool)
@@ -165,7 +224,9 @@ class ContributionAccumulator:
         self.n = b.size
         self.amplitude = np.broadcast_to(np.asarray(amplitude, dtype=float),
                                          (self.n,))[self.index].copy()
-        self.lambdas = np.concatenate([-LAMBDAS[::-1], LAMBDAS])
+        self.view = view
+        self.lambdas = LAMBDAS.copy() if upper_only else np.concatenate([-LAMBDAS[::-1],
+                                                                          LAMBDAS])
         k = self.index.size
         self._off_sum = np.zeros(k)
         self._off_count = np.zeros(k)
@@ -209,7 +270,7 @@ class ContributionAccumulator:
 
     def record(self) -> ContributionRecord:
         return ContributionRecord(
-            sampling_rate=self.q, lambdas=self.lambdas.copy(), centred_sum=self._s,
+            view=self.view, sampling_rate=self.q, lambdas=self.lambdas.copy(), centred_sum=self._s,
             psi_sums=self._psi.copy(), planted_sum=self._planted_sum,
             amplitude_sum=self._amp_sum, planted=self._planted,
             canaries=int(self.index.size), steps=self.steps)
@@ -221,20 +282,26 @@ class ContributionReading:
 
     Attributes:
       ok: False when the contributions differ from per-example clipping's.
-      below: the canaries contribute less than per-example clipping gives.
-      above: they contribute more (the claim's sensitivity is exceeded).
-      estimate: sum c (y - m) / sum c a (1 under the claim; an estimate), or None.
-      log_evidence: max over the grid of lambda S - sum psi (lower side, upper side).
-      threshold: log(G / alpha).
-      planted: planted readings counted.
+      below: the canaries contribute less than per-example clipping gives (not the claimed
+        mechanism).
+      parts: a sentinel's tensor part reads more than flat per-example clipping gives (a
+        tensor clipped on its own; not the claimed mechanism).
+      above: more than C along a unit direction (the claim's sensitivity is exceeded).
+      estimate: sum c (y - m) / sum c a along the read directions (1 under the claim; an
+        estimate), or None.
+      log_evidence: per reading ("direction", "sentinel", "sentinel_bound"), the largest
+        lambda S - sum psi over its grid (lower side first for "direction").
+      threshold: log(number of tests / alpha).
+      planted: planted readings counted (read directions).
       alpha: the false-alarm probability on a run that clips as claimed.
     """
 
     ok: bool
     below: bool
+    parts: bool
     above: bool
     estimate: float | None
-    log_evidence: tuple[float, float]
+    log_evidence: dict[str, tuple[float, ...]]
     threshold: float
     planted: int
     alpha: float
@@ -244,34 +311,53 @@ class ContributionReading:
                else f"~ {self.estimate:.3g} (estimate) times")
         head = (f"clipped contribution: {self.planted} planted canary readings contribute "
                 f"{est} what per-example clipping to C gives")
+        tail = (f" -- false-alarm probability below {self.alpha:g} on a run that clips as "
+                "claimed")
         if self.above:
-            return (head + "; more than one example's clipped gradient can: an example moved "
-                    "the release by more than C (averaged-gradient or per-tensor clipping, a "
-                    "larger clip norm, parameters outside the clipping) -- false-alarm "
-                    f"probability below {self.alpha:g} on a run that clips as claimed")
+            return (head + "; an example moved the release by more than C along one "
+                    "direction, more than any example's clipped gradient can (averaged-"
+                    "gradient or per-tensor clipping, a larger clip norm, parameters outside "
+                    "the clipping)" + tail)
+        if self.parts:
+            return (head + "; a canary's part on another tensor reads more than clipping "
+                    "the whole gradient to C gives: the run is not the claimed mechanism "
+                    "(a tensor clipped on its own: per-tensor clipping to C each exceeds C, "
+                    "a per-layer budget C_l with sum C_l^2 = C^2 would not)" + tail)
         if self.below:
             return (head + "; less than per-example clipping gives: the run is not the "
                     "claimed mechanism (the batch's sum or mean clipped instead of each "
                     "example's, whose worst case -- a crafted batch -- has sensitivity 2 C; "
-                    "or a smaller clip norm than claimed) -- false-alarm probability below "
-                    f"{self.alpha:g} on a run that clips as claimed")
+                    "or a smaller clip norm than claimed)" + tail)
         return head
 
 
-def check_contribution(record: ContributionRecord, *,
+def check_contribution(records: ContributionRecord | Sequence[ContributionRecord], *,
                        alpha: float = CONTRIBUTION_ALPHA) -> ContributionReading:
     """The planted canaries' contributions against per-example clipping (module docstring):
-    a one-sided test each way, union bound over the grid, false alarm at most ``alpha``."""
+    one-sided tests on every reading ("direction": both sides; "sentinel": above the
+    flat-clipped reading; "sentinel_bound": above C), union bound over the readings and the
+    grid, false alarm at most ``alpha``.  The estimate is the "direction" record's."""
     alpha = check_probability("alpha", alpha, open_low=True)
-    lam = np.asarray(record.lambdas, dtype=float)
-    log_m = lam * record.centred_sum - np.asarray(record.psi_sums, dtype=float)
-    thr = math.log(lam.size / alpha)
-    neg, pos = log_m[lam < 0], log_m[lam > 0]
-    low = float(neg.max()) if neg.size else -math.inf
-    high = float(pos.max()) if pos.size else -math.inf
-    below, above = low >= thr, high >= thr
-    return ContributionReading(ok=not (below or above), below=bool(below and not above),
-                               above=bool(above), estimate=_ratio(record.planted_sum,
-                                                                  record.amplitude_sum),
-                               log_evidence=(low, high), threshold=thr,
-                               planted=record.planted, alpha=float(alpha))
+    recs = [records] if isinstance(records, ContributionRecord) else list(records)
+    if not recs:
+        raise ValueError("records must hold at least one ContributionRecord")
+    tests = sum(np.size(r.lambdas) for r in recs)
+    thr = math.log(tests / alpha)
+    evidence: dict[str, tuple[float, ...]] = {}
+    for r in recs:
+        lam = np.asarray(r.lambdas, dtype=float)
+        log_m = lam * r.centred_sum - np.asarray(r.psi_sums, dtype=float)
+        sides = [log_m[lam < 0], log_m[lam > 0]]
+        evidence[r.view] = tuple(float(v.max()) if v.size else -math.inf for v in sides
+                                 if v.size)
+    direction = evidence.get("direction", (-math.inf, -math.inf))
+    below = direction[0] >= thr
+    above = direction[-1] >= thr or evidence.get("sentinel_bound", (-math.inf,))[0] >= thr
+    parts = evidence.get("sentinel", (-math.inf,))[0] >= thr
+    first = next((r for r in recs if r.view == "direction"), recs[0])
+    return ContributionReading(ok=not (below or above or parts),
+                               below=bool(below and not above), parts=bool(parts),
+                               above=bool(above),
+                               estimate=_ratio(first.planted_sum, first.amplitude_sum),
+                               log_evidence=evidence, threshold=thr,
+                               planted=first.planted, alpha=float(alpha))

@@ -22,7 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.canaries.contribution import ContributionAccumulator, private_canaries
+from dpaudit.canaries.contribution import (
+    ContributionAccumulator,
+    private_canaries,
+    sentinel_directions,
+)
+from dpaudit.canaries.layout import Layout
 from dpaudit.canaries.noise import distinct_mask, noise_sum_squares
 from dpaudit.canaries.plan import CanaryPlan
 from dpaudit.canaries.scores import WhiteBoxAccumulator
@@ -38,10 +43,12 @@ class ReleaseReader:
       plan: the canaries (read coordinates and weights, amplitude, sampling rate).
       max_grad_norm: C, the unit of the readings (recorded as ``noise_unit``).
       sampling_rate: q of the likelihood-ratio score (default: the plan's).
+      layout: the coordinate space's tensors (optional): the contribution check's sentinel
+        reading then uses only sentinels on a tensor apart from their canary's main part.
     """
 
     def __init__(self, plan: CanaryPlan, *, max_grad_norm: float = 1.0,
-                 sampling_rate: float | None = None) -> None:
+                 sampling_rate: float | None = None, layout: Layout | None = None) -> None:
         self.plan = plan
         self.unit = check_positive("max_grad_norm", max_grad_norm)
         q = plan.sampling_rate if sampling_rate is None else sampling_rate
@@ -50,9 +57,19 @@ class ReleaseReader:
         self._mask = distinct_mask(plan.read_coords)
         self._ss: list[float] = []
         self._sigmas: list[float] = []
-        self.contribution = ContributionAccumulator(
-            plan.bits, plan.amplitude, sampling_rate=q,
-            use=private_canaries(plan.plant_coords, plan.plant_values, plan.read_coords))
+        private = private_canaries(plan.plant_coords, plan.plant_values, plan.read_coords)
+        self.contribution = ContributionAccumulator(plan.bits, plan.amplitude,
+                                                    sampling_rate=q, use=private)
+        # the second reading: halfway between a spread canary's main part and its sentinel
+        # on another tensor, tested above the flat-clipped reading (not the claimed
+        # mechanism) and above C (weaker) (dpaudit.canaries.contribution)
+        tensors = None if layout is None else layout.tensor_of(plan.read_coords)
+        self._sentinel_w, has, amp = sentinel_directions(plan.read_coords, plan.read_weights,
+                                                         tensors)
+        self._sentinel = [ContributionAccumulator(plan.bits, a, sampling_rate=q,
+                                                  use=private & has, view=view,
+                                                  upper_only=True)
+                          for view, a in (("sentinel", amp), ("sentinel_bound", 1.0))]
         self._planted_steps = 0
 
     @property
@@ -76,6 +93,10 @@ class ReleaseReader:
         self._sigmas.append(float(noise_multiplier))
         if planted is not None:
             self.contribution.add(y, planted)
+            if self._sentinel[0].index.size:
+                ys = np.einsum("ij,ij->i", v, self._sentinel_w)
+                for acc in self._sentinel:
+                    acc.add(ys, planted)
             self._planted_steps += 1
 
     def add_flat(self, flat: np.ndarray, noise_multiplier: float,
@@ -96,4 +117,10 @@ class ReleaseReader:
         return {"noise_sum_squares": np.asarray(self._ss, dtype=float),
                 "noise_coordinates": int(self._mask.sum()), "noise_unit": self.unit,
                 "step_noise_multipliers": np.asarray(self._sigmas, dtype=float),
-                "contribution": self.contribution.record() if every else None}
+                "contribution": self._contribution_records() if every else ()}
+
+    def _contribution_records(self) -> tuple[Any, ...]:
+        recs = [self.contribution.record()]
+        if self._sentinel[0].index.size:
+            recs.extend(acc.record() for acc in self._sentinel)
+        return tuple(recs)

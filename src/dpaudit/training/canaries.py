@@ -328,7 +328,8 @@ class GradientCanaries:
         self.scale = float(scale)
         self._rng = stream(seed, "canary_sampling")
         self.n = plan.n
-        self._reader = ReleaseReader(plan, max_grad_norm=self.clip, sampling_rate=q)
+        self._reader = ReleaseReader(plan, max_grad_norm=self.clip, sampling_rate=q,
+                                     layout=self.layout)
         self._acc = self._reader.accumulator
         t, local = self.layout.split(plan.read_coords.ravel())
         self._read_t, self._read_local = t, local
