@@ -183,3 +183,31 @@ def test_batch_sum_and_averaged_gradient_clipping_are_reported() -> None:
     # the mean clipped to C and scaled to the sum: an example moves the release by B C
     high, a = found["averaged_clipping"]
     assert not high.ok and high.weaker and high.observed > 3 and a.violation
+
+
+def test_own_torch_func_loop_clipping_flaws_are_reported() -> None:
+    # the hand-written torch.func loop of studies/training_own_models.py (per-example
+    # gradients by vmap, the clipping written out, ReleaseReader with the planted set) on
+    # the dense breast_cancer MLP: correct / batch sum clipped / mean clipped
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    studies = Path(__file__).resolve().parents[1] / "studies"
+    sys.path.insert(0, str(studies))
+    try:
+        spec = importlib.util.spec_from_file_location("own_models_study",
+                                                      studies / "training_own_models.py")
+        study = importlib.util.module_from_spec(spec)          # type: ignore[arg-type]
+        spec.loader.exec_module(study)                          # type: ignore[union-attr]
+    finally:
+        sys.path.remove(str(studies))
+    rows = {case: study.run_func("tabular", case, 0, canaries=200, epochs=5)
+            for case in ("correct", "batch_sum_clipping", "averaged_clipping")}
+    assert rows["correct"]["errors"] == [] and not rows["correct"]["violation"]
+    assert abs(rows["correct"]["contribution"] - 1) < 0.2
+    low = rows["batch_sum_clipping"]
+    assert low["errors"] == ["clipped_contribution"] and not low["flagged"]
+    assert low["contribution"] < 0.7
+    high = rows["averaged_clipping"]
+    assert "clipped_contribution" in high["weaker_errors"] and high["violation"]
