@@ -359,6 +359,36 @@ def summary(path: Path) -> None:
                       f"| {np.median([r['cpu_s'] for r in rs]):.1f} |")
 
 
+def matrix(path: Path) -> None:
+    """The detection table of docs/training.md: one row per case, one column per loop and
+    model; a cell is "detected / seeds" with how: V = the audit's bound above the claim or a
+    weaker-run claim check (a violation), C = a configuration error only (weaker or not: the
+    run is not the claimed mechanism); crashes counted."""
+    rows = [r for r in journal.load(path).values()]
+    cols = [(loop, kind) for loop in LOOPS for kind in MODELS + ("mlp",)
+            if any(r.get("loop", "opacus") == loop and r["model"] == kind for r in rows)]
+    print("| case | " + " | ".join(f"{loop} {kind}" for loop, kind in cols) + " |")
+    print("|---|" + "---|" * len(cols))
+    for case in CASES + JAX_CASES[3:]:
+        cells = []
+        for loop, kind in cols:
+            rs = [r for r in rows if r.get("loop", "opacus") == loop and r["model"] == kind
+                  and r["case"] == case]
+            if not rs:
+                cells.append("")
+                continue
+            crash = sum("crash" in r for r in rs)
+            rs = [r for r in rs if "crash" not in r]
+            v = sum(r["flagged"] for r in rs)
+            c = sum(r["detected"] and not r["flagged"] for r in rs)
+            how = " ".join(x for x, k in (("V", v), ("C", c)) if k)
+            cells.append(f"{v + c}/{len(rs)}" + (f" {how}" if how and case != "correct"
+                                                 else "")
+                         + (f" ({crash} crashed)" if crash else ""))
+        if any(cells):
+            print(f"| {case} | " + " | ".join(cells) + " |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--loop", choices=LOOPS, default="opacus")
@@ -372,9 +402,10 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=5, help="epochs of 20 steps (q = 1/20)")
     ap.add_argument("--out", type=Path, default=Path("studies/out/own_models.jsonl"))
     ap.add_argument("--summary", action="store_true")
+    ap.add_argument("--matrix", action="store_true", help="the docs' detection table")
     args = ap.parse_args()
-    if args.summary:
-        summary(args.out)
+    if args.summary or args.matrix:
+        (matrix if args.matrix else summary)(args.out)
         return
     jax = args.loop == "jax"
     models = args.models or (["mlp"] if jax else list(MODELS))
