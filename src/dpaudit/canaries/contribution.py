@@ -214,8 +214,8 @@ class ContributionAccumulator:
       view: the reading's name; ``upper_only``: test only the upper tail (lambda > 0).
     """
 
-    def __init__(self, bits: np.ndarray, amplitude: np.ndarray, *, sampling_rate: float,
-                 use: np.ndarray | None = None, view: str = "direction",
+    def __init__(self, bits: np.ndarray, amplitude: np.ndarray | float, *,
+                 sampling_rate: float, use: np.ndarray | None = None, view: str = "direction",
                  upper_only: bool = False) -> None:
         b = np.asarray(bits, dtype=bool)
         self.q = check_probability("sampling_rate", sampling_rate, open_low=True)
