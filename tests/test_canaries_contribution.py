@@ -158,6 +158,17 @@ def test_the_check_is_off_unless_every_step_says_which_canaries_were_planted() -
     assert reader.noise_record()["contribution"] == ()
 
 
+def test_a_sure_coin_turns_the_check_off_and_never_raises() -> None:
+    # q = 1: every included canary is planted at every step, nothing to compare with
+    acc = ContributionAccumulator(np.ones(4, dtype=bool), np.ones(4), sampling_rate=1.0)
+    acc.add(np.ones(4), np.ones(4, dtype=bool))
+    rec = acc.record()
+    assert rec.planted == 0 and rec.canaries == 0 and rec.steps == 1
+    facts = RunFacts(steps=1, contribution=(rec,))
+    assert "clipped_contribution" not in {c.name for c in check_claim(
+        Claim(1.0, 1.0, 1, 1.0), facts)}
+
+
 def test_bad_input_names_the_argument() -> None:
     acc = ContributionAccumulator(np.ones(3, dtype=bool), np.ones(3), sampling_rate=0.1)
     with pytest.raises(ValueError, match="y must have one reading per canary"):

@@ -220,6 +220,8 @@ class ContributionAccumulator:
         b = np.asarray(bits, dtype=bool)
         self.q = check_probability("sampling_rate", sampling_rate, open_low=True)
         mask = b if use is None else b & np.asarray(use, dtype=bool)
+        if self.q >= 1:          # a sure coin: planted and unplanted steps cannot be compared
+            mask = np.zeros_like(mask)
         self.index = np.flatnonzero(mask)
         self.n = b.size
         self.amplitude = np.broadcast_to(np.asarray(amplitude, dtype=float),
@@ -250,6 +252,9 @@ class ContributionAccumulator:
             p = mask
         elif p.shape != (self.n,):
             raise ValueError(f"planted must be (n,) booleans or indices; got {p.shape}")
+        self.steps += 1
+        if self.index.size == 0:
+            return
         c = p[self.index].astype(float)
         yy = y[self.index]
         ok = np.isfinite(yy)               # a non-finite release is left out of the sums
@@ -266,7 +271,6 @@ class ContributionAccumulator:
         off = ok & (c == 0)
         self._off_sum += np.where(off, yy, 0.0)
         self._off_count += off
-        self.steps += 1
 
     def record(self) -> ContributionRecord:
         return ContributionRecord(
