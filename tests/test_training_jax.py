@@ -148,11 +148,16 @@ def test_flaw_is_detected(flaw: str, mechanism: str) -> None:
         assert flaw != "mean_noise" or f"{a.run.steps} step(s) released less" in noise[0].message
     else:
         assert noise == []
-    assert len(a.configuration_errors) == 1 + (mechanism == "dpsgd" and flaw == "mean_noise")
-    # less noise than claimed falsifies the claim by itself (a violation in every framework);
-    # a clip-norm mismatch is reported but decides nothing by itself
+    # plain DP-SGD: the canaries planted in the unclipped group contribute ~ 1000 C (the
+    # contribution check, dpaudit.canaries.contribution), and the noise flaw is read too
+    assert len(a.configuration_errors) == 1 + (mechanism == "dpsgd")
+    # less noise than claimed, or an example moving the release by more than C, falsifies
+    # the claim by itself (a violation in every framework); a clip-norm mismatch alone is
+    # reported but decides nothing by itself
     falsified = a.to_audit().falsified_by
-    assert bool(falsified) is (flaw == "mean_noise"), falsified
+    assert falsified, falsified
+    if flaw == "unclipped_group":
+        assert [f.split(":")[0] for f in falsified] == ["clipped contribution"]
 
 
 @pytest.mark.slow

@@ -154,3 +154,60 @@ def test_busy_coordinate_warning_fires_exactly_when_real_data_moves_the_reads() 
     with pytest.warns(UserWarning, match=r"shift the median canary's reading by up to ~ 0\.4"):
         GradientCanaries.for_model(dense, xt, torch.tensor(y), 100, sampling_rate=0.05,
                                    max_grad_norm=1.0)
+
+
+def test_batch_sum_and_averaged_gradient_clipping_are_reported() -> None:
+    from dpaudit.training.flaws import optimizer_class
+
+    x, y = _digits()
+    found = {}
+    for flaw in ("correct", "batch_sum_clipping", "averaged_clipping"):
+        model, opt, loader, _ = _private(
+            nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10)), x, y)
+        opt.__class__ = optimizer_class(None if flaw == "correct" else flaw)
+        c = GradientCanaries.for_model(model, x, y, 200, sampling_rate=0.05,
+                                       max_grad_norm=1.0)
+        c.attach(opt)
+        _train(model, opt, loader, 5)
+        a = audit_training(c.bits, c.white_box_scores(), noise_multiplier=1.0,
+                           sampling_rate=0.05, steps=c.steps, facts=c.facts(len(x)),
+                           max_grad_norm=1.0)
+        found[flaw] = ({ch.name: ch for ch in a.checks}["clipped_contribution"], a)
+    ok, a = found["correct"]
+    assert ok.ok and not a.violation and abs(ok.observed - 1) < 0.2
+    # the batch's sum clipped to C: the planted canaries share C (about 1 / sqrt(k) each);
+    # a configuration error that is not counted as a violation by itself
+    low, a = found["batch_sum_clipping"]
+    assert not low.ok and not low.weaker and low.observed < 0.6
+    assert "not the claimed mechanism" in low.message and not a.weaker_run
+    # the mean clipped to C and scaled to the sum: an example moves the release by B C
+    high, a = found["averaged_clipping"]
+    assert not high.ok and high.weaker and high.observed > 3 and a.violation
+
+
+def test_own_torch_func_loop_clipping_flaws_are_reported() -> None:
+    # the hand-written torch.func loop of studies/training_own_models.py (per-example
+    # gradients by vmap, the clipping written out, ReleaseReader with the planted set) on
+    # the dense breast_cancer MLP: correct / batch sum clipped / mean clipped
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    studies = Path(__file__).resolve().parents[1] / "studies"
+    sys.path.insert(0, str(studies))
+    try:
+        spec = importlib.util.spec_from_file_location("own_models_study",
+                                                      studies / "training_own_models.py")
+        study = importlib.util.module_from_spec(spec)          # type: ignore[arg-type]
+        spec.loader.exec_module(study)                          # type: ignore[union-attr]
+    finally:
+        sys.path.remove(str(studies))
+    rows = {case: study.run_func("tabular", case, 0, canaries=200, epochs=5)
+            for case in ("correct", "batch_sum_clipping", "averaged_clipping")}
+    assert rows["correct"]["errors"] == [] and not rows["correct"]["violation"]
+    assert abs(rows["correct"]["contribution"] - 1) < 0.2
+    low = rows["batch_sum_clipping"]
+    assert low["errors"] == ["clipped_contribution"] and not low["flagged"]
+    assert low["contribution"] < 0.7
+    high = rows["averaged_clipping"]
+    assert "clipped_contribution" in high["weaker_errors"] and high["violation"]

@@ -14,14 +14,24 @@ Every integration (``dpaudit.training`` for PyTorch + Opacus, a JAX one) builds 
   what the run did, before any statistics;
 * :mod:`.noise` -- :func:`check_released_noise`: each released step's noise, read on the
   canaries' coordinates, against the claim's sigma C (steps named; false alarm < 1e-6);
-* :mod:`.reader` -- :class:`ReleaseReader`: one released step -> the white-box readings and
-  the released-noise statistic (every integration reads through it);
+* :mod:`.contribution` -- :func:`check_contribution`: the planted canaries' contributions
+  against per-example clipping to C (batch-sum / averaged-gradient clipping; false alarm
+  < 1e-6);
+* :mod:`.reader` -- :class:`ReleaseReader`: one released step -> the white-box readings,
+  the released-noise statistic and the contribution statistics (every integration reads
+  through it);
 * :mod:`.examples` -- canary *examples* on reserved input coordinates
   (:class:`ReservedPlan`, :func:`plan_reserved_examples`): canaries that travel through the
   user's own data loader, model, clipping, normalisation and noise.
 """
 
 from dpaudit.canaries.claims import Claim, ClaimCheck, RunFacts, check_claim
+from dpaudit.canaries.contribution import (
+    CONTRIBUTION_ALPHA,
+    ContributionReading,
+    ContributionRecord,
+    check_contribution,
+)
 from dpaudit.canaries.examples import (
     RESERVED_PATTERNS,
     ReservedPlan,
@@ -58,4 +68,5 @@ __all__ = [
     "Claim", "RunFacts", "ClaimCheck", "check_claim",
     "ReservedPlan", "plan_reserved_examples", "unit_rows", "RESERVED_PATTERNS",
     "ReleaseReader", "check_released_noise", "NoiseReading", "NOISE_ALPHA",
+    "check_contribution", "ContributionRecord", "ContributionReading", "CONTRIBUTION_ALPHA",
 ]

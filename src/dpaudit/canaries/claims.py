@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy import stats
 
+from dpaudit.canaries.contribution import ContributionRecord, check_contribution
 from dpaudit.canaries.noise import check_released_noise, format_steps
 
 __all__ = ["Claim", "RunFacts", "ClaimCheck", "check_claim", "BATCH_Z", "VARIANCE_ALPHA"]
@@ -78,6 +79,9 @@ class RunFacts:
         (:mod:`dpaudit.canaries.noise`); empty if not recorded.
       noise_coordinates: k, the read coordinates behind ``noise_sum_squares``.
       noise_unit: the clip norm the readings are divided by.
+      contribution: the planted canaries' contribution statistics, one record per reading
+        (:mod:`dpaudit.canaries.contribution`: per-example clipping checked); empty if the
+        integration did not say which canaries it planted at each step.
     """
 
     steps: int
@@ -91,6 +95,7 @@ class RunFacts:
     noise_sum_squares: np.ndarray = field(default_factory=lambda: np.zeros(0))
     noise_coordinates: int = 0
     noise_unit: float | None = None
+    contribution: tuple[ContributionRecord, ...] = ()
 
     def to_dict(self) -> dict[str, object]:
         b = np.asarray(self.batch_sizes)
@@ -102,7 +107,8 @@ class RunFacts:
                 "batch_size_max": int(b.max()) if b.size else None,
                 "expected_batch_size": self.expected_batch_size,
                 "dataset_size": self.dataset_size, "loss_reduction": self.loss_reduction,
-                "noise_coordinates": self.noise_coordinates}
+                "noise_coordinates": self.noise_coordinates,
+                "contribution": [r.to_dict() for r in self.contribution]}
 
 
 @dataclass(frozen=True)
@@ -159,7 +165,19 @@ def check_claim(claim: Claim, facts: RunFacts) -> list[ClaimCheck]:
     out = sorted(out, key=lambda c: c.ok)
     if np.size(facts.noise_sum_squares) and facts.noise_coordinates > 0:
         out.append(_noise_check(claim, facts))
+    if facts.contribution and facts.contribution[0].planted > 0:
+        out.append(_contribution_check(facts.contribution))
     return sorted(out, key=lambda c: c.ok)
+
+
+def _contribution_check(records: tuple[ContributionRecord, ...]) -> ClaimCheck:
+    """The planted canaries' contributions against per-example clipping
+    (:mod:`.contribution`): below = not the claimed mechanism (a configuration error that
+    does not by itself say the run gave less privacy), above = the clip norm's sensitivity
+    exceeded (weaker)."""
+    reading = check_contribution(records)
+    return ClaimCheck("clipped_contribution", reading.ok, 1.0, reading.estimate,
+                      reading.message(), weaker=reading.above)
 
 
 def _sigma_check(claim: Claim, facts: RunFacts) -> ClaimCheck:

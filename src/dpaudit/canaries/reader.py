@@ -6,7 +6,10 @@ One released step -> two records, both sufficient statistics (never the T x n tr
   (:class:`~dpaudit.canaries.scores.WhiteBoxAccumulator`, the white-box scores);
 * the released-noise statistic S_t = sum of squares of the step's values / C at the plan's
   distinct read coordinates (:mod:`dpaudit.canaries.noise`: a step whose noise is below the
-  claim's sigma C is reported by number).
+  claim's sigma C is reported by number);
+* given which canaries the integration planted at the step, the contribution statistics
+  (:mod:`dpaudit.canaries.contribution`: planted canaries contributing less or more than
+  per-example clipping to C gives -- batch-sum or averaged-gradient clipping).
 
 Every integration feeds it the same way -- the PyTorch ``GradientCanaries``, a hand-written
 ``torch.func`` loop (docs/training.md) and the JAX loop -- so the noise check is one
@@ -19,6 +22,12 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit.canaries.contribution import (
+    ContributionAccumulator,
+    private_canaries,
+    sentinel_directions,
+)
+from dpaudit.canaries.layout import Layout
 from dpaudit.canaries.noise import distinct_mask, noise_sum_squares
 from dpaudit.canaries.plan import CanaryPlan
 from dpaudit.canaries.scores import WhiteBoxAccumulator
@@ -34,10 +43,12 @@ class ReleaseReader:
       plan: the canaries (read coordinates and weights, amplitude, sampling rate).
       max_grad_norm: C, the unit of the readings (recorded as ``noise_unit``).
       sampling_rate: q of the likelihood-ratio score (default: the plan's).
+      layout: the coordinate space's tensors (optional): the contribution check's sentinel
+        reading then uses only sentinels on a tensor apart from their canary's main part.
     """
 
     def __init__(self, plan: CanaryPlan, *, max_grad_norm: float = 1.0,
-                 sampling_rate: float | None = None) -> None:
+                 sampling_rate: float | None = None, layout: Layout | None = None) -> None:
         self.plan = plan
         self.unit = check_positive("max_grad_norm", max_grad_norm)
         q = plan.sampling_rate if sampling_rate is None else sampling_rate
@@ -46,26 +57,53 @@ class ReleaseReader:
         self._mask = distinct_mask(plan.read_coords)
         self._ss: list[float] = []
         self._sigmas: list[float] = []
+        private = private_canaries(plan.plant_coords, plan.plant_values, plan.read_coords)
+        self.contribution = ContributionAccumulator(plan.bits, plan.amplitude,
+                                                    sampling_rate=q, use=private)
+        # the second reading: halfway between a spread canary's main part and its sentinel
+        # on another tensor, tested above the flat-clipped reading (not the claimed
+        # mechanism) and above C (weaker) (dpaudit.canaries.contribution)
+        tensors = None if layout is None else layout.tensor_of(plan.read_coords)
+        self._sentinel_w, has, amp = sentinel_directions(plan.read_coords, plan.read_weights,
+                                                         tensors)
+        self._sentinel = [ContributionAccumulator(plan.bits, a, sampling_rate=q,
+                                                  use=private & has, view=view,
+                                                  upper_only=True)
+                          for view, a in (("sentinel", amp), ("sentinel_bound", 1.0))]
+        self._planted_steps = 0
 
     @property
     def steps(self) -> int:
         return self.accumulator.steps
 
-    def add(self, values: np.ndarray, noise_multiplier: float) -> None:
+    def add(self, values: np.ndarray, noise_multiplier: float,
+            planted: np.ndarray | None = None) -> None:
         """Record one released step from its values at ``plan.read_coords`` ((n, k), in
         units of C of the noisy clipped SUM) and the sigma the step claims to use (a step
-        with sigma = 0 is recorded, never refused)."""
+        with sigma = 0 is recorded, never refused).  ``planted``: the canaries planted at
+        this step ((n,) booleans or indices; the integration's own Poisson coin), which
+        turns on the contribution check when given at every step."""
         v = np.asarray(values, dtype=float)
         if v.shape != self.plan.read_coords.shape:
             raise ValueError(f"values must have the shape of plan.read_coords "
                              f"{self.plan.read_coords.shape}; got {v.shape}")
-        self.accumulator.add(self.plan.read(v), noise_multiplier)
+        y = self.plan.read(v)
+        self.accumulator.add(y, noise_multiplier)
         self._ss.append(noise_sum_squares(v, self._mask))
         self._sigmas.append(float(noise_multiplier))
+        if planted is not None:
+            self.contribution.add(y, planted)
+            if self._sentinel[0].index.size:
+                ys = np.einsum("ij,ij->i", v, self._sentinel_w)
+                for acc in self._sentinel:
+                    acc.add(ys, planted)
+            self._planted_steps += 1
 
-    def add_flat(self, flat: np.ndarray, noise_multiplier: float) -> None:
+    def add_flat(self, flat: np.ndarray, noise_multiplier: float,
+                 planted: np.ndarray | None = None) -> None:
         """The same from the whole released vector (length d), in units of C."""
-        self.add(np.asarray(flat, dtype=float)[self.plan.read_coords], noise_multiplier)
+        self.add(np.asarray(flat, dtype=float)[self.plan.read_coords], noise_multiplier,
+                 planted)
 
     def scores(self, kind: str = "lr") -> np.ndarray:
         """The white-box scores (:meth:`WhiteBoxAccumulator.scores`)."""
@@ -73,7 +111,16 @@ class ReleaseReader:
 
     def noise_record(self) -> dict[str, Any]:
         """The released-noise record as :class:`~dpaudit.canaries.RunFacts` fields:
-        ``RunFacts(steps=T, **reader.noise_record())`` turns on the check."""
+        ``RunFacts(steps=T, **reader.noise_record())`` turns on the check (and the
+        contribution check when every step was added with ``planted``)."""
+        every = self._planted_steps == self.steps and self.steps > 0
         return {"noise_sum_squares": np.asarray(self._ss, dtype=float),
                 "noise_coordinates": int(self._mask.sum()), "noise_unit": self.unit,
-                "step_noise_multipliers": np.asarray(self._sigmas, dtype=float)}
+                "step_noise_multipliers": np.asarray(self._sigmas, dtype=float),
+                "contribution": self._contribution_records() if every else ()}
+
+    def _contribution_records(self) -> tuple[Any, ...]:
+        recs = [self.contribution.record()]
+        if self._sentinel[0].index.size:
+            recs.extend(acc.record() for acc in self._sentinel)
+        return tuple(recs)

@@ -209,7 +209,8 @@ def train_audit_cmd(
     max_grad_norm: float = typer.Option(1.0, "--max-grad-norm", help="Clip norm C."),
     flawed: str | None = typer.Option(None, "--flawed", help="backprop_clipping, mean_noise, "
                                       "non_private_group, per_tensor_clipping, "
-                                      "batch_sum_clipping, wrong_clip_noise, lowered_sigma, "
+                                      "batch_sum_clipping, averaged_clipping, wrong_clip_noise, "
+                                      "lowered_sigma, "
                                       "too_few_steps, unclipped_biases or skipped_noise "
                                       "(Opacus); see docs/training.md."),
     seed: int = typer.Option(0, "--seed", help="Seed of everything random in the run."),

@@ -465,7 +465,8 @@ class GradientCanaries:
         self.scale = float(scale)
         self._rng = stream(seed, "canary_sampling")
         self.n = plan.n
-        self._reader = ReleaseReader(plan, max_grad_norm=self.clip, sampling_rate=q)
+        self._reader = ReleaseReader(plan, max_grad_norm=self.clip, sampling_rate=q,
+                                     layout=self.layout)
         self._acc = self._reader.accumulator
         t, local = self.layout.split(plan.read_coords.ravel())
         self._read_t, self._read_local = t, local
@@ -477,6 +478,7 @@ class GradientCanaries:
         self._plant_t, self._plant_local = self.layout.split(plan.plant_coords)
         self._merged = _merge_repeats(plan.plant_coords, plan.plant_values)
         self._sparse = False
+        self._active = np.zeros(0, dtype=np.int64)   # the canaries planted at this step
         self._pending = False
         self._optimizer: object | None = None
         self._batch_sizes: list[int] = []
@@ -575,6 +577,7 @@ class GradientCanaries:
 
         def first_clip(original_clip: Callable[[], None]) -> None:
             active = self._draw()
+            self._active = active
             if self._sparse and np.ndim(optimizer.max_grad_norm) == 0:
                 original_clip()
                 self._add_clipped(optimizer, active)
@@ -671,7 +674,8 @@ class GradientCanaries:
         sigma = 0: it is scored and reported, :meth:`facts`)."""
         vals = self._gather_read(lambda p: p.grad) * (self._batch_unit(opt) / self.clip)
         sigma = float(opt.noise_multiplier)
-        self._reader.add(vals, sigma)
+        self._reader.add(vals, sigma, self._active)
+        self._active = np.zeros(0, dtype=np.int64)
         self._sigmas.append(sigma)
         self._clips.extend(_clip_norms(opt))
 

@@ -22,8 +22,8 @@ MODELS = ("mlp", "cnn", "logreg")
 JAX_MODELS = ("mlp",)
 #: Opacus flaws (``training.flaws``)
 FLAWS = ("backprop_clipping", "mean_noise", "non_private_group", "per_tensor_clipping",
-         "batch_sum_clipping", "wrong_clip_noise", "lowered_sigma", "too_few_steps",
-         "unclipped_biases", "skipped_noise")
+         "batch_sum_clipping", "averaged_clipping", "wrong_clip_noise", "lowered_sigma",
+         "too_few_steps", "unclipped_biases", "skipped_noise")
 #: jax_privacy flaws (``training.jax.flaws``)
 JAX_FLAWS = ("mean_noise", "strategy_mismatch", "unclipped_group")
 DATASETS = ("digits", "breast_cancer", "wine")

@@ -25,6 +25,16 @@ only the mistake is added) or, for ``"non_private_group"``, a training set-up:
   example's gradient.  One example's influence is not bounded by C in general (its worst
   case needs a batch whose other gradients cancel it), but a single large example is still
   cut to C: one-run canaries see no more than correct clipping (docs/training.md).
+  Seen by the contribution check (:mod:`dpaudit.canaries.contribution`): k canaries planted
+  in one step share C, each contributing about C / sqrt(k) instead of C (a configuration
+  error: the run is not the claimed mechanism).
+* ``"averaged_clipping"``: the batch's *mean* gradient is clipped to C (what
+  ``torch.nn.utils.clip_grad_norm_(model.parameters(), C)`` after an ordinary
+  ``loss.mean().backward()`` does) and the noise is calibrated for the mean,
+  N(0, (sigma C / B)^2) with B the expected batch size.  In the units of the sum (times B)
+  the release is B clip_C(sum_i g_i / |b|) + N(0, sigma^2 C^2) with |b| the batch's size:
+  one example moves it by up to B C instead of C.  Seen by the contribution check (planted
+  canaries contribute far more than C: the sensitivity is exceeded) and by the audit.
 * ``"wrong_clip_noise"``: per-example gradients are clipped to 10 C while the noise is for C
   (the optimizer's ``max_grad_norm`` still says C): the true noise multiplier is sigma / 10.
 * ``"lowered_sigma"``: the noise multiplier is lowered to sigma / 4 after the optimizer is
@@ -53,7 +63,7 @@ from opacus.optimizers.optimizer import _mark_as_processed
 from dpaudit.training.choices import FLAWS  # the one list (torch-free)
 
 __all__ = ["FLAWS", "BackpropClippingOptimizer", "MeanNoiseOptimizer",
-           "PerTensorClippingOptimizer", "BatchSumClippingOptimizer",
+           "PerTensorClippingOptimizer", "BatchSumClippingOptimizer", "AveragedClippingOptimizer",
            "WrongClipNoiseOptimizer", "UnclippedBiasesOptimizer", "SkippedNoiseOptimizer",
            "optimizer_class", "LOWERED_SIGMA_FACTOR",
            "STEP_UNDERCOUNT", "WRONG_CLIP_FACTOR"]
@@ -115,6 +125,22 @@ class BatchSumClippingOptimizer(DPOptimizer):
             _mark_as_processed(p.grad_sample)
 
 
+class AveragedClippingOptimizer(DPOptimizer):
+    """Clips the batch's mean gradient to C, released as B times it (see module)."""
+
+    def clip_and_accumulate(self) -> None:
+        rows = self._get_flat_grad_sample(self.params[0]).shape[0]
+        means = [self._get_flat_grad_sample(p).to(p.dtype).sum(dim=0) / max(rows, 1)
+                 for p in self.params]
+        norm = torch.sqrt(sum((m * m).sum() for m in means))
+        factor = (float(self.max_grad_norm) / (norm + 1e-6)).clamp(max=1.0)
+        b = float(self.expected_batch_size)
+        for p, m in zip(self.params, means, strict=True):
+            g = m * factor * b
+            p.summed_grad = g if p.summed_grad is None else p.summed_grad + g
+            _mark_as_processed(p.grad_sample)
+
+
 class WrongClipNoiseOptimizer(DPOptimizer):
     """Clips to WRONG_CLIP_FACTOR x C while the noise is for C."""
 
@@ -166,6 +192,7 @@ _CLASSES: dict[str, type[DPOptimizer]] = {
     "mean_noise": MeanNoiseOptimizer,
     "per_tensor_clipping": PerTensorClippingOptimizer,
     "batch_sum_clipping": BatchSumClippingOptimizer,
+    "averaged_clipping": AveragedClippingOptimizer,
     "wrong_clip_noise": WrongClipNoiseOptimizer,
     "unclipped_biases": UnclippedBiasesOptimizer,
     "skipped_noise": SkippedNoiseOptimizer,

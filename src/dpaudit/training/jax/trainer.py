@@ -338,7 +338,12 @@ def train_jax_with_canaries(config: JaxTrainingConfig, data: DigitsArrays | None
                                         read_j)
         values = np.asarray(rec, dtype=np.float64).reshape(canaries.read_coords.shape)
         transcript[t] = canaries.read(values)
-        reader.add(values, cfg.noise_multiplier)
+        planted = None
+        if gradient and b_claim == 1:  # Poisson coins: the contribution check applies
+            hit = slot[idx]
+            hit = hit[hit >= 0]
+            planted = hit[bits[hit]]
+        reader.add(values, cfg.noise_multiplier, planted)
         if on_step is not None:
             on_step(t + 1)
     steps_done = t + 1
