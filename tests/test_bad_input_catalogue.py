@@ -285,13 +285,23 @@ from dpaudit.training.adapter import LoopCanaries, audit_adapter  # noqa: E402
 
 _PLAN = dirac_plan(np.arange(4), np.array([True, False, True, False]), sampling_rate=0.5)
 
+
+def _loop_with_steps(steps: int = 3) -> LoopCanaries:
+    """A NumPy loop's canaries after ``steps`` released steps (the audit needs at least one)."""
+    loop = LoopCanaries(_PLAN, dimension=8, max_grad_norm=1.0)
+    rng = np.random.default_rng(0)
+    for _ in range(steps):
+        loop.release(loop.plant(np.zeros(8)) + rng.normal(size=8), noise_multiplier=1.0,
+                     batch_size=5)
+    return loop
+
+
 TARGETS += [
     Target("training.adapter.LoopCanaries", LoopCanaries,
            dict(plan=_PLAN, dimension=8, max_grad_norm=1.0),
            dict(dimension="count", max_grad_norm="positive")),
     Target("training.adapter.audit_adapter", audit_adapter,
-           dict(adapter=LoopCanaries(_PLAN, dimension=8, max_grad_norm=1.0),
-                noise_multiplier=1.0, sampling_rate=0.1, steps=10),
+           dict(adapter=_loop_with_steps(), noise_multiplier=1.0, sampling_rate=0.5, steps=3),
            dict(noise_multiplier="positive", sampling_rate="probability", steps="count",
                 max_grad_norm="positive", threat="choice", kind="choice", delta="delta",
                 confidence="confidence")),

@@ -110,8 +110,9 @@ def _opacus_keys(facts: TrainingFacts, audit_settings: Mapping[str, Any],
                            "learning_rate": c.learning_rate,
                            "score": c.score if c.threat == "white_box" else None,
                            "data": c.data,
-                           "shapes": c.shapes if c.canary == "gradient" else None,
-                           "reserved": c.input_reserved}
+                           "shapes": c.shapes if c.canary == "gradient" else None}
+        if hasattr(c, "input_reserved"):  # reserved canary examples (not the LM's config)
+            out["training"]["reserved"] = c.input_reserved
     else:
         out["threat"] = facts.threat
         out["settings"] = {**settings, "delta": delta, "confidence": confidence}
