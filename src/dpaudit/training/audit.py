@@ -38,7 +38,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from dpaudit.canaries.claims import Claim, RunFacts, check_claim
+from dpaudit.canaries.claims import Claim, ClaimCheck, RunFacts, check_claim
 from dpaudit.claim import Claim as AuditClaim
 from dpaudit.estimators.one_run import ONE_RUN_METHODS
 from dpaudit.outcome import Audit
@@ -109,17 +109,28 @@ def train_audit(config: TrainingConfig, *, delta: float = 1e-5, confidence: floa
     delta = check_delta(delta)
     confidence = check_confidence(confidence)
     run = train_with_canaries(config, on_step=on_step)
-    # the run through the trainer-adapter interface (bits, the threat's scores, the facts)
+    return audit_run(run, config, sampling_rate=config.sampling_rate, delta=delta,
+                     confidence=confidence, family=family)
+
+
+def audit_run(run: Any, config: Any, *, sampling_rate: float, delta: float,
+              confidence: float, family: Any = None, extra_checks: Sequence[ClaimCheck] = ()
+              ) -> TrainAudit:
+    """The audit of a finished Opacus run (a ``TrainingRun`` or the LM's ``LMRun``) against
+    its config's claim (sigma, ``sampling_rate``, ``config.claim_steps(run.steps)``, C), read
+    through the trainer-adapter interface (bits, the threat's scores, the facts);
+    ``extra_checks``: further claim checks of the run (the LM's noise probe), failed first."""
     ad = RunAdapter(run, "opacus")
     a = audit_training(ad.bits, ad.scores(config.threat),
-                       noise_multiplier=config.noise_multiplier,
-                       sampling_rate=config.sampling_rate,
+                       noise_multiplier=config.noise_multiplier, sampling_rate=sampling_rate,
                        steps=config.claim_steps(run.steps), threat=config.threat,
                        delta=delta, confidence=confidence, seed=config.seed, facts=ad.facts(),
                        max_grad_norm=config.max_grad_norm, accountant=run.accountant,
                        family=family)
     assert isinstance(a.facts, TrainingFacts) and a.claim is not None
-    tf = dataclasses.replace(a.facts, framework="opacus", run=run)
+    checks = tuple(a.facts.checks) if not extra_checks else tuple(
+        sorted([*a.facts.checks, *extra_checks], key=lambda c: c.ok))
+    tf = dataclasses.replace(a.facts, framework="opacus", run=run, checks=checks)
     return training_audit(a.results, a.claim, tf, observations=a.observations,
                           settings={**a.settings, **config.to_dict()},
                           any_mechanism_epsilon=a.any_mechanism_epsilon)

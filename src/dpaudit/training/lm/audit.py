@@ -17,18 +17,14 @@ sequences) goes through the same estimators and the claim's null family (DP-SGD 
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable
 from typing import Any
 
 from dpaudit.outcome import Audit
 from dpaudit.risk.bounds import leaked_bits, single_target_bound
-from dpaudit.training.adapter import RunAdapter
-from dpaudit.training.audit import audit_training, train_audit_dict
-from dpaudit.training.facts import TrainingFacts
+from dpaudit.training.audit import audit_run, train_audit_dict
 from dpaudit.training.lm.trainer import LMConfig, LMRun, train_lm_with_canaries
-from dpaudit.training.result import training_audit
 from dpaudit.validation import check_confidence, check_delta
 
 __all__ = ["train_audit_lm", "lm_audit_dict", "extraction_risk", "run_cli_audit",
@@ -45,21 +41,9 @@ def train_audit_lm(config: LMConfig, *, delta: float = 1e-5, confidence: float =
     delta = check_delta(delta)
     confidence = check_confidence(confidence)
     run = train_lm_with_canaries(config, on_step=on_step)
-    # the run through the trainer-adapter interface (bits, the threat's scores, the facts)
-    ad = RunAdapter(run, "opacus")
-    a = audit_training(ad.bits, ad.scores(config.threat),
-                       noise_multiplier=config.noise_multiplier,
-                       sampling_rate=config.claim_sampling_rate,
-                       steps=config.claim_steps(run.steps), threat=config.threat,
-                       delta=delta, confidence=confidence, seed=config.seed, facts=ad.facts(),
-                       max_grad_norm=config.max_grad_norm, accountant=run.accountant)
-    assert isinstance(a.facts, TrainingFacts) and a.claim is not None
-    checks = [*a.facts.checks, *([run.probe] if run.probe is not None else [])]
-    checks.sort(key=lambda c: c.ok)
-    tf = dataclasses.replace(a.facts, framework="opacus", run=run, checks=tuple(checks))
-    return training_audit(a.results, a.claim, tf, observations=a.observations,
-                          settings={**a.settings, **config.to_dict()},
-                          any_mechanism_epsilon=a.any_mechanism_epsilon)
+    return audit_run(run, config, sampling_rate=config.claim_sampling_rate, delta=delta,
+                     confidence=confidence,
+                     extra_checks=[run.probe] if run.probe is not None else [])
 
 
 def secret_space_bits(config: LMConfig) -> float:
