@@ -11,6 +11,14 @@ EDITABLE_LOCK := $(LOGS)/editable-install.lock
 # packages (what an import needs is compiled when it is first imported).
 PIP_INSTALL = -m pip install --quiet --progress-bar off --no-compile
 
+# Python writes the bytecode of what it imports (into .venv and the tree, both ignored by git),
+# whatever the calling environment says: the installs skip compiling (--no-compile), so with
+# PYTHONDONTWRITEBYTECODE set (as on CI machines) every process of the test run -- each xdist
+# worker, each CLI / process-pool / wheel subprocess -- compiled torch, SciPy and the rest from
+# source again (~8 CPU s per process importing torch; 25% of the CPU of the training and engine
+# tests).  Now the first import compiles and writes; the others read.
+unexport PYTHONDONTWRITEBYTECODE
+
 # $(call logged,STEP,COMMAND): COMMAND's output goes to $(LOGS)/STEP.log; a failure prints the
 # log's last 80 lines and fails the build.
 logged = mkdir -p $(LOGS) && { ( $(2) ) > $(LOGS)/$(1).log 2>&1 \
