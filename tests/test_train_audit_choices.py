@@ -29,6 +29,9 @@ print("rc", rc, "heavy", heavy)
     (["--data", "mnist"], "data"),
     (["--shapes", "round"], "shapes"),
     (["--threat", "grey_box"], "threat"),
+    (["--model", "lm", "--finetune", "bogus"], "finetune"),
+    (["--model", "lm", "--sequence-kind", "bogus"], "sequence_kind"),
+    (["--model", "lm", "--device", "tpu"], "device"),
 ])
 def test_invalid_choice_refused_before_the_framework_import(args: list[str], name: str) -> None:
     r = subprocess.run([sys.executable, "-c", _PROBE, *args], capture_output=True, text=True,
@@ -36,6 +39,23 @@ def test_invalid_choice_refused_before_the_framework_import(args: list[str], nam
     assert r.stdout.strip().splitlines()[-1] == "rc 2 heavy []", r.stdout + r.stderr
     errors = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
     assert len(errors) == 1 and errors[0].startswith(f"error: {name} must be"), r.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_lm_choices_are_the_configs_own() -> None:
+    """The LM's choices checked before the import are the ones its config and modules use."""
+    from dpaudit.training import choices
+
+    pytest.importorskip("torch")
+    from dpaudit.training.lm import canaries, corpus, trainer
+
+    assert trainer.FINETUNES == choices.LM_FINETUNES == ("full", "lora")
+    assert canaries.SEQUENCE_KINDS == choices.LM_SEQUENCE_KINDS
+    assert canaries.LM_SHAPES == choices.LM_SHAPES and corpus.CORPORA == choices.LM_CORPORA
+    choices.check_lm_choices(finetune="lora", sequence_kind="random", device="cuda:1")
+    with pytest.raises(ValueError, match="sequence_kind must be one of"):
+        choices.check_lm_choices(finetune=None, sequence_kind="x", device=None)
 
 
 def test_valid_choices_pass() -> None:

@@ -102,6 +102,9 @@ def run_train_audit_observed(
         if framework != "opacus" or mechanism != "dpsgd":
             raise ValueError("model 'lm' is fine-tuned with Opacus DP-SGD (framework "
                              "'opacus', mechanism 'dpsgd')")
+        from dpaudit.training.choices import check_lm_choices
+
+        check_lm_choices(finetune=finetune, sequence_kind=sequence_kind, device=device)
         lm_kw = {k: x for k, x in (("finetune", finetune), ("sequence_kind", sequence_kind),
                                    ("pretrain_steps", pretrain_steps), ("device", device))
                  if x is not None}

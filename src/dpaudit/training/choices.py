@@ -13,7 +13,8 @@ from __future__ import annotations
 from dpaudit.validation import check_choice
 
 __all__ = ["FRAMEWORKS", "MODELS", "JAX_MODELS", "FLAWS", "JAX_FLAWS", "DATASETS",
-           "SHAPE_SETS", "MECHANISMS", "check_train_audit"]
+           "SHAPE_SETS", "MECHANISMS", "LM_FINETUNES", "LM_SEQUENCE_KINDS", "LM_CORPORA",
+           "LM_SHAPES", "check_train_audit", "check_lm_choices"]
 
 FRAMEWORKS = ("opacus", "jax")
 #: Opacus models (``training.models.make_model``)
@@ -31,6 +32,14 @@ DATASETS = ("digits", "breast_cancer", "wine")
 SHAPE_SETS = ("dirac", "mixed", "tensors", "block")
 #: DP-SGD or BandMF (correlated noise; ``training.jax.plan``)
 MECHANISMS = ("dpsgd", "bandmf")
+#: ``--model lm`` (``training.lm``): full fine-tuning or LoRA adapters
+LM_FINETUNES = ("full", "lora")
+#: the LM's canary sequences (``training.lm.canaries``)
+LM_SEQUENCE_KINDS = ("new_token", "new_token_key", "rare_token", "random")
+#: the LM's corpora (``training.lm.corpus``)
+LM_CORPORA = ("pydoc", "synthetic")
+#: the LM's white-box canary shapes (``training.lm.canaries``)
+LM_SHAPES = ("dirac", "tensors")
 
 
 def check_train_audit(*, framework: str, mechanism: str, model: str, canary: str,
@@ -56,3 +65,16 @@ def check_train_audit(*, framework: str, mechanism: str, model: str, canary: str
     check_choice("input_kind", input_kind, INPUT_KINDS)
     check_choice("data", data, DATASETS)
     check_choice("shapes", shapes, SHAPE_SETS)
+
+
+def check_lm_choices(*, finetune: str | None, sequence_kind: str | None,
+                     device: str | None) -> None:
+    """ValueError naming the first invalid ``--model lm`` choice (None = not given), before
+    torch and transformers are imported (:class:`dpaudit.training.lm.LMConfig` checks the
+    same again)."""
+    if finetune is not None:
+        check_choice("finetune", finetune, LM_FINETUNES)
+    if sequence_kind is not None:
+        check_choice("sequence_kind", sequence_kind, LM_SEQUENCE_KINDS)
+    if device is not None:
+        check_choice("device", device.split(":")[0], ("cpu", "cuda", "mps"))

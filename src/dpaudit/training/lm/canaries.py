@@ -44,6 +44,8 @@ from torch import nn
 
 from dpaudit.canaries import CanaryPlan, Layout, draw_bits, plan_gradient_canaries
 from dpaudit.canaries.scores import black_box_scores
+from dpaudit.training.choices import LM_SEQUENCE_KINDS as SEQUENCE_KINDS
+from dpaudit.training.choices import LM_SHAPES
 from dpaudit.training.lm.corpus import BASE_VOCAB
 from dpaudit.training.lm.model import input_embedding, sequence_losses
 from dpaudit.validation import check_choice, check_count
@@ -53,8 +55,6 @@ __all__ = ["SEQUENCE_KINDS", "LM_SHAPES", "silent_activity", "reserved_token_pla
            "SequenceCanaries", "make_sequence_canaries", "sequence_scores",
            "add_canary_tokens", "insert_canaries", "exposure"]
 
-SEQUENCE_KINDS = ("new_token", "new_token_key", "rare_token", "random")
-LM_SHAPES = ("dirac", "tensors")
 _PRINTABLE = np.arange(32, 127)
 
 

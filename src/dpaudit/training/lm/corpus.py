@@ -19,12 +19,12 @@ from importlib import resources
 
 import numpy as np
 
+from dpaudit.training.choices import LM_CORPORA as CORPORA
 from dpaudit.validation import check_choice, check_count
 
 __all__ = ["CORPORA", "BASE_VOCAB", "CorpusSplit", "load_text", "encode", "decode",
            "corpus_split"]
 
-CORPORA = ("pydoc", "synthetic")
 BASE_VOCAB = 256
 #: fractions of the sequences in the pre-training and fine-tuning parts (the rest is held out)
 PRETRAIN_FRACTION = 0.45

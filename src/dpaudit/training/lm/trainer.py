@@ -27,6 +27,7 @@ import torch
 from dpaudit.canaries import RunFacts
 from dpaudit.canaries.claims import ClaimCheck
 from dpaudit.randomness import seed_sequence
+from dpaudit.training.choices import LM_FINETUNES as FINETUNES
 from dpaudit.training.common import TrainingSettings
 from dpaudit.training.lm.canaries import (
     LM_SHAPES,
@@ -62,7 +63,6 @@ from dpaudit.validation import check_choice, check_count
 
 __all__ = ["LMConfig", "LMRun", "train_lm_with_canaries", "FINETUNES"]
 
-FINETUNES = ("full", "lora")
 
 
 @dataclass(frozen=True)
