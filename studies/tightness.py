@@ -279,7 +279,7 @@ def _real_cell(threat: str, eps: float, seed: int, n: int, steps: int,
         scores = {k: r[k] for k in ("loss_drop", "margin", "quantile")}
         member, secs, acc = r["member"], r["seconds"], r["accuracy"]
     else:
-        cfg = TrainingConfig(threat=threat, canaries=n, noise_multiplier=sig,
+        cfg = TrainingConfig(threat=threat, canaries=n, noise_multiplier=sig, canary_branch=False,
                              sampling_rate=Q, steps=steps, seed=seed, score="lr")
         run = train_with_canaries(cfg)
         scores = {"lr" if threat == "white_box" else "last_iterate": run.score}
@@ -620,6 +620,7 @@ def run_undercount(args: argparse.Namespace) -> None:
             continue
         t0 = time.perf_counter()
         cfg = TrainingConfig(threat="white_box", canaries=args.canaries, noise_multiplier=sig,
+                             canary_branch=False,
                              sampling_rate=Q, steps=args.steps, seed=seed, score="lr",
                              flawed="too_few_steps", hidden=args.hidden)
         a = train_audit(cfg)

@@ -89,7 +89,7 @@ def run(out: Path, repeats: int, parts: tuple[str, ...],
 
     if "validity" in parts:
         for s in range(20):
-            once(f"valid/{s}", lambda s_=s: _real(TrainingConfig(seed=s_)))
+            once(f"valid/{s}", lambda s_=s: _real(TrainingConfig(seed=s_, canary_branch=False)))
     if "flaws" in parts:
         for fl in FLAWS:
             for s in range(10):
@@ -100,7 +100,7 @@ def run(out: Path, repeats: int, parts: tuple[str, ...],
             sig = once(f"sigma/{eps:g}", lambda e=eps: {"sigma": sigma_for_epsilon(e)})["sigma"]
             for s in range(repeats):
                 cfg = TrainingConfig(noise_multiplier=sig, sampling_rate=Q, steps=T,
-                                     canaries=N, seed=s)
+                                     canaries=N, seed=s, canary_branch=False)
                 once(f"white/{eps:g}/{s}", lambda c=cfg: _real(c))
                 once(f"sim/{eps:g}/{s}", lambda c=cfg, s_=s: _sim(c, 1000 + s_))
             cfg = TrainingConfig(noise_multiplier=sig, sampling_rate=Q, steps=T, canaries=N,

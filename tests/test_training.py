@@ -274,7 +274,7 @@ def test_train_audit_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
     (["--max-grad-norm", "-1"], "max_grad_norm"),
     (["--model", "resnet"], "model"),
     (["--flawed", "typo"], "flawed"),
-    (["--model", "logreg", "--canaries", "1000"], "650"),
+    (["--model", "logreg", "--canaries", "1000", "--no-canary-branch"], "650"),
     (["--canary", "input", "--threat", "white_box"], "black_box"),
 ])
 def test_bad_input_exits_2_with_one_line(capsys: pytest.CaptureFixture[str], args: list[str],

@@ -194,10 +194,11 @@ def test_train_audit_canary_branch_option(capsys: pytest.CaptureFixture[str]) ->
     from dpaudit.cli import main
     from dpaudit.training import TrainingConfig
 
-    # the CLI's CNN wrapped in the branch, spread canaries on its silent coordinates: two
-    # of each canary's six parts on the branch's bias, which a loop leaving biases
+    # the CLI's CNN wrapped in the branch by default (no coordinate of the CNN is silent:
+    # fewer silent coordinates than canaries), spread canaries on its silent coordinates:
+    # two of each canary's six parts on the branch's bias, which a loop leaving biases
     # unclipped reads at about 334 C per sampled step (12.5 against a claim of 2.24)
-    rc = main(["train-audit", "--model", "cnn", "--canary-branch", "--canaries", "100",
+    rc = main(["train-audit", "--model", "cnn", "--canaries", "100",
                "--steps", "30", "--shapes", "mixed", "--flawed", "unclipped_biases",
                "--json"])
     assert rc == 0
@@ -209,3 +210,33 @@ def test_train_audit_canary_branch_option(capsys: pytest.CaptureFixture[str]) ->
     assert rc == 2 and err.startswith("error: canary_branch applies to gradient canaries")
     with pytest.raises(ValueError, match="canary_branch"):
         TrainingConfig(canary="input", threat="black_box", canary_branch=True)
+
+
+def test_the_branch_is_decided_by_the_models_silent_coordinates() -> None:
+    # canary_branch=None: a branch exactly when the model has fewer silent coordinates (no
+    # sampled example moves them) than canaries: the CNN has a few dozen (its filters see
+    # almost every pixel); the digits MLP 64-256-10 has the weights of the always-0 pixels
+    import numpy as np
+
+    from dpaudit.training import TrainingConfig
+    from dpaudit.training.canaries import coordinate_activity
+    from dpaudit.training.data import load_data
+    from dpaudit.training.models import make_model
+    from dpaudit.training.trainer import needs_canary_branch
+
+    for kind in ("cnn", "mlp"):
+        data = load_data("digits", 0, image=kind == "cnn")
+        model = make_model(kind, seed=0, hidden=256, num_classes=10,
+                           in_features=int(np.prod(data.input_shape)))
+        x, y = data.x_train, data.y_train
+        silent = int(np.count_nonzero(coordinate_activity(model, x, y, 1.0) == 0))
+        assert (silent < 100) == (kind == "cnn") and silent < 2000
+        for n in (100, silent, silent + 1):
+            cfg = TrainingConfig(model=kind, canaries=max(n, 1))
+            assert needs_canary_branch(cfg, model, x, y) == (silent < max(n, 1))
+        # input canaries and the group outside the DP optimizer never get one
+        assert not needs_canary_branch(TrainingConfig(model=kind, canary="input",
+                                                      threat="black_box", canaries=10_000,
+                                                      input_kind="flip"), model, x, y)
+    assert not needs_canary_branch(TrainingConfig(flawed="non_private_group", canaries=10_000),
+                                   model, x, y)

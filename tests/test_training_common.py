@@ -62,7 +62,7 @@ def test_opacus_config_keeps_its_keys_and_checks() -> None:
 
     d = TrainingConfig().to_dict()
     assert d == {**SHARED, "model": "mlp", "threads": 1, "data": "digits", "reserved": 0,
-                 "shapes": "dirac", "claimed_steps": None, "canary_branch": False}
+                 "shapes": "dirac", "claimed_steps": None, "canary_branch": None}
     assert TrainingConfig.FLAWS == FLAWS and "backprop_clipping" in FLAWS
     assert TrainingConfig(flawed="backprop_clipping").flawed == "backprop_clipping"
     with pytest.raises(ValueError, match="flawed"):

@@ -61,7 +61,7 @@ def run_train_audit_observed(
         finetune: str | None = None, sequence_kind: str | None = None,
         pretrain_steps: int | None = None,
         device: str | None = None,
-        canary_branch: bool = False) -> tuple[dict[str, Any], Any]:
+        canary_branch: bool | None = None) -> tuple[dict[str, Any], Any]:
     """Train, audit and return ``(document, observations)``: the ``--json`` document (the
     single place the command's result is assembled, so that a report can be built from the
     same dict) and the canaries' :class:`~dpaudit.observations.MembershipObservations`
@@ -240,9 +240,11 @@ def train_audit_cmd(
                                       "(lm: dirac or tensors) [default: dirac]."),
     claimed_steps: int | None = typer.Option(None, "--claimed-steps", help="Steps the claim "
                                              "is for (default: the steps run)."),
-    canary_branch: bool = typer.Option(False, "--canary-branch", help="Wrap the model in a "
-                                       "CanaryBranch: silent coordinates for gradient "
-                                       "canaries, outputs unchanged (docs/training.md)."),
+    canary_branch: bool | None = typer.Option(
+        None, "--canary-branch/--no-canary-branch", help="Wrap the model in a CanaryBranch: "
+        "silent coordinates for gradient canaries, outputs unchanged (docs/training.md) "
+        "[default: on when the model has fewer silent coordinates than canaries, e.g. the "
+        "cnn]."),
     save_scores: Path | None = typer.Option(None, "--save-scores", help="Write the "
                                             "per-canary member,score CSV here."),
     framework: str = typer.Option("opacus", "--framework", help="opacus or jax (jax_privacy)."),

@@ -77,7 +77,7 @@ def run_training_dpsgd(out_dir: Path, *, full: bool = False, seed: int = 0,
         for rep in range(sz.reps):
             run_seed = seed * 1000 + rep
             t0 = time.perf_counter()
-            audit = train_audit(TrainingConfig(canaries=n, hidden=sz.hidden(n),
+            audit = train_audit(TrainingConfig(canaries=n, hidden=sz.hidden(n), canary_branch=False,
                                                noise_multiplier=sigma, sampling_rate=Q,
                                                steps=sz.steps, flawed=flaw, seed=run_seed),
                                 delta=DELTA, family="gdp")  # the papers' null (an assumption)
