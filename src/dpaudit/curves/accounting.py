@@ -134,11 +134,11 @@ def dpsgd_curve(noise_multiplier: float, sampling_rate: float, steps: int, *,
             f"sampling_rate or fewer steps")
     vdi = max(vdi, width / MAX_PLD_POINTS)
     # imported lazily: dp_accounting pulls in scipy.signal and takes seconds to import,
-    # which every CLI start-up would otherwise pay.
-    from dp_accounting.pld import privacy_loss_distribution as pld_lib
+    # which every CLI start-up would otherwise pay.  gaussian_pld is dp_accounting's
+    # from_gaussian_mechanism with its grid of deltas computed at once (same PMF).
+    from dpaudit.curves.pld_gaussian import gaussian_pld
 
-    base = pld_lib.from_gaussian_mechanism(
-        standard_deviation=sigma, sampling_prob=q, value_discretization_interval=vdi)
+    base = gaussian_pld(sigma, q, vdi)
     pld = base.self_compose(t) if t > 1 else base
     return PLDCurve(pld, {"noise_multiplier": sigma, "sampling_rate": q, "steps": float(t)},
                     label="DPSGDCurve")
@@ -253,6 +253,37 @@ DPSGD_FAMILY_VDI = 2e-3
 DPSGD_FAMILY_MAX_EPS = 100.0
 #: eps grid points of each node's privacy profile.
 DPSGD_FAMILY_EPS_POINTS = 240
+
+
+def _pmf_deltas(pmf: Any, eps: np.ndarray) -> np.ndarray:
+    """delta(eps_i) of one dp_accounting PMF (one adjacency) on a sorted grid, at once.
+
+    delta(eps) = m_inf + sum_{l_j > eps} p_j - e^eps sum_{l_j > eps} p_j e^{-l_j}: the
+    formula of dp_accounting's ``_get_delta_for_epsilon_vectorized``, whose Python loop
+    accumulates both sums from the largest loss down; the suffix sums here are the same
+    sequential sums (``np.cumsum`` of the reversed terms), read where the grid needs them.
+    A PMF of another layout (sparse) is asked through its own method.
+    """
+    probs = getattr(pmf, "_probs", None)
+    lower = getattr(pmf, "_lower_loss", None)
+    if not isinstance(probs, np.ndarray) or lower is None:
+        return np.asarray(pmf.get_delta_for_epsilon(eps), dtype=float)
+    losses = (np.arange(probs.size) + lower) * pmf._discretization
+    upper = np.cumsum(np.concatenate([[pmf._infinity_mass], probs[::-1]]))
+    lower_mass = np.cumsum(np.concatenate([[0.0], (probs * np.exp(-losses))[::-1]]))
+    above = probs.size - np.searchsorted(losses, eps, side="right")  # losses > eps
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = upper[above] - np.exp(eps) * lower_mass[above]
+    return np.where(np.isposinf(eps), pmf._infinity_mass, out)
+
+
+def _profile_deltas(pld: Any, eps: np.ndarray) -> np.ndarray:
+    """``pld.get_delta_for_epsilon(eps)`` for a sorted grid (the larger of the two
+    adjacencies' deltas, as dp_accounting), without its per-point Python loop."""
+    remove = _pmf_deltas(pld._pmf_remove, eps)
+    if getattr(pld, "_symmetric", False):
+        return remove
+    return np.maximum(remove, _pmf_deltas(pld._pmf_add, eps))
 
 
 @functools.lru_cache(maxsize=64)
@@ -378,7 +409,7 @@ def _dpsgd_family(noise_multiplier: float, sampling_rate: float, steps: int, del
     grid = np.unique(np.concatenate([np.linspace(0.0, 1.5 * top + 1.0, eps_points),
                                      eps_nodes]))
     with np.errstate(all="ignore"):
-        raw = [np.asarray(nd[0].get_delta_for_epsilon(grid), dtype=float) for _, nd in nodes]
+        raw = [_profile_deltas(nd[0], grid) for _, nd in nodes]
     # dp_accounting returns NaN where e^eps overflows against an empty mass (inf * 0); a NaN
     # is read as delta = 1 (no constraint: the conservative reading for a null)
     prof = np.clip(np.nan_to_num(np.array(raw), nan=1.0), 0.0, 1.0)

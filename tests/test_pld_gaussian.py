@@ -1,0 +1,79 @@
+"""The DP-SGD accounting's fast paths equal dp_accounting's own computation.
+
+``gaussian_pld`` is dp_accounting's ``from_gaussian_mechanism`` with its grid of deltas
+computed at once, and ``_profile_deltas`` its ``get_delta_for_epsilon`` on a sorted grid
+without the per-point loop.  Both evaluate the same formulas in the same order, so the check
+is equality to the last bit (measured: 0.0 difference on every PMF point and grid delta of
+these settings); ``dpsgd_family`` built on them therefore equals the family built on
+dp_accounting's own calls, which the reference below recomputes independently.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpaudit.curves.accounting import (
+    DPSGD_FAMILY_FACTORS,
+    DPSGD_FAMILY_VDI,
+    _dpsgd_family,
+    _profile_deltas,
+    dpsgd_curve,
+)
+from dpaudit.curves.pld_gaussian import gaussian_pld
+
+SETTINGS = [(1.0, 0.05, 1e-4), (0.4, 0.05, 2e-3), (2.0, 0.01, 1e-3), (0.8, 1.0, 1e-3)]
+
+
+def _reference_pld(sigma: float, q: float, vdi: float):  # type: ignore[no-untyped-def]
+    from dp_accounting.pld import privacy_loss_distribution as pld_lib
+
+    return pld_lib.from_gaussian_mechanism(standard_deviation=sigma, sampling_prob=q,
+                                           value_discretization_interval=vdi)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("sigma", "q", "vdi"), SETTINGS)
+def test_gaussian_pld_is_dp_accountings_pmf_bit_for_bit(sigma: float, q: float,
+                                                         vdi: float) -> None:
+    ref, fast = _reference_pld(sigma, q, vdi), gaussian_pld(sigma, q, vdi)
+    pairs = [(ref._pmf_remove, fast._pmf_remove)]
+    if q < 1:
+        pairs.append((ref._pmf_add, fast._pmf_add))
+    for sa, sb in pairs:
+        a, b = sa.to_dense_pmf(), sb.to_dense_pmf()  # small PMFs are sparse
+        assert a._lower_loss == b._lower_loss
+        assert a._infinity_mass == b._infinity_mass
+        assert np.array_equal(a._probs, b._probs)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("sigma", "q", "steps"), [(1.0, 0.05, 300), (0.4, 0.05, 100),
+                                                    (0.8, 1.0, 10)])
+def test_profile_deltas_are_dp_accountings_deltas(sigma: float, q: float, steps: int) -> None:
+    pld = dpsgd_curve(sigma, q, steps, value_discretization_interval=2e-3).pld
+    grid = np.concatenate([np.linspace(0.0, 60.0, 240), [np.inf]])
+    with np.errstate(all="ignore"):
+        ref = np.asarray(pld.get_delta_for_epsilon(grid), dtype=float)
+    assert np.array_equal(_profile_deltas(pld, grid), ref, equal_nan=True)
+
+
+@pytest.mark.slow
+def test_family_profiles_equal_dp_accountings_and_stay_above_the_fine_claim() -> None:
+    """The family's node profiles are dp_accounting's coarse PLD deltas (recomputed here
+    through its own public calls), and at and above the claim node they are >= the claim's
+    fine (1e-4) profile: the family stays a not-less-private description of the claim."""
+    sigma, q, t, delta = 1.0, 0.05, 60, 1e-5
+    fine = dpsgd_curve(sigma, q, t)
+    fam = _dpsgd_family(sigma, q, t, delta, fine.epsilon(delta), DPSGD_FAMILY_FACTORS,
+                        DPSGD_FAMILY_VDI, 240).build
+    grid = fam.eps_grid
+    claim_row = int(np.flatnonzero(fam.thetas == fine.epsilon(delta))[0])
+    coarse = _reference_pld(sigma, q, DPSGD_FAMILY_VDI).self_compose(t)
+    with np.errstate(all="ignore"):
+        ref = np.clip(np.nan_to_num(np.asarray(coarse.get_delta_for_epsilon(grid)), nan=1.0),
+                      0.0, 1.0)
+    # the claim's row is the coarse profile plus the documented 1e-12 of slack
+    assert np.array_equal(fam.profiles[claim_row], np.minimum(ref + 1e-12, 1.0))
+    fine_prof = np.asarray(fine.pld.get_delta_for_epsilon(grid), dtype=float)
+    assert (fam.profiles[claim_row:] >= fine_prof[None, :]).all()
