@@ -153,25 +153,27 @@ def _upper_envelope(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarra
     """Vertices (x, y) on [0, 1] of x -> max_j (a_j - b_j x) (b_j >= 0), x increasing.
 
     Convex-hull trick: lines by slope -b ascending (steepest first; equal slopes keep the
-    largest intercept); a line is dropped when the next one overtakes its predecessor no later
-    than it does.  The envelope is convex and piecewise linear, so it equals the linear
-    interpolation of its vertices exactly.
+    largest intercept); a line k between its neighbours i (steeper) and j (flatter) is dropped
+    when j overtakes i no later than k does, i.e. k is nowhere strictly on top of i and j,
+    hence nowhere strictly on top of all lines.  Every such line is dropped at once, and the
+    pass repeats on the survivors until none is dropped (a handful of vectorised passes on a
+    privacy profile, whose lines are nearly all on the envelope): a chain of lines by slope
+    in which every consecutive triple keeps its middle line is the envelope, the same lines
+    as the sequential stack algorithm.  The envelope is convex and piecewise linear, so it
+    equals the linear interpolation of its vertices exactly.
     """
     order = np.lexsort((-a, -b))  # b descending, then a descending
     a, b = a[order], b[order]
     keep = np.concatenate([[True], b[1:] != b[:-1]])
     a, b = a[keep], b[keep]
-    hull: list[int] = []
-    for j in range(a.size):
-        while len(hull) >= 2:
-            i, k = hull[-2], hull[-1]
-            # x where j overtakes i <= x where k overtakes i: k is never on top
-            if (a[i] - a[j]) * (b[i] - b[k]) <= (a[i] - a[k]) * (b[i] - b[j]):
-                hull.pop()
-            else:
-                break
-        hull.append(j)
-    h = np.asarray(hull)
+    h = np.arange(a.size)
+    while h.size >= 3:
+        i, k, j = h[:-2], h[1:-1], h[2:]
+        # x where j overtakes i <= x where k overtakes i: k is never on top
+        drop = (a[i] - a[j]) * (b[i] - b[k]) <= (a[i] - a[k]) * (b[i] - b[j])
+        if not drop.any():
+            break
+        h = np.concatenate([h[:1], k[~drop], h[-1:]])
     ha, hb = a[h], b[h]
     xs = (ha[:-1] - ha[1:]) / (hb[:-1] - hb[1:])
     xs = np.concatenate([[0.0], xs[(xs > 0) & (xs < 1)], [1.0]])
@@ -286,6 +288,54 @@ def _profile_deltas(pld: Any, eps: np.ndarray) -> np.ndarray:
     return np.maximum(remove, _pmf_deltas(pld._pmf_add, eps))
 
 
+def _pmf_epsilon(pmf: Any, delta: float) -> float:
+    """The smallest eps >= 0 with delta(eps) <= ``delta`` for one dp_accounting PMF.
+
+    dp_accounting's ``_get_epsilon_for_delta`` walks the losses from the largest down,
+    accumulating U = m_inf + sum p_j and L = sum p_j e^{-l_j}, and stops at the first loss
+    l_k <= log((U - delta) / L) (then eps = log((U - delta) / L), or 0 when U <= L + delta);
+    here the running sums are ``np.cumsum`` (the same sequential sums, its losses the same
+    repeated subtraction) and the stopping index is found at once.  The exponentials are
+    NumPy's rather than ``math.exp``, so the result may differ from dp_accounting's in the
+    last bits (tested to 1e-12); it is used for the family's node labels, never for the
+    claim's own epsilon (``PLDCurve.epsilon``, dp_accounting's).
+    """
+    probs = getattr(pmf, "_probs", None)
+    lower = getattr(pmf, "_lower_loss", None)
+    if not isinstance(probs, np.ndarray) or lower is None or probs.size == 0:
+        return float(pmf.get_epsilon_for_delta(delta))
+    inf_mass = float(pmf._infinity_mass)
+    if inf_mass > delta:
+        return math.inf
+    n, disc = probs.size, pmf._discretization
+    losses = np.cumsum(np.concatenate([[(lower + n - 1) * disc], np.full(n - 1, -disc)]))
+    p = probs[::-1]
+    upper = np.cumsum(np.concatenate([[inf_mass], p]))
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        low = np.cumsum(np.concatenate([[0.0], np.exp(-losses) * p]))
+        ub, lb = upper[:-1], low[:-1]
+        stop = (ub > delta) & (lb > 0) & (np.log((ub - delta) / np.where(lb > 0, lb, 1.0))
+                                          >= losses)
+    ret = (upper[1:] >= delta) & (low[1:] == 0)
+    kb = int(np.argmax(stop)) if stop.any() else n
+    kr = int(np.argmax(ret)) if ret.any() else n
+    if kr < kb:
+        return max(0.0, float(losses[kr]))
+    u, v = float(upper[kb]), float(low[kb])
+    if u <= v + delta:
+        return 0.0
+    return math.log((u - delta) / v)
+
+
+def _pld_epsilon(pld: Any, delta: float) -> float:
+    """``pld.get_epsilon_for_delta(delta)`` (the larger of the two adjacencies' epsilons)
+    without its Python loop (:func:`_pmf_epsilon`)."""
+    eps = _pmf_epsilon(pld._pmf_remove, delta)
+    if getattr(pld, "_symmetric", False):
+        return eps
+    return max(eps, _pmf_epsilon(pld._pmf_add, delta))
+
+
 @functools.lru_cache(maxsize=64)
 def _node(sigma: float, q: float, steps: int, delta: float, vdi: float
           ) -> tuple[Any, float] | None:
@@ -295,7 +345,7 @@ def _node(sigma: float, q: float, steps: int, delta: float, vdi: float
         c = dpsgd_curve(sigma, q, steps, value_discretization_interval=vdi)
     except ValueError:
         return None
-    return c.pld, c.epsilon(delta)
+    return c.pld, max(0.0, _pld_epsilon(c.pld, delta))
 
 
 @dataclass(frozen=True, eq=False)
