@@ -1,0 +1,133 @@
+"""Cost of a training audit's statistics: ``audit_training`` at 1,000 and 10,000 canaries.
+
+    PYTHONPATH=src python benchmarks/audit_statistics.py [--canaries 1000 10000] [--repeats 3]
+
+What a white-box Opacus audit computes after training (``benchmarks/training_overhead.py``,
+column "audit statistics CPU s", minus reading the canaries' scores and facts): the claim's
+epsilon (``dpsgd_curve`` at dp_accounting's 1e-4 interval), Opacus's PRV epsilon, the
+DP-SGD null family (``dpsgd_family``: 15 noise multipliers composed with the PLD
+accountant) and every one-run method under it, for sigma = 1, q = 0.05, T = 300, on
+white-box likelihood-ratio scores of the DP-SGD simulator (the same law as the canaries').
+Each measurement runs in a fresh process (the family and the accountants are cached per
+process, so the first audit of a run is what a user pays), CPU seconds of the process
+(``time.process_time``) after the imports; torch and Opacus are imported first, as in a
+training process.
+
+"before" is the same code with dp_accounting's own per-point Python loops put back (its
+``from_gaussian_mechanism``, ``get_delta_for_epsilon`` on the family's grid and
+``get_epsilon_for_delta`` for the nodes) and the sequential convex-hull stack for the family
+members' envelope (the former implementation, below); "after" is the library as it is.
+Both print the audit's epsilons, so the table shows that the results agree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+SIGMA, Q, STEPS, DELTA = 1.0, 0.05, 300, 1e-5
+
+
+def _sequential_envelope(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The former ``_upper_envelope``: the convex-hull trick as a Python stack."""
+    order = np.lexsort((-a, -b))
+    a, b = a[order], b[order]
+    keep = np.concatenate([[True], b[1:] != b[:-1]])
+    a, b = a[keep], b[keep]
+    hull: list[int] = []
+    for j in range(a.size):
+        while len(hull) >= 2:
+            i, k = hull[-2], hull[-1]
+            if (a[i] - a[j]) * (b[i] - b[k]) <= (a[i] - a[k]) * (b[i] - b[j]):
+                hull.pop()
+            else:
+                break
+        hull.append(j)
+    h = np.asarray(hull)
+    ha, hb = a[h], b[h]
+    xs = (ha[:-1] - ha[1:]) / (hb[:-1] - hb[1:])
+    xs = np.concatenate([[0.0], xs[(xs > 0) & (xs < 1)], [1.0]])
+    ys = np.max(ha[None, :] - hb[None, :] * xs[:, None], axis=1)
+    return xs, np.clip(ys, 0.0, 1.0)
+
+
+def _use_reference() -> None:
+    """Put dp_accounting's own loops and the sequential hull back (the "before" column)."""
+    from dp_accounting.pld import privacy_loss_distribution as pld_lib
+
+    import dpaudit.curves.accounting as acc
+    import dpaudit.curves.pld_gaussian as pg
+
+    pg.gaussian_pld = lambda s, q, v: pld_lib.from_gaussian_mechanism(  # type: ignore[assignment]
+        standard_deviation=s, sampling_prob=q, value_discretization_interval=v)
+    acc._profile_deltas = lambda pld, eps: np.asarray(  # type: ignore[assignment]
+        pld.get_delta_for_epsilon(eps), dtype=float)
+    acc._pld_epsilon = lambda pld, d: float(pld.get_epsilon_for_delta(d))  # type: ignore[assignment]
+    acc._upper_envelope = _sequential_envelope  # type: ignore[assignment]
+
+
+def _child(canaries: int, reference: bool) -> dict[str, Any]:
+    import dp_accounting.pld.privacy_loss_distribution  # noqa: F401  (imported, not timed)
+    import opacus  # noqa: F401
+    import torch  # noqa: F401
+
+    from dpaudit.mechanisms.dpsgd import DPSGDSimulator
+    from dpaudit.randomness import stream
+    from dpaudit.training import audit_training
+
+    if reference:
+        _use_reference()
+    rng = stream(0, "main")
+    bits = rng.integers(0, 2, canaries)
+    scores = DPSGDSimulator(noise_multiplier=SIGMA, sampling_rate=Q, steps=STEPS,
+                            score_kind="lr").run(bits, rng)["lr"]
+    c0 = time.process_time()
+    a = audit_training(bits, scores, noise_multiplier=SIGMA, sampling_rate=Q, steps=STEPS,
+                       delta=DELTA, seed=0)
+    cpu = time.process_time() - c0
+    return {"cpu": cpu, "epsilons": {r.method: r.epsilon for r in a.results},
+            "claimed": a.verdict.claimed_epsilon}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--canaries", type=int, nargs="+", default=[1000, 10000])
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--child", nargs=2, default=None)
+    args = ap.parse_args()
+    if args.child:
+        print(json.dumps(_child(int(args.child[0]), args.child[1] == "before")))
+        return
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    print(f"load average {os.getloadavg()[0]:.1f}; audit_training at sigma={SIGMA:g}, "
+          f"q={Q:g}, T={STEPS}, delta={DELTA:g}; fresh process each, medians of "
+          f"{args.repeats} interleaved runs, CPU s")
+    print("| canaries | before CPU s | after CPU s | ratio before / after | epsilons (after) "
+          "| same results |")
+    print("|---|---|---|---|---|---|")
+    for n in args.canaries:
+        rows: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
+        for _ in range(args.repeats):
+            for kind in rows:
+                out = subprocess.run([sys.executable, __file__, "--child", str(n), kind],
+                                     capture_output=True, text=True, check=True, env=env)
+                rows[kind].append(json.loads(out.stdout.strip().splitlines()[-1]))
+        b = statistics.median(r["cpu"] for r in rows["before"])
+        a = statistics.median(r["cpu"] for r in rows["after"])
+        ea, eb = rows["after"][0]["epsilons"], rows["before"][0]["epsilons"]
+        same = all(abs(ea[m] - eb[m]) <= 1e-9 * max(1.0, abs(eb[m])) for m in eb)
+        eps = ", ".join(f"{m} {v:.4f}" for m, v in ea.items())
+        print(f"| {n:,} | {b:.2f} | {a:.2f} | {b / a:.1f}x | {eps} | "
+              f"{'yes (1e-9)' if same else 'NO'} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
