@@ -214,6 +214,12 @@ class ProfileCurve(LabelledCurve):
         self._label = label
         self._params = dict(params or {"lines": float(e.size)})
 
+    @property
+    def vertices(self) -> tuple[np.ndarray, np.ndarray]:
+        """(x, y): the envelope's vertices, x increasing from 0 to 1; ``tradeoff`` is
+        ``np.interp(alpha, x, y)``."""
+        return self._x, self._y
+
     def tradeoff(self, alpha: Any) -> np.ndarray:
         return np.interp(as_alpha(alpha), self._x, self._y)
 
