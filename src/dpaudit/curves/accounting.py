@@ -450,11 +450,18 @@ def _dpsgd_family(noise_multiplier: float, sampling_rate: float, steps: int, del
     if claimed_epsilon is None:
         claimed_epsilon = dpsgd_curve(sigma, q, t).epsilon(delta)
     claimed_epsilon = check_nonnegative("claimed_epsilon", claimed_epsilon)
-    all_nodes = [(f, _node(sigma / f, q, t, delta, vdi)) for f in fs]
     # nodes beyond DPSGD_FAMILY_MAX_EPS add nothing an audit can resolve (the family's ceiling
-    # is then the last node below it)
-    nodes = [(f, nd) for f, nd in all_nodes if nd is not None and math.isfinite(nd[1])
-             and (f <= 1.0 or nd[1] <= DPSGD_FAMILY_MAX_EPS)]
+    # is then the last node below it); above the claim the factors are visited in increasing
+    # order and the first node beyond it ends the list (eps grows as the noise falls, so the
+    # later ones would be dropped too; they are the costliest to compose)
+    nodes: list[tuple[float, tuple[Any, float]]] = []
+    for f in fs:
+        nd = _node(sigma / f, q, t, delta, vdi)
+        if nd is None or not math.isfinite(nd[1]) or (f > 1.0 and nd[1] > DPSGD_FAMILY_MAX_EPS):
+            if f > 1.0:
+                break
+            continue
+        nodes.append((f, nd))
     if not any(f == 1.0 for f, _ in nodes):
         raise ValueError(f"dpsgd_family: the claim (noise_multiplier={sigma:g}, "
                          f"sampling_rate={q:g}, steps={t}) is beyond the accountant's range")
