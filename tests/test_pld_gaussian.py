@@ -122,3 +122,19 @@ def test_upper_envelope_equals_the_sequential_hull() -> None:
     ref = np.clip(np.max(ha[None, :] - hb[None, :] * alpha[:, None], axis=1), 0.0, 1.0)
     xs, ys = _upper_envelope(a, b)
     assert np.max(np.abs(np.interp(alpha, xs, ys) - ref)) < 1e-15
+
+
+def test_family_members_are_built_once_and_not_pickled() -> None:
+    """A member revisited by a search is the same curve (built once); a pickled family
+    (process pools) travels without its built members and rebuilds equal ones."""
+    import pickle
+
+    from dpaudit.curves import dpsgd_family
+
+    fam = dpsgd_family(1.0, 0.05, 50, 1e-5).build
+    m = fam(2.0)
+    assert fam(2.0) is m
+    copy = pickle.loads(pickle.dumps(fam))
+    assert copy._members == {}
+    alpha = np.linspace(0.0, 1.0, 101)
+    assert np.array_equal(copy(2.0).tradeoff(alpha), m.tradeoff(alpha))
