@@ -1,6 +1,7 @@
 """Cost of a training audit's statistics: ``audit_training`` at 1,000 and 10,000 canaries.
 
     PYTHONPATH=src python benchmarks/audit_statistics.py [--canaries 1000 10000] [--repeats 3]
+        [--baseline-rev REV]
 
 What a white-box Opacus audit computes after training (``benchmarks/training_overhead.py``,
 column "audit statistics CPU s", minus reading the canaries' scores and facts): the claim's
@@ -13,11 +14,16 @@ process, so the first audit of a run is what a user pays), CPU seconds of the pr
 (``time.process_time``) after the imports; torch and Opacus are imported first, as in a
 training process.
 
-"before" is the same code with dp_accounting's own per-point Python loops put back (its
-``from_gaussian_mechanism``, ``get_delta_for_epsilon`` on the family's grid and
-``get_epsilon_for_delta`` for the nodes) and the sequential convex-hull stack for the family
-members' envelope (the former implementation, below); "after" is the library as it is.
-Both print the audit's epsilons, so the table shows that the results agree.
+"before" is, by default, the same code with the former paths put back in the process:
+dp_accounting's own per-point Python loops (its ``from_gaussian_mechanism``, its
+``self_compose``, ``get_delta_for_epsilon`` on the family's grid, ``get_epsilon_for_delta`` for
+the nodes), the
+sequential convex-hull stack for the members' envelope (below), no member cache, the
+curve-by-curve B^{-1} of ``mahloujifar`` and the two-pass NaN check of ``as_alpha``; only the
+early end of the node list (nodes beyond ``DPSGD_FAMILY_MAX_EPS`` are no longer composed) stays.
+``--baseline-rev REV`` runs "before" on that commit's ``src/`` instead (``git archive``; e.g.
+49d0925, the last commit before these changes).  Both print the audit's epsilons, so the table
+shows that the results agree.
 """
 
 from __future__ import annotations
@@ -28,12 +34,16 @@ import os
 import statistics
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 SIGMA, Q, STEPS, DELTA = 1.0, 0.05, 300, 1e-5
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _sequential_envelope(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -59,19 +69,32 @@ def _sequential_envelope(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.n
     return xs, np.clip(ys, 0.0, 1.0)
 
 
+def _as_alpha_two_pass(alpha: Any) -> np.ndarray:
+    """The former ``as_alpha``: NaN check through a boolean array."""
+    a = np.asarray(alpha, dtype=float)
+    if np.isnan(a).any():
+        raise ValueError("alpha must not contain NaN")
+    return np.clip(a, 0.0, 1.0)
+
+
 def _use_reference() -> None:
-    """Put dp_accounting's own loops and the sequential hull back (the "before" column)."""
+    """Put the former paths back (the default "before" column; module docstring)."""
     from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
     import dpaudit.curves.accounting as acc
+    import dpaudit.curves.base as base
     import dpaudit.curves.pld_gaussian as pg
 
     pg.gaussian_pld = lambda s, q, v: pld_lib.from_gaussian_mechanism(  # type: ignore[assignment]
         standard_deviation=s, sampling_prob=q, value_discretization_interval=v)
+    pg.self_compose = lambda pld, t: pld.self_compose(t)  # type: ignore[assignment]
     acc._profile_deltas = lambda pld, eps: np.asarray(  # type: ignore[assignment]
         pld.get_delta_for_epsilon(eps), dtype=float)
     acc._pld_epsilon = lambda pld, d: float(pld.get_epsilon_for_delta(d))  # type: ignore[assignment]
     acc._upper_envelope = _sequential_envelope  # type: ignore[assignment]
+    acc.DPSGDFamily.__call__ = acc.DPSGDFamily._member  # type: ignore[method-assign]
+    acc.ProfileCurve.vertices = None  # type: ignore[assignment,misc]  # generic B^{-1}
+    acc.as_alpha = base.as_alpha = _as_alpha_two_pass  # type: ignore[assignment]
 
 
 def _child(canaries: int, reference: bool) -> dict[str, Any]:
@@ -93,33 +116,60 @@ def _child(canaries: int, reference: bool) -> dict[str, Any]:
     a = audit_training(bits, scores, noise_multiplier=SIGMA, sampling_rate=Q, steps=STEPS,
                        delta=DELTA, seed=0)
     cpu = time.process_time() - c0
-    return {"cpu": cpu, "epsilons": {r.method: r.epsilon for r in a.results},
-            "claimed": a.verdict.claimed_epsilon}
+    return {"cpu": cpu, "epsilons": {r.method: r.epsilon for r in a.results}}
+
+
+def _baseline_src(rev: str, tmp: Path) -> Path:
+    archive = tmp / "src.tar"
+    subprocess.run(["git", "-C", str(ROOT), "archive", "-o", str(archive), rev, "src"],
+                   check=True)
+    with tarfile.open(archive) as tf:
+        tf.extractall(tmp, filter="data")
+    return tmp / "src"
+
+
+def _run(n: int, kind: str, baseline: Path | None) -> dict[str, Any]:
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    mode = kind
+    if kind == "before" and baseline is not None:
+        env["PYTHONPATH"], mode = str(baseline), "after"  # that commit's code, as it was
+    proc = subprocess.run([sys.executable, __file__, "--child", str(n), mode],
+                          capture_output=True, text=True, check=False, env=env)
+    if proc.returncode:
+        sys.exit(f"child failed ({kind}, {n}):\n{proc.stderr[-2000:]}")
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--canaries", type=int, nargs="+", default=[1000, 10000])
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--baseline-rev", default=None,
+                    help="git revision whose src/ runs the 'before' column")
     ap.add_argument("--child", nargs=2, default=None)
     args = ap.parse_args()
     if args.child:
         print(json.dumps(_child(int(args.child[0]), args.child[1] == "before")))
         return
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    with tempfile.TemporaryDirectory() as tmp:
+        baseline = (_baseline_src(args.baseline_rev, Path(tmp)) if args.baseline_rev
+                    else None)
+        _table(args.canaries, args.repeats, baseline, args.baseline_rev)
+
+
+def _table(sizes: list[int], repeats: int, baseline: Path | None, rev: str | None) -> None:
+    before = f"src/ of {rev}" if rev else "former paths in-process"
     print(f"load average {os.getloadavg()[0]:.1f}; audit_training at sigma={SIGMA:g}, "
           f"q={Q:g}, T={STEPS}, delta={DELTA:g}; fresh process each, medians of "
-          f"{args.repeats} interleaved runs, CPU s")
+          f"{repeats} interleaved runs, CPU s; before = {before}")
     print("| canaries | before CPU s | after CPU s | ratio before / after | epsilons (after) "
           "| same results |")
     print("|---|---|---|---|---|---|")
-    for n in args.canaries:
+    for n in sizes:
         rows: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
-        for _ in range(args.repeats):
+        for _ in range(repeats):
             for kind in rows:
-                out = subprocess.run([sys.executable, __file__, "--child", str(n), kind],
-                                     capture_output=True, text=True, check=True, env=env)
-                rows[kind].append(json.loads(out.stdout.strip().splitlines()[-1]))
+                rows[kind].append(_run(n, kind, baseline))
         b = statistics.median(r["cpu"] for r in rows["before"])
         a = statistics.median(r["cpu"] for r in rows["after"])
         ea, eb = rows["after"][0]["epsilons"], rows["before"][0]["epsilons"]

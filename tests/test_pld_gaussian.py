@@ -138,3 +138,28 @@ def test_family_members_are_built_once_and_not_pickled() -> None:
     assert copy._members == {}
     alpha = np.linspace(0.0, 1.0, 101)
     assert np.array_equal(copy(2.0).tradeoff(alpha), m.tradeoff(alpha))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("sigma", "q", "vdi", "steps"), [(1.0, 0.05, 1e-4, 300),
+                                                          (0.4, 0.05, 2e-3, 300),
+                                                          (2.0, 0.01, 1e-3, 1000)])
+def test_self_compose_is_dp_accountings_bit_for_bit(sigma: float, q: float, vdi: float,
+                                                    steps: int) -> None:
+    """Composition with the log-MGFs of all Chernoff orders in a few array passes: the same
+    truncation bounds and the same PMFs as dp_accounting's ``self_compose``."""
+    from dp_accounting.pld import common
+
+    from dpaudit.curves.pld_gaussian import _convolve_bounds, self_compose
+
+    base = _reference_pld(sigma, q, vdi)
+    ref, fast = base.self_compose(steps), self_compose(base, steps)
+    for one, a, b in [(base._pmf_remove, ref._pmf_remove, fast._pmf_remove),
+                      (base._pmf_add, ref._pmf_add, fast._pmf_add)]:
+        probs = one.to_dense_pmf()._probs
+        assert _convolve_bounds(probs, steps, 1e-15) == common.compute_self_convolve_bounds(
+            probs, steps, 1e-15)
+        a, b = a.to_dense_pmf(), b.to_dense_pmf()
+        assert a._lower_loss == b._lower_loss
+        assert a._infinity_mass == b._infinity_mass
+        assert np.array_equal(a._probs, b._probs)

@@ -136,10 +136,10 @@ def dpsgd_curve(noise_multiplier: float, sampling_rate: float, steps: int, *,
     # imported lazily: dp_accounting pulls in scipy.signal and takes seconds to import,
     # which every CLI start-up would otherwise pay.  gaussian_pld is dp_accounting's
     # from_gaussian_mechanism with its grid of deltas computed at once (same PMF).
-    from dpaudit.curves.pld_gaussian import gaussian_pld
+    from dpaudit.curves.pld_gaussian import gaussian_pld, self_compose
 
     base = gaussian_pld(sigma, q, vdi)
-    pld = base.self_compose(t) if t > 1 else base
+    pld = self_compose(base, t) if t > 1 else base
     return PLDCurve(pld, {"noise_multiplier": sigma, "sampling_rate": q, "steps": float(t)},
                     label="DPSGDCurve")
 
