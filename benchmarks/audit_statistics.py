@@ -85,16 +85,21 @@ def _use_reference() -> None:
     import dpaudit.curves.base as base
     import dpaudit.curves.pld_gaussian as pg
 
-    pg.gaussian_pld = lambda s, q, v: pld_lib.from_gaussian_mechanism(  # type: ignore[assignment]
-        standard_deviation=s, sampling_prob=q, value_discretization_interval=v)
-    pg.self_compose = lambda pld, t: pld.self_compose(t)  # type: ignore[assignment]
-    acc._profile_deltas = lambda pld, eps: np.asarray(  # type: ignore[assignment]
-        pld.get_delta_for_epsilon(eps), dtype=float)
-    acc._pld_epsilon = lambda pld, d: float(pld.get_epsilon_for_delta(d))  # type: ignore[assignment]
-    acc._upper_envelope = _sequential_envelope  # type: ignore[assignment]
-    acc.DPSGDFamily.__call__ = acc.DPSGDFamily._member  # type: ignore[method-assign]
-    acc.ProfileCurve.vertices = None  # type: ignore[assignment,misc]  # generic B^{-1}
-    acc.as_alpha = base.as_alpha = _as_alpha_two_pass  # type: ignore[assignment]
+    patches: list[tuple[Any, str, Any]] = [
+        (pg, "gaussian_pld", lambda s, q, v: pld_lib.from_gaussian_mechanism(
+            standard_deviation=s, sampling_prob=q, value_discretization_interval=v)),
+        (pg, "self_compose", lambda pld, t: pld.self_compose(t)),
+        (acc, "_profile_deltas",
+         lambda pld, eps: np.asarray(pld.get_delta_for_epsilon(eps), dtype=float)),
+        (acc, "_pld_epsilon", lambda pld, d: float(pld.get_epsilon_for_delta(d))),
+        (acc, "_upper_envelope", _sequential_envelope),
+        (acc.DPSGDFamily, "__call__", acc.DPSGDFamily._member),   # no member cache
+        (acc.ProfileCurve, "vertices", None),                     # generic B^{-1}
+        (acc, "as_alpha", _as_alpha_two_pass),
+        (base, "as_alpha", _as_alpha_two_pass),
+    ]
+    for obj, name, value in patches:
+        setattr(obj, name, value)
 
 
 def _child(canaries: int, reference: bool) -> dict[str, Any]:

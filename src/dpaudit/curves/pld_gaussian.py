@@ -58,7 +58,7 @@ def _mechanism_class() -> Any:
     """The vectorised subclass (built lazily: dp_accounting takes seconds to import)."""
     from dp_accounting.pld import privacy_loss_mechanism as plm
 
-    class VectorisedGaussianPrivacyLoss(plm.GaussianPrivacyLoss):  # type: ignore[misc]
+    class VectorisedGaussianPrivacyLoss(plm.GaussianPrivacyLoss):
         """``GaussianPrivacyLoss`` whose ``get_delta_for_epsilon`` inverts the privacy loss
         on the whole epsilon grid at once (module docstring); add/remove adjacency only."""
 
