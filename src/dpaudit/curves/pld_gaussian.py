@@ -168,9 +168,10 @@ def _log_mgfs(probs: np.ndarray, orders: np.ndarray) -> np.ndarray:
 
 def _convolve_bounds(probs: np.ndarray, num_times: int, tail: float) -> tuple[int, int]:
     """dp_accounting's ``compute_self_convolve_bounds`` (Chernoff bounds at orders +-1..20 / n
-    on the composed PMF's support): the same formula on the log-MGFs of :func:`_log_mgfs`, and
-    SciPy's own ``logsumexp`` for an order whose bound falls within ``_BOUND_MARGIN`` of an
-    integer, so the integer bounds are dp_accounting's."""
+    on the composed PMF's support): the same formula on the log-MGFs of :func:`_log_mgfs`.
+    An order whose bound falls within ``_BOUND_MARGIN`` of an integer and could decide the
+    result (within two of the tightest bound) is recomputed with SciPy's own
+    ``logsumexp``, so the integer bounds are dp_accounting's."""
     from scipy import special
 
     n = probs.size
@@ -180,11 +181,18 @@ def _convolve_bounds(probs: np.ndarray, num_times: int, tail: float) -> tuple[in
     orders = np.concatenate((np.arange(-20, 0), np.arange(1, 21))) / n
     mgfs = _log_mgfs(probs, orders)
     log_tail = math.log(2 / tail)
-    for order, mgf in zip(orders.tolist(), mgfs.tolist(), strict=True):
-        bound = (num_times * mgf + log_tail) / order
-        if math.isfinite(bound) and abs(bound - round(bound)) < _BOUND_MARGIN:
-            mgf = float(special.logsumexp(np.arange(n) * order, b=probs))
-            bound = (num_times * mgf + log_tail) / order
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        bounds = (num_times * mgfs + log_tail) / orders
+    fin = np.isfinite(bounds)
+    pos, neg = fin & (orders > 0), fin & (orders < 0)
+    tight_up = float(np.ceil(bounds[pos]).min()) if pos.any() else math.inf
+    tight_lo = float(np.floor(bounds[neg]).max()) if neg.any() else -math.inf
+    near = fin & (np.abs(bounds - np.round(bounds)) < _BOUND_MARGIN)
+    decides = (pos & (bounds <= tight_up + 2)) | (neg & (bounds >= tight_lo - 2))
+    for i in np.flatnonzero(near & decides):
+        mgf = float(special.logsumexp(np.arange(n) * orders[i], b=probs))
+        bounds[i] = (num_times * mgf + log_tail) / float(orders[i])
+    for order, bound in zip(orders.tolist(), bounds.tolist(), strict=True):
         if not math.isfinite(bound):
             continue
         if order > 0:
