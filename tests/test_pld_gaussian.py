@@ -165,6 +165,7 @@ def test_self_compose_is_dp_accountings_bit_for_bit(sigma: float, q: float, vdi:
         assert np.array_equal(a._probs, b._probs)
 
 
+@pytest.mark.slow
 def test_convolve_bounds_equal_dp_accountings_on_random_pmfs() -> None:
     """The integer Chernoff bounds on 30 random PMFs (sizes 50-2,000, zeros included,
     T = 2-5,000): dp_accounting's exactly, near-integer bounds included."""
