@@ -124,6 +124,7 @@ def test_upper_envelope_equals_the_sequential_hull() -> None:
     assert np.max(np.abs(np.interp(alpha, xs, ys) - ref)) < 1e-15
 
 
+@pytest.mark.slow
 def test_family_members_are_built_once_and_not_pickled() -> None:
     """A member revisited by a search is the same curve (built once); a pickled family
     (process pools) travels without its built members and rebuilds equal ones."""
