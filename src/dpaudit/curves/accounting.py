@@ -158,8 +158,9 @@ def _upper_envelope(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarra
     hence nowhere strictly on top of all lines.  Every such line is dropped at once, and the
     pass repeats on the survivors until none is dropped (a handful of vectorised passes on a
     privacy profile, whose lines are nearly all on the envelope): a chain of lines by slope
-    in which every consecutive triple keeps its middle line is the envelope, the same lines
-    as the sequential stack algorithm.  The envelope is convex and piecewise linear, so it
+    in which every consecutive triple keeps its middle line is the envelope (the sequential
+    stack's envelope; a line tied with it to rounding may be kept or dropped, which moves no
+    value: tested to 1e-15).  The envelope is convex and piecewise linear, so it
     equals the linear interpolation of its vertices exactly.
     """
     order = np.lexsort((-a, -b))  # b descending, then a descending
