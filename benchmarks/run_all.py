@@ -43,6 +43,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "validate_once.py": ["--baseline-rev", "05b76d6", "--n", "50000", "--rounds", "1"],
     "trials.py": ["--quick"],
     "report.py": [],
+    "audit_statistics.py": ["--canaries", "1000", "--repeats", "1"],
     "training_overhead.py": ["--steps", "20", "--repeats", "1", "--models", "digits_mlp"],
     "lm.py": ["overhead", "--canaries", "1000", "--steps", "10", "--pretrain-steps", "20",
               "--repeats", "1"],

@@ -243,3 +243,22 @@ def test_default_results_identical_to_the_full_recursion(monkeypatch, n, seed, t
                                          (3 * 10**5, 2, False)])
 def test_default_results_identical_to_the_full_recursion_large(monkeypatch, n, seed, ties):
     test_default_results_identical_to_the_full_recursion(monkeypatch, n, seed, ties)
+
+
+@pytest.mark.slow
+def test_profile_members_bind_equals_the_per_curve_inverse_blowup() -> None:
+    """The DP-SGD family's members (piecewise linear, ``ProfileCurve``) are evaluated by one
+    ``np.interp`` per candidate on its vertices; the values are the generic path's
+    (``_binv_many``: ``inverse_blowup`` curve by curve) to the last bit."""
+    from dpaudit.curves import dpsgd_family
+    from dpaudit.estimators.mahloujifar import _binv_family, _binv_many
+
+    fam = dpsgd_family(1.0, 0.05, 50, 1e-5)
+    thetas = np.linspace(fam.lo, fam.hi, 9)
+    bind, linear = _binv_family(fam, thetas)
+    assert linear is None
+    rng = np.random.default_rng(0)
+    sel = rng.integers(0, thetas.size, 400)
+    y = np.concatenate([[0.0, 1.0, 1e-300], rng.uniform(-0.1, 1.1, 397)])
+    ref = _binv_many([fam.curve(float(t)) for t in thetas])(y, sel)
+    assert np.array_equal(bind(sel)(y), ref)

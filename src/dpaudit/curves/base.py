@@ -162,6 +162,6 @@ class LabelledCurve(Curve):
 def as_alpha(alpha: Any) -> np.ndarray:
     """Type-I errors as a float array clipped to [0, 1]."""
     a = np.asarray(alpha, dtype=float)
-    if np.isnan(a).any():
+    if a.size and np.isnan(a.min()):  # min propagates NaN: one pass, no boolean array
         raise ValueError("alpha must not contain NaN")
     return np.clip(a, 0.0, 1.0)

@@ -230,11 +230,39 @@ def _binv_family(fam: Family, thetas: np.ndarray) -> tuple[Bind, Linear | None]:
             mu = mus_s[sel]
             return lambda y: sgm_tradeoff(mu, q, 1.0 - y, symmetrized=sym)
         return bind_sgm, None
+    verts = [getattr(c, "vertices", None) for c in curves]
+    if all(v is not None for v in verts):
+        return _bind_vertices(cast(list[tuple[np.ndarray, np.ndarray]], verts)), None
     many = _binv_many(curves)
 
     def bind_any(sel: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
         return lambda y: many(y, sel)
     return bind_any, None
+
+
+def _bind_vertices(verts: list[tuple[np.ndarray, np.ndarray]]) -> Bind:
+    """``bind`` for piecewise-linear members (``ProfileCurve``, e.g. the DP-SGD family's):
+    candidate sel[j] at y[j] is ``np.interp(1 - y[j], x, y)`` on its vertices -- the same call,
+    on the same clipped values, as its ``tradeoff`` through :func:`inverse_blowup` -- with the
+    entries grouped by candidate once per ``bind`` instead of once per evaluation."""
+    def bind_vertices(sel: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+        order = np.argsort(sel, kind="stable")
+        s = sel[order]
+        starts = np.flatnonzero(np.concatenate([[True], s[1:] != s[:-1]]))
+        groups = [(order[a:b], verts[int(s[a])])
+                  for a, b in zip(starts.tolist(), [*starts[1:].tolist(), s.size], strict=True)]
+
+        def fn(y: np.ndarray) -> np.ndarray:
+            a = np.asarray(y, dtype=float)
+            if np.isnan(a).any():
+                raise ValueError("alpha must not contain NaN")
+            a = np.clip(1.0 - np.clip(a, 0.0, 1.0), 0.0, 1.0)
+            out = np.empty(a.size)
+            for idx, (xs, ys) in groups:
+                out[idx] = np.interp(a[idx], xs, ys)
+            return out
+        return fn
+    return bind_vertices
 
 
 def _eps_values(thetas: np.ndarray) -> list[float]:
