@@ -260,15 +260,21 @@ class ContributionAccumulator:
         ok = np.isfinite(yy)               # a non-finite release is left out of the sums
         m = np.divide(self._off_sum, self._off_count, out=np.zeros_like(self._off_sum),
                       where=self._off_count > 0)
-        r = np.where(ok, yy - m, 0.0)
-        e = np.where(ok, r - self.amplitude * c, 0.0)
-        cq = np.where(ok, c - self.q, 0.0)
+        if ok.all():                       # the usual step: the same sums, fewer passes
+            r = yy - m
+            e = r - self.amplitude * c
+            cq = c - self.q
+            amp, off = self.amplitude, c == 0
+        else:
+            r = np.where(ok, yy - m, 0.0)
+            e = np.where(ok, r - self.amplitude * c, 0.0)
+            cq = np.where(ok, c - self.q, 0.0)
+            amp, off = np.where(ok, self.amplitude, 0.0), ok & (c == 0)
         self._s += float(cq @ e)
         self._psi += _psi(np.outer(self.lambdas, e), self.q).sum(axis=1)
         self._planted_sum += float(c @ r)
-        self._amp_sum += float(c @ np.where(ok, self.amplitude, 0.0))
-        self._planted += int((c * ok).sum())
-        off = ok & (c == 0)
+        self._amp_sum += float(c @ amp)
+        self._planted += int(c @ ok)
         self._off_sum += np.where(off, yy, 0.0)
         self._off_count += off
 

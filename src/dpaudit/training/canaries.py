@@ -87,16 +87,6 @@ def _numpy(t: torch.Tensor) -> np.ndarray:
     return t.detach().cpu().double().numpy()
 
 
-def _take(v: torch.Tensor, index: _PerDevice) -> np.ndarray:
-    """``v``'s flat values at ``index`` as float64 NumPy: on the CPU a NumPy gather of the
-    tensor's own memory (a fraction of torch's advanced indexing per call, which a step
-    hook pays every step), elsewhere ``index_select`` on the device, then one transfer."""
-    flat = v.detach().reshape(-1)
-    if flat.device.type == "cpu" and flat.dtype in (torch.float32, torch.float64):
-        return flat.numpy()[index.cpu_numpy]
-    return _numpy(flat.index_select(0, index.on(flat.device)))
-
-
 def _model_device(model: nn.Module) -> torch.device:
     """The device of ``model``'s first parameter (the CPU for a model without one)."""
     p = next(iter(model.parameters()), None)
@@ -122,6 +112,56 @@ class _PerDevice:
         if t is None:
             t = self._by[device] = self.cpu.to(device)
         return t
+
+
+def _fast_cpu(v: torch.Tensor) -> bool:
+    """True when NumPy can work on ``v``'s own memory: a CPU float32/float64 tensor that
+    autograd does not track (a fraction of torch's per-call cost, which a step hook pays
+    once per parameter tensor every step)."""
+    return (v.is_cpu and v.dtype in (torch.float32, torch.float64) and not v.requires_grad
+            and v.layout == torch.strided)
+
+
+class _ReadIndex:
+    """The canaries' read coordinates grouped by parameter tensor, once: tensor j's values
+    fill the slice [a, b) of a tensor-ordered buffer (one gather per tensor, none per
+    canary), and one permutation puts the buffer in the plan's (n, k) order.  On the CPU the
+    gather is NumPy's on the tensor's memory; on another device ``index_select`` there and
+    one transfer per device for all its tensors."""
+
+    def __init__(self, tensor: np.ndarray, local: np.ndarray, shape: tuple[int, ...]) -> None:
+        order = np.argsort(tensor, kind="stable")
+        js, starts = np.unique(tensor[order], return_index=True)
+        ends = np.append(starts[1:], tensor.size)
+        self.groups = [(int(j), int(a), int(b),
+                        _PerDevice(torch.from_numpy(local[order[a:b]].copy())))
+                       for j, a, b in zip(js, starts, ends, strict=True)]
+        self.unsort = np.argsort(order)
+        self.shape = shape
+        self.size = int(tensor.size)
+
+    def gather(self, params: Sequence[torch.Tensor],
+               get: Callable[[nn.Parameter], torch.Tensor | None]) -> np.ndarray:
+        """(n, k) float64 values of ``get(p)`` at the read coordinates (0 where None)."""
+        buf = np.zeros(self.size)
+        elsewhere: dict[torch.device, list[tuple[int, int, torch.Tensor]]] = {}
+        for j, a, b, local in self.groups:          # tensors, not canaries
+            v = get(params[j])
+            if v is None:
+                continue
+            if _fast_cpu(v):
+                buf[a:b] = v.numpy().ravel()[local.cpu_numpy]
+            else:
+                flat = v.detach().reshape(-1)
+                elsewhere.setdefault(flat.device, []).append(
+                    (a, b, flat.index_select(0, local.on(flat.device))))
+        for parts in elsewhere.values():            # one transfer per device
+            vals = _numpy(torch.cat([t for _, _, t in parts]))
+            at = 0
+            for a, b, _ in parts:
+                buf[a:b] = vals[at:at + b - a]
+                at += b - a
+        return buf[self.unsort].reshape(self.shape)
 
 
 def _flat_per_example_grads(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
@@ -468,12 +508,8 @@ class GradientCanaries:
         self._reader = ReleaseReader(plan, max_grad_norm=self.clip, sampling_rate=q,
                                      layout=self.layout)
         self._acc = self._reader.accumulator
-        t, local = self.layout.split(plan.read_coords.ravel())
-        self._read_t, self._read_local = t, local
-        # per tensor, once: which read slots it holds and their offsets in it
-        self._read_index = [(int(j), np.flatnonzero(t == j),
-                             _PerDevice(torch.from_numpy(local[t == j].copy())))
-                            for j in np.unique(t)]
+        self._reads = _ReadIndex(*self.layout.split(plan.read_coords.ravel()),
+                                 plan.read_coords.shape)
         self._theta0 = self._gather_read(lambda p: p.detach())
         self._plant_t, self._plant_local = self.layout.split(plan.plant_coords)
         self._merged = _merge_repeats(plan.plant_coords, plan.plant_values)
@@ -537,12 +573,7 @@ class GradientCanaries:
     # -- coordinate helpers ------------------------------------------------------------------
     def _gather_read(self, get: Callable[[nn.Parameter], torch.Tensor | None]) -> np.ndarray:
         """(n, k) values at the canaries' read coordinates (zeros where ``get`` is None)."""
-        out = np.zeros(self._read_t.size)
-        for j, slots, local in self._read_index:  # tensors, not canaries
-            v = get(self.params[j])
-            if v is not None:
-                out[slots] = _take(v, local)
-        return out.reshape(self.plan.read_coords.shape)
+        return self._reads.gather(self.params, get)
 
     def _gather(self, get: Callable[[nn.Parameter], torch.Tensor | None]) -> np.ndarray:
         """(n,) readings of a parameter-shaped quantity (``get(p)``) along each canary's read
@@ -613,20 +644,29 @@ class GradientCanaries:
             sq = np.where(self._dp[t], sq, 0.0)
         factor = np.minimum(float(opt.max_grad_norm) / (np.sqrt(sq.sum(axis=1)) + 1e-6), 1.0)
         # only the sampled canaries' cells (about q n / 2 rows of m), grouped by tensor
-        clipped = (vals * factor[:, None]).ravel()
         t = self._plant_t[active].ravel()
-        local = self._plant_local[active].ravel()
-        for j in np.flatnonzero(np.bincount(t)):                 # tensors, not canaries
-            if not self._dp[j]:
+        order = np.argsort(t, kind="stable")
+        clipped = (vals * factor[:, None]).ravel()[order]
+        local = self._plant_local[active].ravel()[order]
+        counts = np.bincount(t, minlength=len(self.params)).tolist()
+        b = 0
+        for j, c in enumerate(counts):                           # tensors, not canaries
+            a, b = b, b + c
+            if not c or not self._dp[j]:
                 continue
             p = self.params[j]
             if not p.summed_grad.is_contiguous():
                 p.summed_grad = p.summed_grad.contiguous()
             sg = p.summed_grad
-            sel = t == j
+            if _fast_cpu(sg):
+                # NumPy's unbuffered add on the sum's memory, the values rounded to its dtype
+                # first: index_add_'s sums, in its order (canaries may share a coordinate)
+                view = sg.numpy().reshape(-1)
+                np.add.at(view, local[a:b], clipped[a:b].astype(view.dtype))
+                continue
             # index and values on the sum's device (index_add_ wants both there)
-            sg.view(-1).index_add_(0, _on(torch.from_numpy(local[sel]), sg),
-                                   _on(torch.from_numpy(clipped[sel]), sg, cast=True))
+            sg.view(-1).index_add_(0, _on(torch.from_numpy(local[a:b]), sg),
+                                   _on(torch.from_numpy(clipped[a:b]), sg, cast=True))
         if not self._all_dp:
             self._bypass(opt, self._plant_t[active], self._plant_local[active],
                          self.plan.plant_values[active] * self.clip)
