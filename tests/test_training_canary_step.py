@@ -22,14 +22,22 @@ pytestmark = [pytest.mark.slow, pytest.mark.torch,  # torch + Opacus import (sec
               pytest.mark.usefixtures("one_thread")]
 
 
-def test_step_hook_plants_and_reads_as_a_dense_reference() -> None:
+@pytest.mark.parametrize("block", [1, 2, 32])
+def test_step_hook_plants_and_reads_as_a_dense_reference(block: int,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """``block``: the steps whose coins are drawn, and whose readings are handed to the
+    reader, at once (STEP_BLOCK): one step, a block boundary inside the run, one partial
+    block read when the results are asked for."""
     torch = need("torch")
     need("opacus")
     from opacus.optimizers import DPOptimizer
 
     from dpaudit.canaries import Layout, plan_gradient_canaries
     from dpaudit.randomness import stream
+    from dpaudit.training import canaries as module
     from dpaudit.training.canaries import GradientCanaries
+
+    monkeypatch.setattr(module, "STEP_BLOCK", block)
 
     shapes = [(4, 3), (3,), (2, 4), (2,)]          # 12 + 3 + 8 + 2 = 25 coordinates
     sizes = [int(np.prod(s)) for s in shapes]
@@ -46,6 +54,7 @@ def test_step_hook_plants_and_reads_as_a_dense_reference() -> None:
     grads = [[torch.randn(rows, *s, generator=gen) for s in shapes] for _ in range(3)]
     planter = GradientCanaries(params, sampling_rate=q, max_grad_norm=clip, seed=seed,
                                plan=plan)
+    assert planter._block == block
     opt = DPOptimizer(torch.optim.SGD(params, lr=0.1), noise_multiplier=0.0,
                       max_grad_norm=clip, expected_batch_size=unit, loss_reduction="mean")
     planter.attach(opt)
@@ -60,6 +69,7 @@ def test_step_hook_plants_and_reads_as_a_dense_reference() -> None:
                                       released[-1][plan.read_coords])
         for p in params:
             p.grad_sample = p.summed_grad = None
+        assert planter.steps == len(released)
 
     # the reference, densely in float64
     draws = stream(seed, "canary_sampling")

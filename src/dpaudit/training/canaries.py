@@ -240,6 +240,10 @@ ACTIVITY_EXAMPLES = 512
 #: (:func:`coordinate_activity`)
 CHECK_FACTOR = 8
 
+#: steps whose canary coins are drawn at once, and whose readings the step hook hands to
+#: the reader together (:meth:`GradientCanaries._flush`)
+STEP_BLOCK = 32
+
 #: per-example gradient rows held at once by the placement (chunks of at least 16
 #: examples): 2^22 floats (16 MiB), under one training step's per-sample gradients
 _CHUNK_FLOATS = 1 << 22
@@ -512,7 +516,14 @@ class GradientCanaries:
                                  plan.read_coords.shape)
         self._theta0 = self._gather_read(lambda p: p.detach())
         self._plant_t, self._plant_local = self.layout.split(plan.plant_coords)
-        self._merged = _merge_repeats(plan.plant_coords, plan.plant_values)
+        self._merged = _merge_repeats(plan.plant_coords, plan.plant_values) * self.clip
+        self._norms = np.zeros(self.n)      # the planted vectors' norms (set by attach)
+        # steps drawn or read at once (STEP_BLOCK, fewer for many canaries: 8 MiB a block)
+        self._block = max(1, min(STEP_BLOCK, (1 << 20) // max(1, plan.read_coords.size,
+                                                              self.n)))
+        self._coins = np.zeros((0, self.n), dtype=bool)
+        self._coin_row = 0
+        self._unread: list[tuple[np.ndarray, float, np.ndarray]] = []
         self._sparse = False
         self._active = np.zeros(0, dtype=np.int64)   # the canaries planted at this step
         self._pending = False
@@ -605,6 +616,11 @@ class GradientCanaries:
         self._dp = np.array([id(p) in dp_ids for p in self.params])
         self._sparse = _stock_clipping(optimizer)
         self._all_dp = bool(self._dp[self._plant_t.ravel()].all())
+        # |v| of each planted vector over the optimizer's tensors (its clipping norm)
+        sq = self._merged * self._merged
+        if not self._all_dp:
+            sq = np.where(self._dp[self._plant_t], sq, 0.0)
+        self._norms = np.sqrt(sq.sum(axis=1))
 
         def first_clip(original_clip: Callable[[], None]) -> None:
             active = self._draw()
@@ -624,9 +640,15 @@ class GradientCanaries:
         return _batch_unit(opt)
 
     def _draw(self) -> np.ndarray:
-        """This step's sampled included canaries (each included canary w.p. q)."""
-        sampled = self._rng.random(self.n) < self.q
-        return np.flatnonzero(sampled & self.bits)
+        """This step's sampled included canaries (each included canary w.p. q).  The coins
+        of the next :data:`STEP_BLOCK` steps are drawn at once: ``rng.random((B, n))`` is
+        the stream of B successive ``rng.random(n)``, so the draws are those of one call
+        per step (tested)."""
+        if self._coin_row >= self._coins.shape[0]:
+            self._coins = (self._rng.random((self._block, self.n)) < self.q) & self.bits
+            self._coin_row = 0
+        self._coin_row += 1
+        return np.flatnonzero(self._coins[self._coin_row - 1])
 
     def _add_clipped(self, opt: object, active: np.ndarray) -> None:
         """Sparse planting for Opacus's stock clipping (:func:`_stock_clipping`): each
@@ -637,12 +659,8 @@ class GradientCanaries:
         Opacus would form from dense canary rows, without rows of full parameter size
         (``benchmarks/training_overhead.py``).  Coordinates on parameters outside the
         optimizer get the unclipped gradient, as in :meth:`_plant`."""
-        vals = self._merged[active] * self.clip                  # (k, m)
-        sq = vals * vals
-        if not self._all_dp:
-            t = self._plant_t[active]
-            sq = np.where(self._dp[t], sq, 0.0)
-        factor = np.minimum(float(opt.max_grad_norm) / (np.sqrt(sq.sum(axis=1)) + 1e-6), 1.0)
+        vals = self._merged[active]                              # (k, m), times C
+        factor = np.minimum(float(opt.max_grad_norm) / (self._norms[active] + 1e-6), 1.0)
         # only the sampled canaries' cells (about q n / 2 rows of m), grouped by tensor
         t = self._plant_t[active].ravel()
         order = np.argsort(t, kind="stable")
@@ -714,23 +732,37 @@ class GradientCanaries:
         sigma = 0: it is scored and reported, :meth:`facts`)."""
         vals = self._gather_read(lambda p: p.grad) * (self._batch_unit(opt) / self.clip)
         sigma = float(opt.noise_multiplier)
-        self._reader.add(vals, sigma, self._active)
+        self._unread.append((vals, sigma, self._active))
+        if len(self._unread) >= self._block:
+            self._flush()
         self._active = np.zeros(0, dtype=np.int64)
         self._sigmas.append(sigma)
         self._clips.extend(_clip_norms(opt))
 
+    def _flush(self) -> None:
+        """Hand the recorded steps to the reader, in order.  The step hook keeps up to
+        :data:`STEP_BLOCK` steps' readings and hands them over together: the reader's
+        statistics run back to back, with warm caches, instead of between the training's
+        own work (where each NumPy call costs several times more); every accessor of the
+        results flushes first."""
+        for vals, sigma, active in self._unread:
+            self._reader.add(vals, sigma, active)
+        self._unread.clear()
+
     # -- what was recorded ---------------------------------------------------------------------
     @property
     def steps(self) -> int:
-        return self._acc.steps
+        return self._acc.steps + len(self._unread)
 
     @property
     def sum(self) -> np.ndarray:
         """sum_t y_{t,i}: the summed readings in units of C."""
+        self._flush()
         return self._acc.sum
 
     @property
     def lr_sum(self) -> np.ndarray:
+        self._flush()
         return self._acc.lr_sum
 
     def white_box_scores(self, kind: str = "lr") -> np.ndarray:
@@ -741,6 +773,7 @@ class GradientCanaries:
           optimal likelihood-ratio score when real data leaves the coordinate alone;
         * ``"sum"``: s_i = a_i sum_t y_{t,i} - q T a_i^2 / 2.
         """
+        self._flush()
         return self._acc.scores(kind)
 
     def last_iterate_scores(self) -> np.ndarray:
@@ -772,6 +805,7 @@ class GradientCanaries:
         """The released-noise readings of the run so far, as :class:`RunFacts` fields
         (``noise_sum_squares``, ``noise_coordinates``, ``noise_unit``,
         ``step_noise_multipliers``; :class:`dpaudit.canaries.ReleaseReader`)."""
+        self._flush()
         return self._reader.noise_record()
 
 
