@@ -91,6 +91,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpaudit.canaries.scores import log_bernoulli_mgf
 from dpaudit.validation import check_probability
 
 __all__ = ["CONTRIBUTION_ALPHA", "LAMBDAS", "ContributionRecord", "ContributionReading",
@@ -105,7 +106,7 @@ LAMBDAS = 2.0 ** np.arange(-5, 4)
 
 def _psi(u: np.ndarray, q: float) -> np.ndarray:
     """log(1 - q + q e^u) - q u, the cumulant generating function of c - q, c ~ Bern(q)."""
-    return np.logaddexp(math.log1p(-q), math.log(q) + u) - q * u
+    return log_bernoulli_mgf(u, q) - q * u
 
 
 def private_canaries(plant_coords: np.ndarray, plant_values: np.ndarray,
