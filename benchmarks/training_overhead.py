@@ -36,7 +36,9 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 MODELS = ("digits_mlp", "cnn", "transformer", "wide_mlp")
 _STUDIES = Path(__file__).resolve().parent.parent / "studies"
@@ -138,8 +140,8 @@ def _time_hooks(can: object, total: list[float]) -> None:
     """Add the CPU seconds of the canaries' own work inside the loop (their Poisson draw,
     the planting, the read of the released step) to ``total[0]``: the step hook's cost
     measured directly, apart from the run-to-run spread of the whole loop."""
-    def timed(f):  # type: ignore[no-untyped-def]
-        def run(*a, **k):  # type: ignore[no-untyped-def]
+    def timed(f: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*a: Any, **k: Any) -> Any:
             c0 = time.process_time()
             try:
                 return f(*a, **k)

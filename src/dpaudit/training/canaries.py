@@ -140,7 +140,7 @@ class _ReadIndex:
         self.shape = shape
         self.size = int(tensor.size)
 
-    def gather(self, params: Sequence[torch.Tensor],
+    def gather(self, params: Sequence[nn.Parameter],
                get: Callable[[nn.Parameter], torch.Tensor | None]) -> np.ndarray:
         """(n, k) float64 values of ``get(p)`` at the read coordinates (0 where None)."""
         buf = np.zeros(self.size)
