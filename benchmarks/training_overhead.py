@@ -13,7 +13,11 @@ same training without canaries: (placement + loop with canaries) / (loop without
 CPU seconds of the process (``time.process_time``, robust to the other jobs of a shared
 machine) and wall-clock seconds.  The canaries' process also times the audit statistics
 after training (``white_box_scores``, ``facts`` with the released-noise record, the claim
-checks with the released-noise check, ``audit_training`` end to end).
+checks with the released-noise check, ``audit_training`` end to end), and the CPU seconds of
+the canaries' own work inside the loop (their Poisson draw, the planting, the read of each
+released step; ``_time_hooks``): with the placement, the audit's cost measured directly,
+"placement + hooks / loop", apart from the run-to-run spread of the whole loop on a shared
+machine.
 
 Models: the digits MLP (64-256-10, 19k parameters), and the digits CNN (Conv2d(1, 8, 3) ->
 Linear(288, 10)) and the stock ``nn.TransformerEncoderLayer`` text model (dropout 0.1,
@@ -32,7 +36,9 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 MODELS = ("digits_mlp", "cnn", "transformer", "wide_mlp")
 _STUDIES = Path(__file__).resolve().parent.parent / "studies"
@@ -89,8 +95,10 @@ def _one(model: str, canaries: int, steps: int, examples: int | None) -> dict[st
     gsm = GradSampleModule(net)
     opt = DPOptimizer(torch.optim.SGD(net.parameters(), lr=0.5), noise_multiplier=1.0,
                       max_grad_norm=1.0, expected_batch_size=int(q * len(x)))
+    hooks = [0.0]
     if can is not None:
         can.attach(opt)
+        _time_hooks(can, hooks)
     loader = DPDataLoader(torch.utils.data.TensorDataset(x, y), sample_rate=q,
                           generator=torch.Generator().manual_seed(0))
     t0, c0 = time.perf_counter(), time.process_time()
@@ -103,11 +111,15 @@ def _one(model: str, canaries: int, steps: int, examples: int | None) -> dict[st
             done += 1
             if done >= steps:
                 break
+    if can is not None and hasattr(can, "_flush"):  # the readings the hook still holds
+        c1 = time.process_time()
+        can._flush()
+        hooks[0] += time.process_time() - c1
     train, cpu = time.perf_counter() - t0, time.process_time() - c0
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out = {"model": model, "parameters": d, "canaries": canaries, "steps": steps,
            "train_seconds": train, "train_cpu": cpu, "placement_seconds": place,
-           "placement_cpu": place_cpu, "peak_rss_mb": rss}
+           "placement_cpu": place_cpu, "peak_rss_mb": rss, "hooks_cpu": hooks[0]}
     if can is not None:
         c0 = time.process_time()
         scores = can.white_box_scores()
@@ -122,6 +134,23 @@ def _one(model: str, canaries: int, steps: int, examples: int | None) -> dict[st
         out.update(scores_cpu=c1 - c0, facts_cpu=c2 - c1, checks_cpu=c3 - c2,
                    audit_cpu=c4 - c3, statistics_cpu=c4 - c0)
     return out
+
+
+def _time_hooks(can: object, total: list[float]) -> None:
+    """Add the CPU seconds of the canaries' own work inside the loop (their Poisson draw,
+    the planting, the read of the released step) to ``total[0]``: the step hook's cost
+    measured directly, apart from the run-to-run spread of the whole loop."""
+    def timed(f: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*a: Any, **k: Any) -> Any:
+            c0 = time.process_time()
+            try:
+                return f(*a, **k)
+            finally:
+                total[0] += time.process_time() - c0
+        return run
+
+    for name in ("_draw", "_add_clipped", "_plant", "_record"):
+        setattr(can, name, timed(getattr(can, name)))
 
 
 def _median(rows: list[dict[str, float]], key: str) -> float:
@@ -158,8 +187,8 @@ def main() -> None:
     print("| model | parameters | loop CPU s (no canaries) | placement CPU s | loop with "
           "canaries | **CPU overhead, placement included** | (loop only) | wall s (no) "
           "| wall s (with, placement included) | wall overhead | peak RSS MB (no) | (with) "
-          "| audit statistics CPU s |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| audit statistics CPU s | canary hooks CPU s (per step) | placement + hooks / loop |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     child = [sys.executable, __file__, "--steps", str(args.steps)]
     if examples is None:
         child.append("--full-placement")
@@ -181,10 +210,12 @@ def main() -> None:
         wb = statistics.median(r["train_seconds"] + r["placement_seconds"] for r in b)
         ra, rb = _median(a, "peak_rss_mb"), _median(b, "peak_rss_mb")
         st = _median(b, "statistics_cpu")
+        hk = _median(b, "hooks_cpu")
         print(f"| {model} | {int(a[0]['parameters']):,} | {ca:.2f} | {pc:.2f} "
               f"({pc / (ca / args.steps):.0f} steps) | {cb:.2f} | **{tot / ca - 1:+.1%}** | "
               f"{cb / ca - 1:+.1%} | {wa:.2f} | {wb:.2f} | {wb / wa - 1:+.1%} | {ra:.0f} | "
-              f"{rb:.0f} | {st:.2f} |", flush=True)
+              f"{rb:.0f} | {st:.2f} | {hk:.3f} ({hk / args.steps * 1e3:.2f} ms) | "
+              f"{(pc + hk) / ca:.1%} |", flush=True)
         details.append((model, {k: _median(b, k) for k in
                                 ("scores_cpu", "facts_cpu", "checks_cpu", "audit_cpu")}))
     print(f"\nload average at the end {os.getloadavg()[0]:.1f}; audit statistics, CPU s "

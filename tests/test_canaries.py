@@ -24,7 +24,7 @@ from dpaudit.canaries import (
     planted_amplitude,
     unit_rows,
 )
-from dpaudit.canaries.scores import SIGMA_FLOOR
+from dpaudit.canaries.scores import SIGMA_FLOOR, log_bernoulli_mgf
 
 
 @pytest.mark.slow
@@ -103,6 +103,20 @@ def test_lr_step_score_is_the_mixture_log_likelihood_ratio(amp: float) -> None:
     y, q, sigma = np.linspace(-3, 4, 15), 0.05, 0.8
     mix = (1 - q) * stats.norm.pdf(y, 0, sigma) + q * stats.norm.pdf(y, amp, sigma)
     assert np.allclose(lr_step_scores(y, q, sigma, amp), np.log(mix / stats.norm.pdf(y, 0, sigma)))
+
+
+def test_log_bernoulli_mgf_is_log_one_minus_q_plus_q_exp() -> None:
+    # the closed form where it does not overflow, NumPy's logaddexp beyond (to rounding)
+    u = np.linspace(-30, 30, 601)
+    for q in (1e-6, 0.05, 0.5, 0.999):
+        np.testing.assert_allclose(log_bernoulli_mgf(u, q), np.log(1 - q + q * np.exp(u)),
+                                   rtol=1e-13, atol=1e-15)
+    far = np.array([-1e4, -800.0, 800.0, 1e4, -np.inf, np.inf])
+    np.testing.assert_allclose(log_bernoulli_mgf(far, 0.05),
+                               np.logaddexp(math.log1p(-0.05), math.log(0.05) + far),
+                               rtol=1e-15)
+    assert np.array_equal(log_bernoulli_mgf(u, 1.0), u)          # a sure coin: u itself
+    assert np.isnan(log_bernoulli_mgf(np.array([np.nan]), 0.05)).all()
 
 
 def test_white_box_accumulator_sum_and_lr() -> None:

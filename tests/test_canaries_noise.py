@@ -40,6 +40,8 @@ def test_sum_squares_use_each_distinct_coordinate_once() -> None:
     assert mask.tolist() == [[True, False, True], [True, True, False]]
     vals = np.array([[1.0, 1.0, 2.0], [3.0, 0.5, 0.5]])
     assert noise_sum_squares(vals, mask) == pytest.approx(1 + 4 + 9 + 0.25)
+    # the flat indices of the mask (the step hook's form): the same values, the same sum
+    assert noise_sum_squares(vals, np.flatnonzero(mask)) == noise_sum_squares(vals, mask)
 
 
 @pytest.mark.slow

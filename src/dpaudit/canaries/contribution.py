@@ -91,6 +91,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpaudit.canaries.scores import log_bernoulli_mgf
 from dpaudit.validation import check_probability
 
 __all__ = ["CONTRIBUTION_ALPHA", "LAMBDAS", "ContributionRecord", "ContributionReading",
@@ -105,7 +106,7 @@ LAMBDAS = 2.0 ** np.arange(-5, 4)
 
 def _psi(u: np.ndarray, q: float) -> np.ndarray:
     """log(1 - q + q e^u) - q u, the cumulant generating function of c - q, c ~ Bern(q)."""
-    return np.logaddexp(math.log1p(-q), math.log(q) + u) - q * u
+    return log_bernoulli_mgf(u, q) - q * u
 
 
 def private_canaries(plant_coords: np.ndarray, plant_values: np.ndarray,
@@ -260,15 +261,21 @@ class ContributionAccumulator:
         ok = np.isfinite(yy)               # a non-finite release is left out of the sums
         m = np.divide(self._off_sum, self._off_count, out=np.zeros_like(self._off_sum),
                       where=self._off_count > 0)
-        r = np.where(ok, yy - m, 0.0)
-        e = np.where(ok, r - self.amplitude * c, 0.0)
-        cq = np.where(ok, c - self.q, 0.0)
+        if ok.all():                       # the usual step: the same sums, fewer passes
+            r = yy - m
+            e = r - self.amplitude * c
+            cq = c - self.q
+            amp, off = self.amplitude, c == 0
+        else:
+            r = np.where(ok, yy - m, 0.0)
+            e = np.where(ok, r - self.amplitude * c, 0.0)
+            cq = np.where(ok, c - self.q, 0.0)
+            amp, off = np.where(ok, self.amplitude, 0.0), ok & (c == 0)
         self._s += float(cq @ e)
         self._psi += _psi(np.outer(self.lambdas, e), self.q).sum(axis=1)
         self._planted_sum += float(c @ r)
-        self._amp_sum += float(c @ np.where(ok, self.amplitude, 0.0))
-        self._planted += int((c * ok).sum())
-        off = ok & (c == 0)
+        self._amp_sum += float(c @ amp)
+        self._planted += int(c @ ok)
         self._off_sum += np.where(off, yy, 0.0)
         self._off_count += off
 

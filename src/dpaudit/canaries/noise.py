@@ -123,8 +123,12 @@ def distinct_mask(coords: np.ndarray) -> np.ndarray:
 
 def noise_sum_squares(values: np.ndarray, mask: np.ndarray) -> float:
     """S_t: the sum of squares of one step's read values (units of C) at the distinct
-    coordinates selected by ``mask``."""
-    v = np.asarray(values, dtype=float)[mask]
+    coordinates selected by ``mask`` (a boolean mask of ``values``' shape, or the flat
+    indices ``np.flatnonzero(mask)``: the same values in the same order, a cheaper gather
+    for a step hook)."""
+    m = np.asarray(mask)
+    v = np.asarray(values, dtype=float)
+    v = v[m] if m.dtype == bool else v.ravel().take(m)
     return float(np.dot(v, v))
 
 

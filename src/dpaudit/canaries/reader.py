@@ -55,6 +55,7 @@ class ReleaseReader:
         self.accumulator = WhiteBoxAccumulator(plan.n, sampling_rate=q,
                                                amplitude=plan.amplitude)
         self._mask = distinct_mask(plan.read_coords)
+        self._distinct = np.flatnonzero(self._mask)   # the same, as flat indices (per step)
         self._ss: list[float] = []
         self._sigmas: list[float] = []
         private = private_canaries(plan.plant_coords, plan.plant_values, plan.read_coords)
@@ -89,7 +90,7 @@ class ReleaseReader:
                              f"{self.plan.read_coords.shape}; got {v.shape}")
         y = self.plan.read(v)
         self.accumulator.add(y, noise_multiplier)
-        self._ss.append(noise_sum_squares(v, self._mask))
+        self._ss.append(noise_sum_squares(v, self._distinct))
         self._sigmas.append(float(noise_multiplier))
         if planted is not None:
             self.contribution.add(y, planted)

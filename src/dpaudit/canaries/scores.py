@@ -36,8 +36,8 @@ import numpy as np
 
 from dpaudit.validation import check_choice, check_probability
 
-__all__ = ["WHITE_BOX_KINDS", "lr_step_scores", "WhiteBoxAccumulator", "last_iterate_scores",
-           "black_box_scores", "SIGMA_FLOOR"]
+__all__ = ["WHITE_BOX_KINDS", "lr_step_scores", "log_bernoulli_mgf", "WhiteBoxAccumulator",
+           "last_iterate_scores", "black_box_scores", "SIGMA_FLOOR"]
 
 WHITE_BOX_KINDS = ("lr", "sum")
 #: the smallest noise multiplier the likelihood-ratio score divides by (a step reported with
@@ -45,14 +45,27 @@ WHITE_BOX_KINDS = ("lr", "sum")
 SIGMA_FLOOR = 1e-3
 
 
+def log_bernoulli_mgf(u: np.ndarray, q: float) -> np.ndarray:
+    """log(1 - q + q e^u) elementwise (the log moment generating function of Bernoulli(q)
+    at u), in log space for any u: with c = log(1 - q) and d = u + log q - c, it is
+    c + max(d, 0) + log1p(exp(-|d|)) -- ``np.logaddexp(c, log q + u)`` written with NumPy's
+    vectorised exp and log1p (several times faster per element; the same value to rounding),
+    since the step hooks evaluate it for every canary at every step."""
+    u = np.asarray(u, dtype=float)
+    if q >= 1:
+        return u + math.log(q)
+    c = math.log1p(-q)
+    d = u + (math.log(q) - c)
+    return c + np.maximum(d, 0.0) + np.log1p(np.exp(-np.abs(d)))
+
+
 def lr_step_scores(y: np.ndarray, sampling_rate: float, noise_multiplier: float,
                    amplitude: np.ndarray | float = 1.0) -> np.ndarray:
-    """log(1 - q + q exp((a y - a^2/2) / sigma^2)) elementwise, in log space (logaddexp)."""
-    q = sampling_rate
+    """log(1 - q + q exp((a y - a^2/2) / sigma^2)) elementwise, in log space
+    (:func:`log_bernoulli_mgf`)."""
     a = np.asarray(amplitude, dtype=float)
-    log1mq = math.log1p(-q) if q < 1 else -math.inf
-    return np.logaddexp(log1mq, math.log(q) + (a * np.asarray(y) - a * a / 2)
-                        / noise_multiplier ** 2)
+    return log_bernoulli_mgf((a * np.asarray(y) - a * a / 2) / noise_multiplier ** 2,
+                             sampling_rate)
 
 
 class WhiteBoxAccumulator:

@@ -87,16 +87,6 @@ def _numpy(t: torch.Tensor) -> np.ndarray:
     return t.detach().cpu().double().numpy()
 
 
-def _take(v: torch.Tensor, index: _PerDevice) -> np.ndarray:
-    """``v``'s flat values at ``index`` as float64 NumPy: on the CPU a NumPy gather of the
-    tensor's own memory (a fraction of torch's advanced indexing per call, which a step
-    hook pays every step), elsewhere ``index_select`` on the device, then one transfer."""
-    flat = v.detach().reshape(-1)
-    if flat.device.type == "cpu" and flat.dtype in (torch.float32, torch.float64):
-        return flat.numpy()[index.cpu_numpy]
-    return _numpy(flat.index_select(0, index.on(flat.device)))
-
-
 def _model_device(model: nn.Module) -> torch.device:
     """The device of ``model``'s first parameter (the CPU for a model without one)."""
     p = next(iter(model.parameters()), None)
@@ -122,6 +112,56 @@ class _PerDevice:
         if t is None:
             t = self._by[device] = self.cpu.to(device)
         return t
+
+
+def _fast_cpu(v: torch.Tensor) -> bool:
+    """True when NumPy can work on ``v``'s own memory: a CPU float32/float64 tensor that
+    autograd does not track (a fraction of torch's per-call cost, which a step hook pays
+    once per parameter tensor every step)."""
+    return (v.is_cpu and v.dtype in (torch.float32, torch.float64) and not v.requires_grad
+            and v.layout == torch.strided)
+
+
+class _ReadIndex:
+    """The canaries' read coordinates grouped by parameter tensor, once: tensor j's values
+    fill the slice [a, b) of a tensor-ordered buffer (one gather per tensor, none per
+    canary), and one permutation puts the buffer in the plan's (n, k) order.  On the CPU the
+    gather is NumPy's on the tensor's memory; on another device ``index_select`` there and
+    one transfer per device for all its tensors."""
+
+    def __init__(self, tensor: np.ndarray, local: np.ndarray, shape: tuple[int, ...]) -> None:
+        order = np.argsort(tensor, kind="stable")
+        js, starts = np.unique(tensor[order], return_index=True)
+        ends = np.append(starts[1:], tensor.size)
+        self.groups = [(int(j), int(a), int(b),
+                        _PerDevice(torch.from_numpy(local[order[a:b]].copy())))
+                       for j, a, b in zip(js, starts, ends, strict=True)]
+        self.unsort = np.argsort(order)
+        self.shape = shape
+        self.size = int(tensor.size)
+
+    def gather(self, params: Sequence[nn.Parameter],
+               get: Callable[[nn.Parameter], torch.Tensor | None]) -> np.ndarray:
+        """(n, k) float64 values of ``get(p)`` at the read coordinates (0 where None)."""
+        buf = np.zeros(self.size)
+        elsewhere: dict[torch.device, list[tuple[int, int, torch.Tensor]]] = {}
+        for j, a, b, local in self.groups:          # tensors, not canaries
+            v = get(params[j])
+            if v is None:
+                continue
+            if _fast_cpu(v):
+                buf[a:b] = v.numpy().ravel()[local.cpu_numpy]
+            else:
+                flat = v.detach().reshape(-1)
+                elsewhere.setdefault(flat.device, []).append(
+                    (a, b, flat.index_select(0, local.on(flat.device))))
+        for parts in elsewhere.values():            # one transfer per device
+            vals = _numpy(torch.cat([t for _, _, t in parts]))
+            at = 0
+            for a, b, _ in parts:
+                buf[a:b] = vals[at:at + b - a]
+                at += b - a
+        return buf[self.unsort].reshape(self.shape)
 
 
 def _flat_per_example_grads(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
@@ -199,6 +239,10 @@ ACTIVITY_EXAMPLES = 512
 #: the silence check of a sampled placement covers this many times ``examples``
 #: (:func:`coordinate_activity`)
 CHECK_FACTOR = 8
+
+#: steps whose canary coins are drawn at once, and whose readings the step hook hands to
+#: the reader together (:meth:`GradientCanaries._flush`)
+STEP_BLOCK = 32
 
 #: per-example gradient rows held at once by the placement (chunks of at least 16
 #: examples): 2^22 floats (16 MiB), under one training step's per-sample gradients
@@ -468,15 +512,18 @@ class GradientCanaries:
         self._reader = ReleaseReader(plan, max_grad_norm=self.clip, sampling_rate=q,
                                      layout=self.layout)
         self._acc = self._reader.accumulator
-        t, local = self.layout.split(plan.read_coords.ravel())
-        self._read_t, self._read_local = t, local
-        # per tensor, once: which read slots it holds and their offsets in it
-        self._read_index = [(int(j), np.flatnonzero(t == j),
-                             _PerDevice(torch.from_numpy(local[t == j].copy())))
-                            for j in np.unique(t)]
+        self._reads = _ReadIndex(*self.layout.split(plan.read_coords.ravel()),
+                                 plan.read_coords.shape)
         self._theta0 = self._gather_read(lambda p: p.detach())
         self._plant_t, self._plant_local = self.layout.split(plan.plant_coords)
-        self._merged = _merge_repeats(plan.plant_coords, plan.plant_values)
+        self._merged = _merge_repeats(plan.plant_coords, plan.plant_values) * self.clip
+        self._norms = np.zeros(self.n)      # the planted vectors' norms (set by attach)
+        # steps drawn or read at once (STEP_BLOCK, fewer for many canaries: 8 MiB a block)
+        self._block = max(1, min(STEP_BLOCK, (1 << 20) // max(1, plan.read_coords.size,
+                                                              self.n)))
+        self._coins = np.zeros((0, self.n), dtype=bool)
+        self._coin_row = 0
+        self._unread: list[tuple[np.ndarray, float, np.ndarray]] = []
         self._sparse = False
         self._active = np.zeros(0, dtype=np.int64)   # the canaries planted at this step
         self._pending = False
@@ -537,12 +584,7 @@ class GradientCanaries:
     # -- coordinate helpers ------------------------------------------------------------------
     def _gather_read(self, get: Callable[[nn.Parameter], torch.Tensor | None]) -> np.ndarray:
         """(n, k) values at the canaries' read coordinates (zeros where ``get`` is None)."""
-        out = np.zeros(self._read_t.size)
-        for j, slots, local in self._read_index:  # tensors, not canaries
-            v = get(self.params[j])
-            if v is not None:
-                out[slots] = _take(v, local)
-        return out.reshape(self.plan.read_coords.shape)
+        return self._reads.gather(self.params, get)
 
     def _gather(self, get: Callable[[nn.Parameter], torch.Tensor | None]) -> np.ndarray:
         """(n,) readings of a parameter-shaped quantity (``get(p)``) along each canary's read
@@ -574,6 +616,11 @@ class GradientCanaries:
         self._dp = np.array([id(p) in dp_ids for p in self.params])
         self._sparse = _stock_clipping(optimizer)
         self._all_dp = bool(self._dp[self._plant_t.ravel()].all())
+        # |v| of each planted vector over the optimizer's tensors (its clipping norm)
+        sq = self._merged * self._merged
+        if not self._all_dp:
+            sq = np.where(self._dp[self._plant_t], sq, 0.0)
+        self._norms = np.sqrt(sq.sum(axis=1))
 
         def first_clip(original_clip: Callable[[], None]) -> None:
             active = self._draw()
@@ -593,9 +640,15 @@ class GradientCanaries:
         return _batch_unit(opt)
 
     def _draw(self) -> np.ndarray:
-        """This step's sampled included canaries (each included canary w.p. q)."""
-        sampled = self._rng.random(self.n) < self.q
-        return np.flatnonzero(sampled & self.bits)
+        """This step's sampled included canaries (each included canary w.p. q).  The coins
+        of the next :data:`STEP_BLOCK` steps are drawn at once: ``rng.random((B, n))`` is
+        the stream of B successive ``rng.random(n)``, so the draws are those of one call
+        per step (tested)."""
+        if self._coin_row >= self._coins.shape[0]:
+            self._coins = (self._rng.random((self._block, self.n)) < self.q) & self.bits
+            self._coin_row = 0
+        self._coin_row += 1
+        return np.flatnonzero(self._coins[self._coin_row - 1])
 
     def _add_clipped(self, opt: object, active: np.ndarray) -> None:
         """Sparse planting for Opacus's stock clipping (:func:`_stock_clipping`): each
@@ -606,27 +659,32 @@ class GradientCanaries:
         Opacus would form from dense canary rows, without rows of full parameter size
         (``benchmarks/training_overhead.py``).  Coordinates on parameters outside the
         optimizer get the unclipped gradient, as in :meth:`_plant`."""
-        vals = self._merged[active] * self.clip                  # (k, m)
-        sq = vals * vals
-        if not self._all_dp:
-            t = self._plant_t[active]
-            sq = np.where(self._dp[t], sq, 0.0)
-        factor = np.minimum(float(opt.max_grad_norm) / (np.sqrt(sq.sum(axis=1)) + 1e-6), 1.0)
+        vals = self._merged[active]                              # (k, m), times C
+        factor = np.minimum(float(opt.max_grad_norm) / (self._norms[active] + 1e-6), 1.0)
         # only the sampled canaries' cells (about q n / 2 rows of m), grouped by tensor
-        clipped = (vals * factor[:, None]).ravel()
         t = self._plant_t[active].ravel()
-        local = self._plant_local[active].ravel()
-        for j in np.flatnonzero(np.bincount(t)):                 # tensors, not canaries
-            if not self._dp[j]:
+        order = np.argsort(t, kind="stable")
+        clipped = (vals * factor[:, None]).ravel()[order]
+        local = self._plant_local[active].ravel()[order]
+        counts = np.bincount(t, minlength=len(self.params)).tolist()
+        b = 0
+        for j, c in enumerate(counts):                           # tensors, not canaries
+            a, b = b, b + c
+            if not c or not self._dp[j]:
                 continue
             p = self.params[j]
             if not p.summed_grad.is_contiguous():
                 p.summed_grad = p.summed_grad.contiguous()
             sg = p.summed_grad
-            sel = t == j
+            if _fast_cpu(sg):
+                # NumPy's unbuffered add on the sum's memory, the values rounded to its dtype
+                # first: index_add_'s sums, in its order (canaries may share a coordinate)
+                view = sg.numpy().reshape(-1)
+                np.add.at(view, local[a:b], clipped[a:b].astype(view.dtype))
+                continue
             # index and values on the sum's device (index_add_ wants both there)
-            sg.view(-1).index_add_(0, _on(torch.from_numpy(local[sel]), sg),
-                                   _on(torch.from_numpy(clipped[sel]), sg, cast=True))
+            sg.view(-1).index_add_(0, _on(torch.from_numpy(local[a:b]), sg),
+                                   _on(torch.from_numpy(clipped[a:b]), sg, cast=True))
         if not self._all_dp:
             self._bypass(opt, self._plant_t[active], self._plant_local[active],
                          self.plan.plant_values[active] * self.clip)
@@ -674,23 +732,37 @@ class GradientCanaries:
         sigma = 0: it is scored and reported, :meth:`facts`)."""
         vals = self._gather_read(lambda p: p.grad) * (self._batch_unit(opt) / self.clip)
         sigma = float(opt.noise_multiplier)
-        self._reader.add(vals, sigma, self._active)
+        self._unread.append((vals, sigma, self._active))
+        if len(self._unread) >= self._block:
+            self._flush()
         self._active = np.zeros(0, dtype=np.int64)
         self._sigmas.append(sigma)
         self._clips.extend(_clip_norms(opt))
 
+    def _flush(self) -> None:
+        """Hand the recorded steps to the reader, in order.  The step hook keeps up to
+        :data:`STEP_BLOCK` steps' readings and hands them over together: the reader's
+        statistics run back to back, with warm caches, instead of between the training's
+        own work (where each NumPy call costs several times more); every accessor of the
+        results flushes first."""
+        for vals, sigma, active in self._unread:
+            self._reader.add(vals, sigma, active)
+        self._unread.clear()
+
     # -- what was recorded ---------------------------------------------------------------------
     @property
     def steps(self) -> int:
-        return self._acc.steps
+        return self._acc.steps + len(self._unread)
 
     @property
     def sum(self) -> np.ndarray:
         """sum_t y_{t,i}: the summed readings in units of C."""
+        self._flush()
         return self._acc.sum
 
     @property
     def lr_sum(self) -> np.ndarray:
+        self._flush()
         return self._acc.lr_sum
 
     def white_box_scores(self, kind: str = "lr") -> np.ndarray:
@@ -701,6 +773,7 @@ class GradientCanaries:
           optimal likelihood-ratio score when real data leaves the coordinate alone;
         * ``"sum"``: s_i = a_i sum_t y_{t,i} - q T a_i^2 / 2.
         """
+        self._flush()
         return self._acc.scores(kind)
 
     def last_iterate_scores(self) -> np.ndarray:
@@ -732,6 +805,7 @@ class GradientCanaries:
         """The released-noise readings of the run so far, as :class:`RunFacts` fields
         (``noise_sum_squares``, ``noise_coordinates``, ``noise_unit``,
         ``step_noise_multipliers``; :class:`dpaudit.canaries.ReleaseReader`)."""
+        self._flush()
         return self._reader.noise_record()
 
 
