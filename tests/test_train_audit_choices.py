@@ -32,6 +32,7 @@ print("rc", rc, "heavy", heavy)
     (["--model", "lm", "--finetune", "bogus"], "finetune"),
     (["--model", "lm", "--sequence-kind", "bogus"], "sequence_kind"),
     (["--model", "lm", "--device", "tpu"], "device"),
+    (["--model", "lm", "--flawed", "mean_noise"], "flawed"),  # an Opacus flaw, not the LM's
 ])
 def test_invalid_choice_refused_before_the_framework_import(args: list[str], name: str) -> None:
     r = subprocess.run([sys.executable, "-c", _PROBE, *args], capture_output=True, text=True,
@@ -53,6 +54,9 @@ def test_lm_choices_are_the_configs_own() -> None:
     assert trainer.FINETUNES == choices.LM_FINETUNES == ("full", "lora")
     assert canaries.SEQUENCE_KINDS == choices.LM_SEQUENCE_KINDS
     assert canaries.LM_SHAPES == choices.LM_SHAPES and corpus.CORPORA == choices.LM_CORPORA
+    from dpaudit.training.lm import flaws
+
+    assert flaws.LM_FLAWS == choices.LM_FLAWS
     choices.check_lm_choices(finetune="lora", sequence_kind="random", device="cuda:1")
     with pytest.raises(ValueError, match="sequence_kind must be one of"):
         choices.check_lm_choices(finetune=None, sequence_kind="x", device=None)

@@ -104,7 +104,8 @@ def run_train_audit_observed(
                              "'opacus', mechanism 'dpsgd')")
         from dpaudit.training.choices import check_lm_choices
 
-        check_lm_choices(finetune=finetune, sequence_kind=sequence_kind, device=device)
+        check_lm_choices(finetune=finetune, sequence_kind=sequence_kind, device=device,
+                         flawed=flawed)
         lm_kw = {k: x for k, x in (("finetune", finetune), ("sequence_kind", sequence_kind),
                                    ("pretrain_steps", pretrain_steps), ("device", device))
                  if x is not None}

@@ -14,7 +14,7 @@ from dpaudit.validation import check_choice
 
 __all__ = ["FRAMEWORKS", "MODELS", "JAX_MODELS", "FLAWS", "JAX_FLAWS", "DATASETS",
            "SHAPE_SETS", "MECHANISMS", "LM_FINETUNES", "LM_SEQUENCE_KINDS", "LM_CORPORA",
-           "LM_SHAPES", "check_train_audit", "check_lm_choices"]
+           "LM_SHAPES", "LM_FLAWS", "check_train_audit", "check_lm_choices"]
 
 FRAMEWORKS = ("opacus", "jax")
 #: Opacus models (``training.models.make_model``)
@@ -40,6 +40,9 @@ LM_SEQUENCE_KINDS = ("new_token", "new_token_key", "rare_token", "random")
 LM_CORPORA = ("pydoc", "synthetic")
 #: the LM's white-box canary shapes (``training.lm.canaries``)
 LM_SHAPES = ("dirac", "tensors")
+#: ``--model lm`` flaws (``training.lm.flaws``)
+LM_FLAWS = ("embedding_outside_dp", "head_outside_dp", "skipped_noise", "per_layer_clipping",
+            "wrong_epochs", "wrong_sampling_rate")
 
 
 def check_train_audit(*, framework: str, mechanism: str, model: str, canary: str,
@@ -68,7 +71,7 @@ def check_train_audit(*, framework: str, mechanism: str, model: str, canary: str
 
 
 def check_lm_choices(*, finetune: str | None, sequence_kind: str | None,
-                     device: str | None) -> None:
+                     device: str | None, flawed: str | None = None) -> None:
     """ValueError naming the first invalid ``--model lm`` choice (None = not given), before
     torch and transformers are imported (:class:`dpaudit.training.lm.LMConfig` checks the
     same again)."""
@@ -78,3 +81,5 @@ def check_lm_choices(*, finetune: str | None, sequence_kind: str | None,
         check_choice("sequence_kind", sequence_kind, LM_SEQUENCE_KINDS)
     if device is not None:
         check_choice("device", device.split(":")[0], ("cpu", "cuda", "mps"))
+    if flawed is not None:
+        check_choice("flawed", flawed, LM_FLAWS)

@@ -31,13 +31,12 @@ from opacus.optimizers import DPOptimizer
 from opacus.optimizers.optimizer import _mark_as_processed
 
 from dpaudit.canaries.claims import ClaimCheck
+from dpaudit.training.choices import LM_FLAWS
 from dpaudit.training.flaws import PerTensorClippingOptimizer, optimizer_class
 
 __all__ = ["LM_FLAWS", "SKIP_EVERY", "STEP_UNDERCOUNT", "RATE_OVERCOUNT",
            "SkippedNoiseOptimizer", "lm_optimizer_class", "NoiseProbe"]
 
-LM_FLAWS = ("embedding_outside_dp", "head_outside_dp", "skipped_noise", "per_layer_clipping",
-            "wrong_epochs", "wrong_sampling_rate")
 SKIP_EVERY = 4
 STEP_UNDERCOUNT = 5
 RATE_OVERCOUNT = 4
