@@ -1,8 +1,10 @@
 """``train-audit`` refuses an invalid choice before torch, Opacus or JAX is imported (one
-``error:`` line, exit 2), in a fresh interpreter so nothing was imported before."""
+``error:`` line, exit 2): the cases run in turn in one fresh interpreter, which imported
+nothing before (one interpreter start instead of one per case)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -11,16 +13,17 @@ import pytest
 from dpaudit.training.choices import check_train_audit
 
 _PROBE = """
-import sys
+import json, sys
 from dpaudit.cli import main
-rc = main(["train-audit", *sys.argv[1:]])
-heavy = sorted(m for m in ("torch", "opacus", "jax", "jax_privacy") if m in sys.modules)
-print("rc", rc, "heavy", heavy)
+for args in json.loads(sys.argv[1]):
+    rc = main(["train-audit", *args])
+    heavy = sorted(m for m in ("torch", "opacus", "jax", "jax_privacy") if m in sys.modules)
+    print("rc", rc, "heavy", heavy)
+    sys.stderr.write("--- end of case\\n")
 """
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("args,name", [
+_CASES = [
     (["--model", "nan"], "model"),
     (["--flawed", "nope"], "flawed"),
     (["--framework", "jax", "--flawed", "lowered_sigma"], "flawed"),  # an Opacus-only flaw
@@ -33,13 +36,22 @@ print("rc", rc, "heavy", heavy)
     (["--model", "lm", "--sequence-kind", "bogus"], "sequence_kind"),
     (["--model", "lm", "--device", "tpu"], "device"),
     (["--model", "lm", "--flawed", "mean_noise"], "flawed"),  # an Opacus flaw, not the LM's
-])
-def test_invalid_choice_refused_before_the_framework_import(args: list[str], name: str) -> None:
-    r = subprocess.run([sys.executable, "-c", _PROBE, *args], capture_output=True, text=True,
-                       timeout=120)
-    assert r.stdout.strip().splitlines()[-1] == "rc 2 heavy []", r.stdout + r.stderr
-    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
-    assert len(errors) == 1 and errors[0].startswith(f"error: {name} must be"), r.stderr
+]
+
+
+@pytest.mark.slow
+def test_invalid_choice_refused_before_the_framework_import() -> None:
+    # one fresh interpreter for every case, in turn: a case that imported a framework would
+    # show it in its own line (and every later one), so each line names the first culprit
+    r = subprocess.run([sys.executable, "-c", _PROBE, json.dumps([a for a, _ in _CASES])],
+                       capture_output=True, text=True, timeout=300)
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("rc ")]
+    errs = r.stderr.split("--- end of case\n")
+    assert len(lines) == len(_CASES), r.stdout + r.stderr
+    for (args, name), line, err in zip(_CASES, lines, errs[:-1], strict=True):
+        assert line == "rc 2 heavy []", (args, line, err)
+        errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
+        assert len(errors) == 1 and errors[0].startswith(f"error: {name} must be"), (args, err)
 
 
 @pytest.mark.slow
