@@ -218,11 +218,16 @@ def test_the_branch_is_decided_by_the_models_silent_coordinates() -> None:
     # almost every pixel); the digits MLP 64-256-10 has the weights of the always-0 pixels
     import numpy as np
 
-    from dpaudit.training import TrainingConfig
+    from dpaudit.training import (
+        CanaryBranch,
+        TrainingConfig,
+        canary_branch_if_needed,
+        needs_canary_branch,
+    )
     from dpaudit.training.canaries import coordinate_activity
     from dpaudit.training.data import load_data
     from dpaudit.training.models import make_model
-    from dpaudit.training.trainer import needs_canary_branch
+    from dpaudit.training.trainer import config_needs_canary_branch
 
     for kind in ("cnn", "mlp"):
         data = load_data("digits", 0, image=kind == "cnn")
@@ -232,11 +237,20 @@ def test_the_branch_is_decided_by_the_models_silent_coordinates() -> None:
         silent = int(np.count_nonzero(coordinate_activity(model, x, y, 1.0) == 0))
         assert (silent < 100) == (kind == "cnn") and silent < 2000
         for n in (100, silent, silent + 1):
-            cfg = TrainingConfig(model=kind, canaries=max(n, 1))
-            assert needs_canary_branch(cfg, model, x, y) == (silent < max(n, 1))
+            n = max(n, 1)
+            assert needs_canary_branch(model, x, y, n) == (silent < n)
+            assert config_needs_canary_branch(TrainingConfig(model=kind, canaries=n), model,
+                                              x, y) == (silent < n)
+            wrapped = canary_branch_if_needed(model, x, y, n)
+            assert isinstance(wrapped, CanaryBranch) == (silent < n)
+            assert (wrapped is model) == (silent >= n)
         # input canaries and the group outside the DP optimizer never get one
-        assert not needs_canary_branch(TrainingConfig(model=kind, canary="input",
-                                                      threat="black_box", canaries=10_000,
-                                                      input_kind="flip"), model, x, y)
-    assert not needs_canary_branch(TrainingConfig(flawed="non_private_group", canaries=10_000),
-                                   model, x, y)
+        assert not config_needs_canary_branch(
+            TrainingConfig(model=kind, canary="input", threat="black_box", canaries=10_000,
+                           input_kind="flip"), model, x, y)
+    assert not config_needs_canary_branch(
+        TrainingConfig(flawed="non_private_group", canaries=10_000), model, x, y)
+    # more canaries than coordinates: always; bad counts are refused by name
+    assert needs_canary_branch(model, x, y, sum(p.numel() for p in model.parameters()) + 1)
+    with pytest.raises(ValueError, match="canaries"):
+        needs_canary_branch(model, x, y, 0)

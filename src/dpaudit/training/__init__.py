@@ -13,7 +13,8 @@ Public API (stable; other modules such as the case studies build on it):
 * models:    :data:`MODELS`, :func:`make_model` ("mlp", "cnn", "logreg"),
   :func:`trainable_parameters`, :func:`count_coordinates`, :func:`accuracy`;
   :class:`CanaryBranch` / :func:`with_canary_branch` (silent coordinates added to any
-  model for gradient canaries: wrap before ``make_private``);
+  model for gradient canaries: wrap before ``make_private``), :func:`canary_branch_if_needed`
+  / :func:`needs_canary_branch` (wrap only a model short of silent coordinates);
 * canaries:  :class:`GradientCanaries` (Dirac gradient canaries planted into an Opacus
   ``DPOptimizer``: ``GradientCanaries.for_model(...).attach(optimizer)``, then
   ``white_box_scores()`` / ``last_iterate_scores()``), :func:`choose_coordinates`,
@@ -52,6 +53,7 @@ _NAMES = {
     "ExampleCanaries": "examples", "TokenCanaries": "examples",
     "reserve_token_rows": "examples", "ReservedModel": "models",
     "CanaryBranch": "branch", "with_canary_branch": "branch",
+    "needs_canary_branch": "branch", "canary_branch_if_needed": "branch",
     "FLAWS": "flaws", "optimizer_class": "flaws",
     "MODELS": "models", "accuracy": "models", "count_coordinates": "models",
     "make_model": "models", "trainable_parameters": "models",

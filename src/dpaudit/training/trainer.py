@@ -24,7 +24,7 @@ from torch.nn import functional as F
 
 from dpaudit.canaries import DEFAULT_SHAPES, Layout, RunFacts, plan_gradient_canaries
 from dpaudit.randomness import seed_sequence
-from dpaudit.training.branch import CanaryBranch
+from dpaudit.training.branch import CanaryBranch, needs_canary_branch
 from dpaudit.training.canaries import (
     GradientCanaries,
     InputCanaries,
@@ -78,7 +78,7 @@ class TrainingConfig(TrainingSettings):
     reserved features, canary shapes, the claimed steps and ``canary_branch`` (the model
     wrapped in a :class:`~dpaudit.training.branch.CanaryBranch` sized for the canaries:
     silent coordinates for gradient canaries on any model).  ``canary_branch=None`` (the
-    default) decides per run (:func:`needs_canary_branch`): gradient canaries on a model with
+    default) decides per run (:func:`config_needs_canary_branch`): gradient canaries on a model with
     fewer silent coordinates than canaries -- a dense model such as the CNN -- are planted on
     the branch; the run's config records the decision.
     """
@@ -152,26 +152,17 @@ def _seeds(seed: int) -> np.random.SeedSequence:
     return seed_sequence(seed, "training")
 
 
-def needs_canary_branch(cfg: TrainingConfig, model: torch.nn.Module, x: torch.Tensor,
-                        y: torch.Tensor) -> bool:
-    """``canary_branch=None``'s decision: gradient canaries (not under the
-    ``non_private_group`` flaw, whose group bypasses the DP optimizer) go on a branch when the
-    model has fewer silent coordinates than canaries -- coordinates no sampled example moves
-    under the probes of :func:`coordinate_activity` -- since only there does a canary read
-    its own contribution plus the noise and nothing else (a correct run's bound is then
-    distributed as the DP-SGD simulator's); on coordinates real data moves, the real
-    gradients' drift adds up over the steps and is not removed (docs/training.md, "Dense
-    models": on four dense models the branch took per-tensor clipping from 4-9 of 10 seeds
-    to 10 of 10 and the bound at 1,000 canaries to 57-86% of the claim)."""
+def config_needs_canary_branch(cfg: TrainingConfig, model: torch.nn.Module, x: torch.Tensor,
+                               y: torch.Tensor) -> bool:
+    """``canary_branch=None``'s decision for a run: gradient canaries (not under the
+    ``non_private_group`` flaw, whose group bypasses the DP optimizer) on a model that
+    :func:`~dpaudit.training.branch.needs_canary_branch` finds short of silent coordinates."""
     if cfg.canary != "gradient" or cfg.flawed == "non_private_group":
         return False
-    d = count_coordinates(model)
-    if d == 0:
+    if count_coordinates(model) == 0:
         return False  # refused with its own message by the caller
-    if cfg.canaries > d:
-        return True
-    act = coordinate_activity(model, x, y, cfg.max_grad_norm, seed=cfg.seed)
-    return int(np.count_nonzero(act == 0)) < cfg.canaries
+    return needs_canary_branch(model, x, y, cfg.canaries, max_grad_norm=cfg.max_grad_norm,
+                               seed=cfg.seed)
 
 
 def train_with_canaries(config: TrainingConfig, data: Dataset | None = None, *,
@@ -203,7 +194,7 @@ def train_with_canaries(config: TrainingConfig, data: Dataset | None = None, *,
                            reserved=reserved)
         x, y = data.x_train, data.y_train
         if cfg.canary_branch is None:
-            cfg = replace(cfg, canary_branch=needs_canary_branch(cfg, model, x, y))
+            cfg = replace(cfg, canary_branch=config_needs_canary_branch(cfg, model, x, y))
         if cfg.canary_branch:
             model = CanaryBranch(model, cfg.canaries)
         if count_coordinates(model) == 0:
