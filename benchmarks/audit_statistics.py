@@ -35,13 +35,13 @@ import os
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _common import baseline_src
 
 SIGMA, Q, STEPS, DELTA = 1.0, 0.05, 300, 1e-5
 ROOT = Path(__file__).resolve().parent.parent
@@ -129,13 +129,6 @@ def _child(canaries: int, reference: bool) -> dict[str, Any]:
             "epsilons": {r.method: r.epsilon for r in a.results}}
 
 
-def _baseline_src(rev: str, tmp: Path) -> Path:
-    archive = tmp / "src.tar"
-    subprocess.run(["git", "-C", str(ROOT), "archive", "-o", str(archive), rev, "src"],
-                   check=True)
-    with tarfile.open(archive) as tf:
-        tf.extractall(tmp, filter="data")
-    return tmp / "src"
 
 
 def _run(n: int, kind: str, baseline: Path | None) -> dict[str, Any]:
@@ -162,7 +155,7 @@ def main() -> None:
         print(json.dumps(_child(int(args.child[0]), args.child[1] == "before")))
         return
     with tempfile.TemporaryDirectory() as tmp:
-        baseline = (_baseline_src(args.baseline_rev, Path(tmp)) if args.baseline_rev
+        baseline = (baseline_src(args.baseline_rev, Path(tmp)) if args.baseline_rev
                     else None)
         _table(args.canaries, args.repeats, baseline, args.baseline_rev)
 

@@ -51,8 +51,9 @@ BENCHMARKS: dict[str, list[str]] = {
 
 
 def scripts() -> list[str]:
-    """Every benchmark script of this folder (all but this runner)."""
-    return sorted(p.name for p in HERE.glob("*.py") if p.name != Path(__file__).name)
+    """Every benchmark script of this folder (all but this runner and the ``_`` helpers)."""
+    return sorted(p.name for p in HERE.glob("*.py")
+                  if p.name != Path(__file__).name and not p.name.startswith("_"))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,10 +27,11 @@ import json
 import os
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
+
+from _common import baseline_src
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -79,13 +80,6 @@ def _run(src: Path, n: int, repeat: int) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def _baseline_src(rev: str, tmp: Path) -> Path:
-    archive = tmp / "src.tar"
-    subprocess.run(["git", "-C", str(ROOT), "archive", "-o", str(archive), rev, "src"],
-                   check=True)
-    with tarfile.open(archive) as tf:
-        tf.extractall(tmp, filter="data")
-    return tmp / "src"
 
 
 def main() -> None:
@@ -105,7 +99,7 @@ def main() -> None:
         ap.error("give --baseline-rev REV or --baseline-src DIR")
     with tempfile.TemporaryDirectory() as tmp:
         base_src = (Path(args.baseline_src) if args.baseline_src
-                    else _baseline_src(args.baseline_rev, Path(tmp)))
+                    else baseline_src(args.baseline_rev, Path(tmp)))
         runs: dict[str, list[dict]] = {"now": [], "baseline": []}
         for _ in range(args.rounds):  # interleaved, so that a busy machine hits both alike
             runs["now"].append(_run(ROOT / "src", args.n, args.repeat))
