@@ -254,3 +254,7 @@ def test_the_branch_is_decided_by_the_models_silent_coordinates() -> None:
     assert needs_canary_branch(model, x, y, sum(p.numel() for p in model.parameters()) + 1)
     with pytest.raises(ValueError, match="canaries"):
         needs_canary_branch(model, x, y, 0)
+    with pytest.raises(ValueError, match="model must be a torch.nn.Module"):
+        canary_branch_if_needed("model", x, y, 10)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="no trainable parameters"):
+        needs_canary_branch(nn.Sequential(nn.ReLU()), x, y, 10)

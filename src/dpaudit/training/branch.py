@@ -111,6 +111,8 @@ def needs_canary_branch(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cana
     from dpaudit.training.canaries import coordinate_activity
     from dpaudit.training.models import count_coordinates
 
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"model must be a torch.nn.Module; got {type(model).__name__}")
     canaries = check_count("canaries", canaries, minimum=1)
     d = count_coordinates(model)
     if d == 0:
