@@ -119,4 +119,4 @@ bench: $(VENV)/.installed-dev
 	PYTHONPATH=src $(BIN)/python benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) $(VENV_ZOO) $(LOGS) build site .mypy_cache *.egg-info src/*.egg-info
+	rm -rf $(VENV) $(VENV_ZOO) $(LOGS) build site .mypy_cache .jax_cache *.egg-info src/*.egg-info
