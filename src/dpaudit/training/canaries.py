@@ -572,12 +572,14 @@ class GradientCanaries:
                 f"over steps and that the audit cannot remove, so the bound falls towards 0 "
                 f"(dense models: {int(np.count_nonzero(act == 0))} coordinates here are "
                 f"untouched by every example).  Remedy: wrap the model in a CanaryBranch "
-                f"before make_private (dpaudit.training.with_canary_branch(model, n): "
-                f"coordinates no example moves), reserve input features that real data "
-                f"leaves at 0 (ReservedModel, ExampleCanaries; docs/training.md), use fewer "
-                f"canaries, or rank the coordinates on every example (activity_examples=None: "
-                f"more power on a dense model, for about 4 / sampling_rate batches of "
-                f"per-example gradients).", UserWarning, stacklevel=2)
+                f"before make_private (dpaudit.training.with_canary_branch(model, n), or "
+                f"canary_branch_if_needed(model, x, y, n), which wraps only a model short "
+                f"of silent coordinates: coordinates no example moves), reserve input "
+                f"features that real data leaves at 0 (ReservedModel, ExampleCanaries; "
+                f"docs/training.md), use fewer canaries, or rank the coordinates on every "
+                f"example (activity_examples=None: more power on a dense model, for about "
+                f"4 / sampling_rate batches of per-example gradients).", UserWarning,
+                stacklevel=2)
         return cls(params, sampling_rate=sampling_rate, max_grad_norm=max_grad_norm,
                    scale=scale, seed=seed, plan=plan)
 
