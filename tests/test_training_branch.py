@@ -258,3 +258,14 @@ def test_the_branch_is_decided_by_the_models_silent_coordinates() -> None:
         canary_branch_if_needed("model", x, y, 10)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="no trainable parameters"):
         needs_canary_branch(nn.Sequential(nn.ReLU()), x, y, 10)
+    # examples that are not the model's: an error naming x / y, never torch's traceback,
+    # and no decision from NaN inputs or an empty set
+    tiny = nn.Sequential(nn.Linear(4, 3))
+    lab = torch.zeros(10, dtype=torch.long)
+    for xb, yb, msg in ((torch.zeros(10, 5), lab, "batch of the model's inputs"),
+                        (torch.zeros(10, 4), lab[:7], "same number >= 1 of examples"),
+                        (torch.zeros(0, 4), lab[:0], "same number >= 1 of examples"),
+                        (torch.full((10, 4), float("nan")), lab, "x must be finite"),
+                        (np.zeros((10, 4)), lab, "torch tensors")):
+        with pytest.raises(ValueError, match=msg):
+            canary_branch_if_needed(tiny, xb, yb, 5)  # type: ignore[arg-type]

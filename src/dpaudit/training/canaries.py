@@ -249,6 +249,18 @@ STEP_BLOCK = 32
 _CHUNK_FLOATS = 1 << 22
 
 
+def _check_examples(x: torch.Tensor, y: torch.Tensor) -> None:
+    """ValueError unless ``x`` and ``y`` are tensors of the same length >= 1, ``x`` finite."""
+    if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor):
+        raise ValueError(f"x and y must be torch tensors; got {type(x).__name__} and "
+                         f"{type(y).__name__}")
+    if x.ndim == 0 or y.ndim == 0 or x.shape[0] != y.shape[0] or x.shape[0] == 0:
+        raise ValueError(f"x and y must hold the same number >= 1 of examples (first "
+                         f"dimension); got shapes {tuple(x.shape)} and {tuple(y.shape)}")
+    if x.is_floating_point() and not bool(torch.isfinite(x).all()):
+        raise ValueError("x must be finite (no NaN or infinity)")
+
+
 def coordinate_activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
                         max_grad_norm: float, *, probes: int = 4, seed: int = 0,
                         examples: int | None = ACTIVITY_EXAMPLES) -> np.ndarray:
@@ -282,6 +294,7 @@ def coordinate_activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
     seed = check_count("seed", seed)
     if examples is not None:
         examples = check_count("examples", examples, minimum=1)
+    _check_examples(x, y)
     gen = torch.Generator().manual_seed(seed)
     dev = _model_device(model)  # the data goes where the model is
     rng = stream(seed, "activity_probes")
@@ -295,8 +308,13 @@ def coordinate_activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
             n = int(x.shape[0])
             size = CHECK_FACTOR * examples
             check = np.sort(rng.permutation(n)[:size]) if size < n else np.arange(n)
-        act, moved = _activity(_hook_free_copy(model), x, y, max_grad_norm, probes, gen,
-                               parts, check, rng)
+        try:
+            act, moved = _activity(_hook_free_copy(model), x, y, max_grad_norm, probes, gen,
+                                   parts, check, rng)
+        except RuntimeError as e:  # the model's forward or the loss refused x / y
+            raise ValueError(f"x and y must be a batch of the model's inputs and class "
+                             f"labels (the model's forward or the cross-entropy loss "
+                             f"raised: {str(e).splitlines()[0]})") from e
     _rank_missed(act, moved)
     return act
 
