@@ -69,6 +69,20 @@ def test_lm_choices_are_the_configs_own() -> None:
     from dpaudit.training.lm import flaws
 
     assert flaws.LM_FLAWS == choices.LM_FLAWS
+    # the config accepts every listed value and refuses an unlisted one with the same message
+    from dpaudit.training.lm import LMConfig
+
+    for v in choices.LM_FINETUNES:
+        LMConfig(finetune=v)
+    for v in choices.LM_SEQUENCE_KINDS:
+        LMConfig(sequence_kind=v)
+    for kw in ({"finetune": "bogus"}, {"sequence_kind": "bogus"}, {"flawed": "mean_noise"}):
+        with pytest.raises(ValueError) as early:
+            choices.check_lm_choices(**{"finetune": None, "sequence_kind": None,
+                                        "device": None, **kw})
+        with pytest.raises(ValueError) as late:
+            LMConfig(**kw)
+        assert str(early.value) == str(late.value)
     choices.check_lm_choices(finetune="lora", sequence_kind="random", device="cuda:1")
     with pytest.raises(ValueError, match="sequence_kind must be one of"):
         choices.check_lm_choices(finetune=None, sequence_kind="x", device=None)
