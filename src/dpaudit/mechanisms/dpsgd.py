@@ -54,6 +54,7 @@ import numpy as np
 from scipy import stats
 from scipy.special import ndtr, ndtri
 
+from dpaudit.canaries.scores import log_bernoulli_mgf
 from dpaudit.curves import NumericCurve, SubsampledGaussianDP, dpsgd_curve
 from dpaudit.curves.base import Curve
 from dpaudit.mechanisms.base import SimulatedMechanism
@@ -237,8 +238,6 @@ class DPSGDSimulator(SimulatedMechanism):
         lo = np.full(n, np.inf) if reuse else None
         fixed_noise = sig * rng.standard_normal(n) if reuse else None
         s2 = sig ** 2 + bg ** 2
-        log1mq = math.log1p(-q) if q < 1 else -math.inf
-        logq = math.log(q)
         done = 0
         while done < self.steps:
             k = min(self.chunk_steps, self.steps - done)
@@ -252,7 +251,7 @@ class DPSGDSimulator(SimulatedMechanism):
                 y += bg * rng.standard_normal((k, n))
             total += y.sum(axis=0)
             if want_lr:
-                lr += np.logaddexp(log1mq, logq + (y - 0.5) / s2).sum(axis=0)
+                lr += log_bernoulli_mgf((y - 0.5) / s2, q).sum(axis=0)
             if reuse:
                 assert hi is not None and lo is not None
                 np.maximum(hi, y.max(axis=0), out=hi)

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit.canaries.scores import log_bernoulli_mgf
 from dpaudit.curves import EpsDeltaDP, GaussianDP, LaplaceDP, SubsampledGaussianDP
 from dpaudit.curves.base import Curve
 from dpaudit.mechanisms.base import INFINITE_SCORE, SimulatedMechanism
@@ -178,6 +179,4 @@ class SubsampledGaussianMechanism(SimulatedMechanism):
 
     def score(self, output: np.ndarray) -> np.ndarray:
         y = np.asarray(output, dtype=float)
-        with np.errstate(divide="ignore"):
-            log1mq = math.log1p(-self.q) if self.q < 1 else -np.inf
-        return np.logaddexp(log1mq, math.log(self.q) + self.mu ** 2 * (y - 0.5))
+        return log_bernoulli_mgf(self.mu ** 2 * (y - 0.5), self.q)
