@@ -35,6 +35,7 @@ import os
 import sys
 import sysconfig
 import types
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -117,11 +118,28 @@ def _bytecode(code: types.CodeType) -> bytes:
     return marshal.dumps((code.co_code, consts, code.co_names, code.co_varnames))
 
 
+#: source text already read, per function or class object (hashed by identity: an equal code
+#: object from an edited file is another key): a fingerprint reads the same definitions again
+#: for every audit of a process (a zoo's or a test's hundreds of audits spent a third of their
+#: time in ``inspect``).  An entry is the source of the object as first read, dropped with it.
+_SOURCES: weakref.WeakKeyDictionary[Any, bytes | None] = weakref.WeakKeyDictionary()
+
+
 def _source(obj: Any) -> bytes | None:
+    key = obj
     try:
-        return inspect.getsource(obj).encode()
+        return _SOURCES[key]
+    except (KeyError, TypeError):
+        pass
+    try:
+        src: bytes | None = inspect.getsource(obj).encode()
     except (OSError, TypeError):
-        return None
+        src = None
+    try:
+        _SOURCES[key] = src
+    except TypeError:  # not weakly referenceable: read each time
+        pass
+    return src
 
 
 class _Walker:
