@@ -81,3 +81,23 @@ def test_api_reference_covers_every_module():
                    if not (src.joinpath(*m.split(".")).with_suffix(".py").is_file()
                            or (src.joinpath(*m.split(".")) / "__init__.py").is_file()))
     assert not stale, f"docs/reference/api names modules that do not exist: {stale}"
+
+
+def test_every_code_block_renders_as_code():
+    """The site's fences (pymdownx.superfences, as in mkdocs.yml) open on every block of every
+    page once the hooks drop the docs test's words (``no-run``, ``run-by=``): without that, a
+    ```` ```bash no-run ```` block and every block after it on its page rendered as text
+    (literal backticks in the HTML)."""
+    import markdown
+
+    hooks = _hooks()
+    assert hooks.strip_test_words("```bash no-run\n~~~python run-by=tests/a.py,tests/b.py  \n"
+                                  "```python\n```bash hl_lines=\"2\"\n") == \
+        "```bash\n~~~python\n```python\n```bash hl_lines=\"2\"\n"
+    pages = [p for p in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+             if re.search(r"^ {0,3}(`{3,}|~{3,})\S+ ", p.read_text(), flags=re.M)]
+    assert pages  # the pages whose fences carry words after the language
+    for page in pages:
+        html = markdown.markdown(hooks.strip_test_words(page.read_text()),
+                                 extensions=["pymdownx.superfences", "pymdownx.highlight"])
+        assert "```" not in html and "~~~" not in html, f"{page.name}: a fence rendered as text"

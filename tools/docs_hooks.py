@@ -11,7 +11,11 @@
   ``docs/reference/api/`` names (``::: module``) is documented on a generated page, "More
   modules" (``reference/api/more.md``), until it is given a place in a curated page;
 * a page under ``docs/`` that the navigation does not list is added to a "More pages" section
-  (titled by its first heading), so pages written on other branches are reachable at once.
+  (titled by its first heading), so pages written on other branches are reachable at once;
+* the docs test's words in a code fence's info string (``no-run``, ``run-by=FILES``: see
+  tests/test_docs.py) are dropped before the page is rendered: the site's fences
+  (``pymdownx.superfences``) do not open on an info string with unknown words, and the block
+  and every block after it on the page rendered as text.
 """
 
 from __future__ import annotations
@@ -146,7 +150,19 @@ def on_files(files: Any, config: Any) -> Any:
     return files
 
 
+#: a fence's opening line whose info string carries the docs test's words after the language
+TEST_WORDS = re.compile(r"^(?P<open> {0,3}(?:`{3,}|~{3,})[\w+-]+)"
+                        r"(?P<words>(?:[ \t]+(?:no-run|no_run|run-by=\S+))+)[ \t]*$", re.M)
+
+
+def strip_test_words(markdown: str) -> str:
+    """``markdown`` with the docs test's words removed from its fences' info strings
+    (```` ```bash no-run ```` -> ```` ```bash ````); other info strings are left alone."""
+    return TEST_WORDS.sub(r"\g<open>", markdown)
+
+
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    markdown = strip_test_words(markdown)
     if cli_reference.MARKER in markdown:
         markdown = markdown.replace(cli_reference.MARKER, cli_reference.markdown())
     if LLM_MARKER in markdown:
