@@ -80,10 +80,19 @@ def cli_lines(body: str) -> list[str]:
     return out
 
 
+def run_by(info: str) -> list[str]:
+    """The test files a block's info string names with ``run-by=FILE[,FILE...]`` (one such
+    word: two break the docs site's fences; tests/doc_commands.py): they run its ``dpaudit``
+    lines as written and check what those write."""
+    return [f for w in info.split() if w.startswith("run-by=")
+            for f in w[len("run-by="):].split(",") if f]
+
+
 def runnable(info: str) -> str | None:
-    """'python', 'shell' or None (skipped) for a block's info string."""
+    """'python', 'shell' or None (skipped, or run by the tests ``run-by=`` names) for a block's
+    info string."""
     words = info.replace(",", " ").split()
-    if not words or "no-run" in words or "no_run" in words:
+    if not words or "no-run" in words or "no_run" in words or run_by(info):
         return None
     lang = words[0].lower()
     if lang in ("python", "py", "python3"):
@@ -173,6 +182,36 @@ def test_doc_snippets_run(path, tmp_path, monkeypatch, capsys):
         print(f"{path.name}: {ran} snippets")
 
 
+def run_by_prefix(cmd: str) -> str:
+    """The first words by which a test names a ``run-by=`` line: ``dpaudit COMMAND NAME``."""
+    return " ".join(shlex.split(cmd, comments=True)[:3])
+
+
+def test_run_by_lines_are_run_by_the_tests_they_name():
+    """Every line of a ``run-by=`` block is run by one of the files it names: the file exists
+    and passes the line's first words to ``run_documented`` (tests/doc_commands.py), which
+    runs that one line as written and asserts it exits 0."""
+    seen = 0
+    for path in DOCS:
+        for info, body, line in code_blocks(path.read_text()):
+            files = run_by(info)
+            if not files:
+                continue
+            where = f"{path.relative_to(ROOT)}:{line}"
+            texts = []
+            for f in files:
+                assert (ROOT / f).is_file(), f"{where}: run-by={f} does not exist"
+                texts.append((ROOT / f).read_text())
+            cmds = cli_lines(body)
+            assert cmds, f"{where}: a run-by block without a dpaudit line"
+            for cmd in cmds:
+                doc, prefix = f'"{path.relative_to(ROOT)}"', f'"{run_by_prefix(cmd)}"'
+                assert any(doc in t and prefix in t and "run_documented" in t for t in texts), \
+                    f"{where}: no file of {files} runs `{cmd}` (run_documented({doc}, {prefix}))"
+                seen += 1
+    assert seen >= 1
+
+
 def test_numeric_comments_are_checked():
     code, checks = checked_block("x = 2\nx * 1.5   # 3.0\nx  # 2.49 (not 2)\nx  # note\n", "t")
     ns: dict[str, object] = {}
@@ -186,6 +225,8 @@ def test_parser_handles_fences_and_continuations():
            "```bash\n$ dpaudit curve gdp \\\n  --mu 1   # comment\necho hi\n```\n"
     blocks = code_blocks(text)
     assert [runnable(i) for i, _, _ in blocks] == ["python", None, "shell"]
+    assert runnable("bash run-by=tests/x.py") is None
+    assert run_by("bash run-by=tests/x.py,tests/y.py") == ["tests/x.py", "tests/y.py"]
     assert cli_lines(blocks[2][1]) == ["dpaudit curve gdp    --mu 1   # comment"]
     assert shlex.split(cli_lines(blocks[2][1])[0], comments=True) == ["dpaudit", "curve", "gdp",
                                                                       "--mu", "1"]

@@ -9,7 +9,8 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from dpaudit.papers.experiments.extra_figures import run_bits_figure3, run_lidp_figure6
+from doc_commands import run_documented
+from dpaudit.papers.experiments.extra_figures import run_bits_figure3
 
 pytestmark = pytest.mark.slow  # figure runners: end-to-end reproductions
 
@@ -41,7 +42,7 @@ def test_lidp_figure6_binomial_intervals_agree_bernstein_does_not(tmp_path) -> N
     """Pillutla et al. Fig. 6 caption: nearly equivalent for n >~ 1/min(p,1-p)^2 = 100 -- here the
     binomial intervals' half-widths agree within 10% for n >= 1000 and 25% from n = 100;
     Bernstein stays about 1.39x wider (LiDP notes §4.3.6) even at n = 10^4."""
-    paths = run_lidp_figure6(tmp_path, size="tiny")
+    paths = run_documented("docs/lidp_real.md", "dpaudit reproduce lidp-figure6", tmp_path)
     rows = list(csv.DictReader(open(paths[0])))
     hw = defaultdict(dict)
     for r in rows:

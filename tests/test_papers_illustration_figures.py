@@ -10,9 +10,9 @@ import math
 import numpy as np
 import pytest
 
+from doc_commands import run_documented
 from dpaudit.papers.experiments.illustration_figures import (
     run_bits_figure4,
-    run_lidp_figure4,
     run_tight_figure2,
 )
 
@@ -143,7 +143,7 @@ PAPER_SLOPE_SE = 0.26
 def test_lidp_figure4_slopes_vs_independence_and_paper(tmp_path) -> None:
     from dpaudit.papers.experiments.illustration_figures import PAPER_K_SLOPES, loglog_slope
 
-    paths = run_lidp_figure4(tmp_path, size="tiny")
+    paths = run_documented("docs/lidp_real.md", "dpaudit reproduce lidp-figure4", tmp_path)
     assert paths[-1].stat().st_size > 0
     fits = {(r["threshold_mode"], r["diagnostic"]): r for r in _rows(paths[1])}
     rows = _rows(paths[0])

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from doc_commands import run_documented
 from needs import need
 
 pytestmark = [pytest.mark.usefixtures("one_thread"), pytest.mark.torch,
@@ -105,9 +106,10 @@ def test_poisoning_canaries_interfere_on_digits_gradient_canaries_do_not() -> No
 
 
 def test_lidp_real_tiny_runner_writes_table_beside_the_paper(tmp_path) -> None:
-    from dpaudit.papers.experiments.lidp_real import PAPER_TABLE1, run_lidp_real
+    from dpaudit.papers.experiments.lidp_real import PAPER_TABLE1
 
-    paths = run_lidp_real(tmp_path, size="tiny", seed=0)
+    # the docs' line (docs/lidp_real.md), run as written; it leaves it to this test
+    paths = run_documented("docs/lidp_real.md", "dpaudit reproduce lidp-real", tmp_path)
     rows = list(csv.DictReader(open(paths[0])))
     assert {r["order"] for r in rows} == {"2", "4"}
     for r in rows:
@@ -130,9 +132,8 @@ def test_lidp_figure12_canaries_barely_change_test_accuracy(tmp_path) -> None:
     training examples (K = 16 canaries are 5% of them, vs 0.03% of FMNIST in the paper): the
     mean accuracy of 48 models moves by less than 2 points from K = 1 to K = 16 (measured
     drops <= 1 point, ~2 s.e.; see docs/lidp_real.md), and the models learn (> 70%)."""
-    from dpaudit.papers.experiments.lidp_real import run_lidp_figure12
-
-    rows = list(csv.DictReader(open(run_lidp_figure12(tmp_path, size="tiny")[0])))
+    rows = list(csv.DictReader(open(
+        run_documented("docs/lidp_real.md", "dpaudit reproduce lidp-figure12", tmp_path)[0])))
     for can in ("poison", "gradient"):
         acc = {int(r["k"]): float(r["accuracy"]) for r in rows if r["canary"] == can}
         assert acc[1] > 0.7

@@ -11,15 +11,25 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from doc_commands import run_documented
 from dpaudit.papers.experiments.registry import get_experiment
 
 pytestmark = pytest.mark.slow  # figure runners: end-to-end reproductions
 
 
-def _run(name: str, tmp_path: Path, **kw) -> dict[str, list[dict[str, str]]]:
-    paths = get_experiment(name).run(tmp_path, full=False, seed=0, **kw)
+def _tables(paths: list[Path]) -> dict[str, list[dict[str, str]]]:
     assert any(p.suffix == ".png" and p.stat().st_size > 5000 for p in paths)
     return {p.name: list(csv.DictReader(p.open())) for p in paths if p.suffix == ".csv"}
+
+
+def _run(name: str, tmp_path: Path, **kw) -> dict[str, list[dict[str, str]]]:
+    return _tables(get_experiment(name).run(tmp_path, full=False, seed=0, **kw))
+
+
+def _documented(prefix: str, tmp_path: Path) -> dict[str, list[dict[str, str]]]:
+    """The tables written by the line of docs/risk_case_studies.md that starts with
+    ``prefix``, run as written (the docs test leaves it to this file: tests/doc_commands.py)."""
+    return _tables(run_documented("docs/risk_case_studies.md", prefix, tmp_path))
 
 
 @pytest.mark.parametrize("name", ["lidp-gaussian", "lidp-k-sweep", "lidp-d-sweep",
@@ -56,7 +66,7 @@ def test_risk_figure1_curves(tmp_path):
 
 
 def test_risk_figure2_extraction_below_bounds(tmp_path):
-    rows = _run("risk-figure2", tmp_path, size="tiny")["risk_figure3_extraction.csv"]
+    rows = _documented("dpaudit reproduce risk-figure2", tmp_path)["risk_figure3_extraction.csv"]
     assert len(rows) >= 6
     for r in rows:
         # the attack's success rate respects the Thm 3.5 bound (3 standard errors of slack
@@ -69,7 +79,7 @@ def test_risk_figure2_extraction_below_bounds(tmp_path):
 
 
 def test_risk_marginals_attack_within_bound(tmp_path):
-    rows = _run("risk-marginals", tmp_path, size="tiny")["risk_marginals.csv"]
+    rows = _documented("dpaudit reproduce risk-marginals", tmp_path)["risk_marginals.csv"]
     for r in rows:
         assert float(r["attack_success"]) <= float(r["v_ub_95"])
     fig5 = {float(r["epsilon"]): float(r["attack_success"]) for r in rows if r["figure"] == "5"}
