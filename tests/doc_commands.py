@@ -2,9 +2,10 @@
 
 A fenced shell block whose info string names test files -- ```` ```bash run-by=tests/x.py ````
 -- is not run by ``tests/test_docs.py``; its ``dpaudit`` lines are run, as written, by those
-tests through :func:`run_documented`, which then check what the command wrote (the numbers a
-reproduction is meant to show).  The same seconds-long reproduction used to run twice, once
-unchecked for the docs and once checked by its test.  ``test_docs.py`` fails if a line of
+tests through :func:`run_documented` or :func:`documented_output`, which then check what the
+command wrote or printed (the numbers a reproduction is meant to show).  The same
+seconds-long reproduction used to run twice, once unchecked for the docs and once checked by
+its test.  ``test_docs.py`` fails if a line of
 such a block is not named (by its first words) in one of the files its block names, so every
 documented line is still run by the suite.
 """
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from test_docs import ROOT, cli_lines, code_blocks, run_by
 
-__all__ = ["documented_line", "run_documented"]
+__all__ = ["documented_line", "documented_output", "run_documented"]
 
 
 def documented_line(doc: str, prefix: str) -> str:
@@ -33,10 +34,9 @@ def documented_line(doc: str, prefix: str) -> str:
     return found[0]
 
 
-def run_documented(doc: str, prefix: str, cwd: Path) -> list[Path]:
+def documented_output(doc: str, prefix: str, cwd: Path) -> str:
     """Run the documented line (:func:`documented_line`) through ``dpaudit.cli.main`` in
-    ``cwd``, assert it exits 0, and return the files it says it wrote (its ``wrote PATH``
-    lines), relative paths resolved against ``cwd``."""
+    ``cwd``, assert it exits 0, and return what it printed."""
     from dpaudit.cli import main
 
     cmd = documented_line(doc, prefix)
@@ -49,8 +49,15 @@ def run_documented(doc: str, prefix: str, cwd: Path) -> list[Path]:
             rc = main(argv)
     finally:
         os.chdir(old)
-    assert rc == 0, f"`{cmd}` exited {rc}: {err.getvalue().strip()}"
-    paths = [cwd / line[len("wrote "):].strip() for line in out.getvalue().splitlines()
+    assert rc in (0, None), f"`{cmd}` exited {rc}: {err.getvalue().strip()}"
+    return out.getvalue()
+
+
+def run_documented(doc: str, prefix: str, cwd: Path) -> list[Path]:
+    """:func:`documented_output` of a command that writes files: the files it says it wrote
+    (its ``wrote PATH`` lines), relative paths resolved against ``cwd``."""
+    printed = documented_output(doc, prefix, cwd)
+    paths = [cwd / line[len("wrote "):].strip() for line in printed.splitlines()
              if line.startswith("wrote ")]
-    assert paths and all(p.is_file() for p in paths), out.getvalue()
+    assert paths and all(p.is_file() for p in paths), printed
     return paths

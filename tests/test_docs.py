@@ -189,8 +189,8 @@ def run_by_prefix(cmd: str) -> str:
 
 def test_run_by_lines_are_run_by_the_tests_they_name():
     """Every line of a ``run-by=`` block is run by one of the files it names: the file exists
-    and passes the line's first words to ``run_documented`` (tests/doc_commands.py), which
-    runs that one line as written and asserts it exits 0."""
+    and passes the doc and the line's first words to ``tests/doc_commands.py``, which runs
+    that one line as written and asserts it exits 0."""
     seen = 0
     for path in DOCS:
         for info, body, line in code_blocks(path.read_text()):
@@ -206,7 +206,7 @@ def test_run_by_lines_are_run_by_the_tests_they_name():
             assert cmds, f"{where}: a run-by block without a dpaudit line"
             for cmd in cmds:
                 doc, prefix = f'"{path.relative_to(ROOT)}"', f'"{run_by_prefix(cmd)}"'
-                assert any(doc in t and prefix in t and "run_documented" in t for t in texts), \
+                assert any(doc in t and prefix in t and "doc_commands" in t for t in texts), \
                     f"{where}: no file of {files} runs `{cmd}` (run_documented({doc}, {prefix}))"
                 seen += 1
     assert seen >= 1
