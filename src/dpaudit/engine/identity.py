@@ -79,8 +79,14 @@ def _is_library(obj: Any) -> bool:
     path = getattr(mod, "__file__", None)
     if path is None:  # builtins, frozen modules
         return mod.__name__ in sys.builtin_module_names or mod.__name__ != "__main__"
-    real = os.path.realpath(path)
-    return real.startswith(_LIB_ROOTS)
+    return _is_library_file(path)
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_library_file(path: str) -> bool:
+    """A module file under the standard library's or an installed package's directory
+    (resolved once per path: every visited function asks again)."""
+    return os.path.realpath(path).startswith(_LIB_ROOTS)
 
 
 @functools.lru_cache(maxsize=256)
