@@ -55,7 +55,14 @@ from dpaudit.training.common import (
     THREATS,
     TrainingSettings,
 )
-from dpaudit.training.jax.flaws import FLAWS, MISMATCH_BANDS, UNCLIPPED_GROUP
+from dpaudit.training.jax.flaws import (
+    FLAWS,
+    MISMATCH_BANDS,
+    NOISE_FLAWS,
+    UNCLIPPED,
+    WRONG_CLIP_FACTOR,
+    noise_added,
+)
 from dpaudit.training.jax.model import (
     PIXELS,
     DigitsArrays,
@@ -179,7 +186,8 @@ class _StepKey:
     sampling_rate: float
     steps: int
     clip_norm: float
-    unclipped_group: bool
+    #: a flaw that changes the compiled step (:mod:`.flaws`), else None
+    flaw: str | None = None
 
 
 @lru_cache(maxsize=16)
@@ -196,6 +204,7 @@ def _compiled_step(key: _StepKey) -> Callable[..., Any]:
                      clip_norm=key.clip_norm)
     privatizer = plan.noise_addition_transform
     clip = key.clip_norm
+    flaw = key.flaw
 
     def loss_fn(p: dict[str, jax.Array], batch: dict[str, jax.Array]) -> jax.Array:
         # a gradient canary's loss is linear in w1: its gradient is C * plant_values placed at
@@ -204,20 +213,50 @@ def _compiled_step(key: _StepKey) -> Callable[..., Any]:
         planted = clip * jnp.sum(batch["pv"] * p["w1"].reshape(-1)[batch["pc"]], axis=-1)
         return jnp.sum(batch["w"] * jnp.where(batch["dirac"], planted, real))
 
-    if key.unclipped_group:
-        def rest_loss(rest: dict[str, jax.Array], w1: jax.Array,
+    if flaw in UNCLIPPED:
+        # the flaw's parameters summed unclipped (in units of C), the rest through
+        # clipped_grad
+        free_keys = UNCLIPPED[flaw]
+
+        def rest_loss(rest: dict[str, jax.Array], free: dict[str, jax.Array],
                       batch: dict[str, jax.Array]) -> jax.Array:
-            return loss_fn({**rest, "w1": w1}, batch)
+            return loss_fn({**rest, **free}, batch)
 
         clipped_rest = plan.clipped_grad(rest_loss, batch_argnums=2)
 
         def grad_sum(p: dict[str, jax.Array], batch: dict[str, jax.Array],
                      pad: jax.Array) -> dict[str, jax.Array]:
-            rest = {k: v for k, v in p.items() if k not in UNCLIPPED_GROUP}
-            g = clipped_rest(rest, p["w1"], batch, is_padding_example=pad)
+            rest = {k: v for k, v in p.items() if k not in free_keys}
+            free = {k: p[k] for k in free_keys}
+            g = clipped_rest(rest, free, batch, is_padding_example=pad)
             masked = {**batch, "w": batch["w"] * (~pad)}
-            g1 = jax.grad(lambda w1: loss_fn({**rest, "w1": w1}, masked))(p["w1"])
-            return {**g, "w1": g1 / key.clip_norm}
+            g_free = jax.grad(lambda f: loss_fn({**rest, **f}, masked))(free)
+            return {**g, **{k: v / key.clip_norm for k, v in g_free.items()}}
+    elif flaw == "per_tensor_clipping":
+        # clipped_grad once per tensor: each tensor's per-example gradient clipped to C
+        def grad_sum(p: dict[str, jax.Array], batch: dict[str, jax.Array],
+                     pad: jax.Array) -> dict[str, jax.Array]:
+            out = {}
+            for name in p:
+                def one(pk: jax.Array, rest: dict[str, jax.Array],
+                        batch: dict[str, jax.Array], name: str = name) -> jax.Array:
+                    return loss_fn({**rest, name: pk}, batch)
+
+                rest = {k: v for k, v in p.items() if k != name}
+                out[name] = plan.clipped_grad(one, batch_argnums=2)(
+                    p[name], rest, batch, is_padding_example=pad)
+            return out
+    elif flaw == "wrong_clip_noise":
+        # clipped to 10 C (rescaled by 1 / (10 C)), brought back to units of C: the noise
+        # the plan adds is for C
+        wide = make_plan(np.asarray(key.strategy), noise_multiplier=key.noise_multiplier,
+                         sampling_rate=key.sampling_rate, steps=key.steps, noise_seed=0,
+                         clip_norm=WRONG_CLIP_FACTOR * clip).clipped_grad(loss_fn)
+
+        def grad_sum(p: dict[str, jax.Array], batch: dict[str, jax.Array],
+                     pad: jax.Array) -> dict[str, jax.Array]:
+            g = wide(p, batch, is_padding_example=pad)
+            return jax.tree.map(lambda v: WRONG_CLIP_FACTOR * v, g)
     else:
         clipped = plan.clipped_grad(loss_fn)
 
@@ -227,9 +266,12 @@ def _compiled_step(key: _StepKey) -> Callable[..., Any]:
 
     @jax.jit
     def step(p: dict[str, jax.Array], noise_state: Any, batch: dict[str, jax.Array],
-             pad: jax.Array, lr: jax.Array, read_coords: jax.Array
+             pad: jax.Array, lr: jax.Array, read_coords: jax.Array, add_noise: jax.Array
              ) -> tuple[dict[str, jax.Array], Any, jax.Array]:
-        noisy, noise_state = privatizer.update(grad_sum(p, batch, pad), noise_state)
+        clean = grad_sum(p, batch, pad)
+        noisy, noise_state = privatizer.update(clean, noise_state)
+        if flaw == "noise":  # the clipped sum released without the noise on some steps
+            noisy = jax.tree.map(lambda a, b: jnp.where(add_noise, a, b), noisy, clean)
         p = jax.tree.map(lambda a, g: a - lr * g, p, noisy)
         return p, noise_state, noisy["w1"].reshape(-1)[read_coords]
 
@@ -287,9 +329,12 @@ def train_jax_with_canaries(config: JaxTrainingConfig, data: DigitsArrays | None
                            sampling_rate=cfg.sampling_rate, steps=cfg.steps,
                            noise_seed=noise_seed,
                            clip_norm=cfg.max_grad_norm).noise_addition_transform
+    # the two noise flaws compile one program (the noise dropped where add_noise is False)
+    step_flaw = ("noise" if cfg.flawed in NOISE_FLAWS else cfg.flawed
+                 if cfg.flawed not in ("mean_noise", "strategy_mismatch") else None)
     step = _compiled_step(_StepKey(tuple(noise_strategy.tolist()), noise_sigma,
                                    cfg.sampling_rate, cfg.steps, cfg.max_grad_norm,
-                                   cfg.flawed == "unclipped_group"))
+                                   step_flaw))
 
     params0 = init_mlp(np.random.default_rng(ss[4]), hidden=cfg.hidden, reserved=reserved,
                        num_classes=data.num_classes)
@@ -334,8 +379,9 @@ def train_jax_with_canaries(config: JaxTrainingConfig, data: DigitsArrays | None
         pad = padded < 0
         sel = np.where(pad, 0, padded)
         batch = {k: jnp.asarray(v[sel]) for k, v in arrays.items()}
+        noisy_step = noise_added(cfg.flawed, t)
         params, noise_state, rec = step(params, noise_state, batch, jnp.asarray(pad), lr,
-                                        read_j)
+                                        read_j, jnp.asarray(noisy_step))
         values = np.asarray(rec, dtype=np.float64).reshape(canaries.read_coords.shape)
         transcript[t] = canaries.read(values)
         planted = None
@@ -343,22 +389,28 @@ def train_jax_with_canaries(config: JaxTrainingConfig, data: DigitsArrays | None
             hit = slot[idx]
             hit = hit[hit >= 0]
             planted = hit[bits[hit]]
-        reader.add(values, cfg.noise_multiplier, planted)
+        # the sigma the loop reports for the step: 0 where it set it to 0 (zero_steps); a
+        # skipped step still says sigma (skipped_noise)
+        zeroed = cfg.flawed == "zero_steps" and not noisy_step
+        reader.add(values, 0.0 if zeroed else cfg.noise_multiplier, planted)
         if on_step is not None:
             on_step(t + 1)
     steps_done = t + 1
     # what the run did, for the deterministic claim checks (dpaudit.canaries.claims): the
     # noise multiplier the privatiser was built with, the clip norm of every parameter group
-    # (inf for a group summed unclipped), the batch sizes, and the size of the data set each
-    # eligible step samples from (a group: total / b)
+    # (inf for the group unclipped_group sums unclipped; the other clipping flaws report C,
+    # what such a loop believes it clipped to), the batch sizes, and the size of the data
+    # set each eligible step samples from (a group: total / b)
     clips = (cfg.max_grad_norm, math.inf) if cfg.flawed == "unclipped_group" else (
         cfg.max_grad_norm,)
     # and, for plain DP-SGD (one band: noise independent across steps), the released noise
     # read on the canaries' coordinates (dpaudit.canaries.noise; a correlated-noise step's
     # fresh noise is not sigma C per step, so the check is not applied to it)
     noise = reader.noise_record() if noise_strategy.size == 1 else {}
-    noise.pop("step_noise_multipliers", None)
-    facts = RunFacts(steps=steps_done, noise_multipliers=(float(noise_sigma),),
+    if cfg.flawed != "zero_steps":  # zero_steps: the per-step sigma names the steps
+        noise.pop("step_noise_multipliers", None)
+    sigmas = (float(noise_sigma),) + ((0.0,) if cfg.flawed == "zero_steps" else ())
+    facts = RunFacts(steps=steps_done, noise_multipliers=sigmas,
                      max_grad_norms=clips, batch_sizes=batch_sizes[:steps_done],
                      dataset_size=total // b_claim, loss_reduction="sum", **noise)
     groups = groups_all[n_real:]
