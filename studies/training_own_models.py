@@ -376,7 +376,8 @@ def run_func(kind: str, case: str, seed: int, *, canaries: int, epochs: int,
     return row
 
 
-def run_jax(kind: str, case: str, seed: int, *, canaries: int, epochs: int) -> dict:
+def run_jax(kind: str, case: str, seed: int, *, canaries: int, epochs: int,
+            branch: bool = False) -> dict:
     import dataclasses
 
     from dpaudit.canaries import Claim, check_claim
@@ -394,7 +395,8 @@ def run_jax(kind: str, case: str, seed: int, *, canaries: int, epochs: int) -> d
     sigma = SIGMA / 4 if case == "lowered_sigma" else SIGMA
     flawed = case if case in JAX_FLAWS else None
     cfg = JaxTrainingConfig(steps=steps, canaries=canaries, noise_multiplier=sigma,
-                            sampling_rate=1 / 20, seed=seed, flawed=flawed)
+                            sampling_rate=1 / 20, seed=seed, flawed=flawed,
+                            canary_branch=branch)
     run = train_jax_with_canaries(cfg)
     claimed = steps // STEP_UNDERCOUNT if case == "too_few_steps" else steps
     a = audit_scores(run.member, run.score, noise_multiplier=SIGMA, sampling_rate=1 / 20,
@@ -406,7 +408,9 @@ def run_jax(kind: str, case: str, seed: int, *, canaries: int, epochs: int) -> d
     facts = dataclasses.replace(a.facts, run=run, checks=tuple(checks))
     a = training_audit(a.results, a.claim, facts, observations=a.observations,
                        settings=a.settings, any_mechanism_epsilon=a.any_mechanism_epsilon)
-    return _row("jax", kind, case, seed, a, steps, canaries, time.process_time() - start)
+    row = _row("jax", kind, case, seed, a, steps, canaries, time.process_time() - start)
+    row.update(id=run_id("jax", kind, case, seed, branch=branch), branch=branch)
+    return row
 
 
 RUNNERS = {"opacus": run_opacus, "func": run_func, "jax": run_jax}
@@ -496,7 +500,8 @@ def main() -> None:
                     help="median audit epsilon / claim of correct runs, beside the simulator's")
     ap.add_argument("--branch", action="store_true",
                     help="wrap each model in a CanaryBranch before make_private (opacus) "
-                         "or before the loop (func)")
+                         "or before the loop (func); jax: JaxTrainingConfig(canary_branch="
+                         "True)")
     ap.add_argument("--epsilon", type=float, nargs="*", default=None,
                     help="claimed epsilons (sigma chosen for each; default sigma = 1; opacus)")
     args = ap.parse_args()
@@ -505,9 +510,7 @@ def main() -> None:
         return
     if args.epsilon and args.loop != "opacus":
         ap.error("--epsilon applies to --loop opacus")
-    if args.branch and args.loop == "jax":
-        ap.error("--branch applies to --loop opacus and func (the JAX loop's MLP has "
-                 "reserved inputs)")
+
     jax = args.loop == "jax"
     models = args.models or (["mlp"] if jax else list(MODELS))
     cases = args.cases or list(JAX_CASES if jax else CASES)

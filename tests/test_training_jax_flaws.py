@@ -25,9 +25,10 @@ def test_flawed_releases_differ_from_the_correct_one_as_the_flaw_says() -> None:
     need("jax_privacy")
     from dpaudit.training.jax import JaxTrainingConfig, train_jax_with_canaries
     from dpaudit.training.jax.audit import run_claim_checks
+    from dpaudit.training.jax.model import PIXELS
 
-    def run(flaw: str | None):  # type: ignore[no-untyped-def]
-        return train_jax_with_canaries(JaxTrainingConfig(flawed=flaw, **SETTINGS))
+    def run(flaw: str | None, **kw: object):  # type: ignore[no-untyped-def]
+        return train_jax_with_canaries(JaxTrainingConfig(flawed=flaw, **SETTINGS, **kw))
 
     ok = run(None)
     t = np.arange(ok.steps)
@@ -55,8 +56,33 @@ def test_flawed_releases_differ_from_the_correct_one_as_the_flaw_says() -> None:
     np.testing.assert_allclose(extra, 9 * np.round(extra / 9), atol=1e-3)
     assert set(np.round(extra / 9).ravel()) == {0.0, 1.0}
     assert not np.round(extra[:, absent]).any()
-    # per-tensor clipping and unclipped biases leave a Dirac canary on w1 (one tensor, a
-    # weight) exactly as correct clipping does: the default canaries cannot see them
-    for flaw in ("per_tensor_clipping", "unclipped_biases"):
-        r = run(flaw)
-        np.testing.assert_array_equal(r.transcript, ok.transcript)
+    # with a canary branch the canaries are spread over silent coordinates of several
+    # tensors (one of them a bias), each with a sentinel on some tensor.  On a canary whose
+    # coordinates are all silent, a clipping flaw moves the noiseless reading of a sampled
+    # canary from 1 to what the flaw's clipping leaves of its planted vector v (units of C)
+    # read along v / |v|: sum_t |v_t| / |v| when each tensor t is clipped on its own,
+    # |v_w| / |v| + |v_b|^2 / |v| when the weights v_w are clipped and the biases v_b not.
+    ok = run(None, canary_branch=True)
+    plan, layout = ok.canary_plan, ok.layout
+    tensor, offset = layout.split(plan.plant_coords)
+    names = np.array(layout.names)[tensor]
+    silent = np.char.startswith(names.astype(str), "cb_")  # no reserved rows with it
+    assert not (offset[names == "w1"] // SETTINGS["hidden"] >= PIXELS).any()
+    every = silent.all(axis=1)
+    assert every.sum() > 50, every.sum()  # the sentinels on busy tensors leave the others
+    v = plan.plant_values
+    norm = np.linalg.norm(v, axis=1)
+    per_tensor = np.zeros((plan.n, len(layout.names)))
+    np.add.at(per_tensor, (np.arange(plan.n)[:, None].repeat(v.shape[1], 1), tensor), v ** 2)
+    bias = np.isin(names, ["b1", "b2", "cb_b0"])
+    reading = {"per_tensor_clipping": np.sqrt(per_tensor).sum(axis=1) / norm,
+               "unclipped_biases": (np.linalg.norm(np.where(bias, 0, v), axis=1)
+                                    + (np.where(bias, v, 0) ** 2).sum(axis=1)) / norm}
+    for flaw, want in reading.items():
+        r = run(flaw, canary_branch=True)
+        assert (r.member == ok.member).all()
+        assert want[every].min() > 1.5, want[every].min()  # sqrt(3) C; hundreds of C
+        sampled = (r.transcript - ok.transcript)[:, every] / (want[every] - 1)
+        np.testing.assert_allclose(sampled, np.round(sampled), atol=1e-3)
+        assert set(np.round(sampled).ravel()) == {0.0, 1.0}
+        assert not np.round(sampled[:, ~ok.member[every]]).any()

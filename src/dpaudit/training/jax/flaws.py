@@ -35,25 +35,31 @@ setting the loop reads (``zero_steps``):
   per-example gradient clipped to C on its own: an example contributes up to C sqrt(L) with L
   tensors (2 C on the MLP's four);
 * ``"unclipped_biases"``: the weights (the tensors of two or more dimensions, ``w1``, ``w2``)
-  clipped together to C, the biases (``b1``, ``b2``) summed unclipped.
+  clipped together to C, the one-dimensional tensors (``b1``, ``b2``, and a canary branch's
+  ``cb_b0``) summed unclipped.
 
 What the canaries can see: the default white-box canaries are Dirac canaries on reserved rows
 of ``w1`` (one tensor, a weight), so clipping that is per tensor or spares the biases leaves
-them exactly as correct clipping does (docs/training.md, "Your own models").
+them exactly as correct clipping does.  With a canary branch (``JaxTrainingConfig(
+canary_branch=True)``: silent coordinates in three more tensors, one of them a bias) the
+canaries are the core's spread canaries with sentinels, which read sqrt(3) C under per-tensor
+clipping and far above C with unclipped biases (docs/training.md, "Your own models").
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from dpaudit.training.choices import JAX_FLAWS as FLAWS  # the one list
 from dpaudit.training.common import WRONG_CLIP_FACTOR
 
-__all__ = ["FLAWS", "MISMATCH_BANDS", "UNCLIPPED_GROUP", "UNCLIPPED", "NOISE_FLAWS",
-           "SKIP_EVERY", "ZERO_EVERY", "WRONG_CLIP_FACTOR", "noise_added"]
+__all__ = ["FLAWS", "MISMATCH_BANDS", "UNCLIPPED_GROUP", "UNCLIPPED_FLAWS", "NOISE_FLAWS",
+           "SKIP_EVERY", "ZERO_EVERY", "WRONG_CLIP_FACTOR", "noise_added", "unclipped_names"]
 
 MISMATCH_BANDS = 16
 UNCLIPPED_GROUP = ("w1",)
-#: the parameters each clipping flaw sums unclipped
-UNCLIPPED = {"unclipped_group": UNCLIPPED_GROUP, "unclipped_biases": ("b1", "b2")}
+#: flaws that sum some parameters unclipped (:func:`unclipped_names`)
+UNCLIPPED_FLAWS = ("unclipped_group", "unclipped_biases")
 #: flaws that drop the noise of some steps
 NOISE_FLAWS = ("skipped_noise", "zero_steps")
 SKIP_EVERY = 2
@@ -67,3 +73,14 @@ def noise_added(flaw: str | None, step: int) -> bool:
     if flaw == "zero_steps":
         return step % ZERO_EVERY != ZERO_EVERY - 1
     return True
+
+
+def unclipped_names(flaw: str | None, ndims: Mapping[str, int]) -> tuple[str, ...]:
+    """The parameters ``flaw`` sums unclipped, given each parameter's number of dimensions:
+    :data:`UNCLIPPED_GROUP` (``unclipped_group``), every one-dimensional tensor
+    (``unclipped_biases``), none otherwise."""
+    if flaw == "unclipped_group":
+        return UNCLIPPED_GROUP
+    if flaw == "unclipped_biases":
+        return tuple(k for k, d in ndims.items() if d == 1)
+    return ()

@@ -39,6 +39,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpaudit.canaries import (
+    CanaryPlan,
+    Layout,
     ReleaseReader,
     RunFacts,
     black_box_scores,
@@ -46,9 +48,11 @@ from dpaudit.canaries import (
     dirac_plan,
     draw_bits,
     last_iterate_scores,
+    plan_gradient_canaries,
 )
 from dpaudit.randomness import seed_sequence
 from dpaudit.training.common import (
+    BRANCH_WIDTH_PER_CANARY,
     CANARY_TYPES,
     INPUT_KINDS,
     SCORE_KINDS,
@@ -59,11 +63,13 @@ from dpaudit.training.jax.flaws import (
     FLAWS,
     MISMATCH_BANDS,
     NOISE_FLAWS,
-    UNCLIPPED,
+    UNCLIPPED_FLAWS,
     WRONG_CLIP_FACTOR,
     noise_added,
+    unclipped_names,
 )
 from dpaudit.training.jax.model import (
+    ORDER,
     PIXELS,
     DigitsArrays,
     accuracy,
@@ -72,6 +78,7 @@ from dpaudit.training.jax.model import (
     load_digits_arrays,
     losses_jit,
     reserved_coordinates,
+    silent_coordinates,
 )
 from dpaudit.training.jax.plan import MECHANISMS, make_plan, strategy_for
 from dpaudit.validation import check_choice, check_count
@@ -91,6 +98,11 @@ class JaxTrainingConfig(TrainingSettings):
     ``mechanism`` "dpsgd" or "bandmf" (``bands`` >= 2 bands, cyclic Poisson sampling);
     ``sampling_rate`` is jax_privacy's ``sampling_prob`` (per eligible step);
     ``score`` the white-box score: "lr" (whitened log-likelihood ratio) or "sum".
+    ``canary_branch`` (gradient canaries): the MLP, without reserved inputs, gets a gated-off
+    canary branch of width 3 x canaries (:mod:`.model`; the recipe for a user's dense model)
+    and the canaries are the canary core's default spread canaries with sentinels
+    (:func:`dpaudit.canaries.plan_gradient_canaries`) on the branch's silent coordinates,
+    instead of Dirac canaries on w1's reserved rows.
     """
 
     FLAWS: ClassVar[tuple[str, ...]] = FLAWS
@@ -100,6 +112,7 @@ class JaxTrainingConfig(TrainingSettings):
     #: the JAX path's input canaries are flip / random_label / ood (reserved canary
     #: examples are the Opacus path's)
     input_kind: str = "flip"
+    canary_branch: bool = False
 
     def __post_init__(self) -> None:
         if self.input_kind == "reserved":
@@ -107,6 +120,12 @@ class JaxTrainingConfig(TrainingSettings):
                              "'jax' (reserved canary examples: framework 'opacus'); got "
                              "'reserved'")
         check_choice("mechanism", self.mechanism, MECHANISMS)
+        if not isinstance(self.canary_branch, bool):
+            raise ValueError(f"canary_branch must be True or False; got "
+                             f"{self.canary_branch!r}")
+        if self.canary_branch and self.canary != "gradient":
+            raise ValueError("canary_branch applies to gradient canaries (canary "
+                             f"'gradient'); got canary {self.canary!r}")
         check_count("bands", self.bands, minimum=2 if self.mechanism == "bandmf" else 1)
         super().__post_init__()
         if self.mechanism == "bandmf" and self.bands > self.steps:
@@ -140,6 +159,9 @@ class JaxTrainingRun:
     transcript: np.ndarray | None = None
     facts: RunFacts | None = None
     noise_strategy: np.ndarray | None = None
+    #: the canaries (coordinates over ``layout``: the parameters in :data:`.model.ORDER`)
+    canary_plan: CanaryPlan | None = None
+    layout: Layout | None = None
 
 
 def _input_canaries(data: DigitsArrays, n: int, kind: str, rng: np.random.Generator
@@ -188,6 +210,8 @@ class _StepKey:
     clip_norm: float
     #: a flaw that changes the compiled step (:mod:`.flaws`), else None
     flaw: str | None = None
+    #: the parameters the canaries' flat coordinates run over, in order (:data:`.model.ORDER`)
+    order: tuple[str, ...] = ("w1",)
 
 
 @lru_cache(maxsize=16)
@@ -206,18 +230,19 @@ def _compiled_step(key: _StepKey) -> Callable[..., Any]:
     clip = key.clip_norm
     flaw = key.flaw
 
+    def flat(p: dict[str, jax.Array]) -> jax.Array:
+        return jnp.concatenate([p[k].reshape(-1) for k in key.order])
+
     def loss_fn(p: dict[str, jax.Array], batch: dict[str, jax.Array]) -> jax.Array:
         # a gradient canary's loss is linear in w1: its gradient is C * plant_values placed at
         # plant_coords (the canary plan's planted gradient)
         real = example_losses(p, batch["x"], batch["y"])
-        planted = clip * jnp.sum(batch["pv"] * p["w1"].reshape(-1)[batch["pc"]], axis=-1)
+        planted = clip * jnp.sum(batch["pv"] * flat(p)[batch["pc"]], axis=-1)
         return jnp.sum(batch["w"] * jnp.where(batch["dirac"], planted, real))
 
-    if flaw in UNCLIPPED:
+    if flaw in UNCLIPPED_FLAWS:
         # the flaw's parameters summed unclipped (in units of C), the rest through
         # clipped_grad
-        free_keys = UNCLIPPED[flaw]
-
         def rest_loss(rest: dict[str, jax.Array], free: dict[str, jax.Array],
                       batch: dict[str, jax.Array]) -> jax.Array:
             return loss_fn({**rest, **free}, batch)
@@ -226,6 +251,7 @@ def _compiled_step(key: _StepKey) -> Callable[..., Any]:
 
         def grad_sum(p: dict[str, jax.Array], batch: dict[str, jax.Array],
                      pad: jax.Array) -> dict[str, jax.Array]:
+            free_keys = unclipped_names(flaw, {k: v.ndim for k, v in p.items()})
             rest = {k: v for k, v in p.items() if k not in free_keys}
             free = {k: p[k] for k in free_keys}
             g = clipped_rest(rest, free, batch, is_padding_example=pad)
@@ -273,7 +299,7 @@ def _compiled_step(key: _StepKey) -> Callable[..., Any]:
         if flaw == "noise":  # the clipped sum released without the noise on some steps
             noisy = jax.tree.map(lambda a, b: jnp.where(add_noise, a, b), noisy, clean)
         p = jax.tree.map(lambda a, g: a - lr * g, p, noisy)
-        return p, noise_state, noisy["w1"].reshape(-1)[read_coords]
+        return p, noise_state, flat(noisy)[read_coords]
 
     return step
 
@@ -296,8 +322,23 @@ def train_jax_with_canaries(config: JaxTrainingConfig, data: DigitsArrays | None
     n = cfg.canaries
     bits = draw_bits(n, rng_bits)
     coords, reserved = reserved_coordinates(n, hidden=cfg.hidden, rng=rng_place)
-    canaries = dirac_plan(coords, bits, sampling_rate=cfg.sampling_rate,
-                          scale=cfg.canary_scale)
+    if cfg.canary_branch:  # the branch alone, as on a user's dense model (no reserved rows)
+        reserved = 0
+    params0 = init_mlp(np.random.default_rng(ss[4]), hidden=cfg.hidden, reserved=reserved,
+                       num_classes=data.num_classes,
+                       branch=BRANCH_WIDTH_PER_CANARY * n if cfg.canary_branch else 0)
+    order = tuple(k for k in ORDER if k in params0) if cfg.canary_branch else ("w1",)
+    layout = Layout.from_sizes([params0[k].size for k in order], order)
+    if cfg.canary_branch:
+        # spread canaries with sentinels on the coordinates real data never moves (the
+        # branch's); their own bits, drawn by the plan
+        busy = np.where(silent_coordinates({k: params0[k] for k in order}, reserved), 0.0, 1.0)
+        canaries = plan_gradient_canaries(layout, busy, n, sampling_rate=cfg.sampling_rate,
+                                          rng=rng_place, scale=cfg.canary_scale)
+        bits = canaries.bits
+    else:
+        canaries = dirac_plan(coords, bits, sampling_rate=cfg.sampling_rate,
+                              scale=cfg.canary_scale)
     gradient = cfg.canary == "gradient"
     if gradient:
         xc = np.zeros((n, PIXELS), np.float32)
@@ -334,10 +375,8 @@ def train_jax_with_canaries(config: JaxTrainingConfig, data: DigitsArrays | None
                  if cfg.flawed not in ("mean_noise", "strategy_mismatch") else None)
     step = _compiled_step(_StepKey(tuple(noise_strategy.tolist()), noise_sigma,
                                    cfg.sampling_rate, cfg.steps, cfg.max_grad_norm,
-                                   step_flaw))
+                                   step_flaw, order))
 
-    params0 = init_mlp(np.random.default_rng(ss[4]), hidden=cfg.hidden, reserved=reserved,
-                       num_classes=data.num_classes)
     params = {k: jnp.asarray(v) for k, v in params0.items()}
     lr = jnp.float32(cfg.learning_rate / expected_b)
     read_j = jnp.asarray(canaries.read_coords)
@@ -356,7 +395,7 @@ def train_jax_with_canaries(config: JaxTrainingConfig, data: DigitsArrays | None
     transcript = np.zeros((cfg.steps, n))
     batch_sizes = np.zeros(cfg.steps, dtype=np.int64)
     reader = ReleaseReader(canaries, max_grad_norm=cfg.max_grad_norm,
-                           sampling_rate=cfg.sampling_rate)
+                           sampling_rate=cfg.sampling_rate, layout=layout)
     running = reader.accumulator
     # One padded batch size for (almost) every step: mean + 6 sd of the Binomial batch size,
     # rounded up to a multiple of 32, so that the step compiles once.
@@ -426,9 +465,12 @@ def train_jax_with_canaries(config: JaxTrainingConfig, data: DigitsArrays | None
         score = scores["whitened"] if cfg.score == "lr" else scores["sum"]
     elif cfg.threat == "last_iterate":
         rc = canaries.read_coords
+
+        def flat(p: dict[str, Any]) -> np.ndarray:
+            return np.concatenate([np.asarray(p[k]).reshape(-1) for k in order])
+
         score = scores["last_iterate"] = last_iterate_scores(
-            params0["w1"].reshape(-1)[rc], np.asarray(params["w1"]).reshape(-1)[rc],
-            canaries.read_weights)
+            flat(params0)[rc], flat(params)[rc], canaries.read_weights)
     else:
         score = scores["loss_drop"] = black_box_scores(losses_jit(params0, xc, yc),
                                                        losses_jit(params, xc, yc))
@@ -438,4 +480,5 @@ def train_jax_with_canaries(config: JaxTrainingConfig, data: DigitsArrays | None
                           test_accuracy=acc, seconds=time.perf_counter() - start,
                           strategy=np.asarray(strategy), groups=groups,
                           dp_event=plan.dp_event, config=cfg, transcript=transcript,
-                          facts=facts, noise_strategy=np.asarray(noise_strategy))
+                          facts=facts, noise_strategy=np.asarray(noise_strategy),
+                          canary_plan=canaries, layout=layout)
