@@ -27,11 +27,17 @@ Loops (``--loop``):
   ``ReleaseReader`` with the planted set of each step, facts ``RunFacts(...,
   **reader.noise_record())``;
 * ``jax``: ``dpaudit.training.jax`` (jax_privacy DP-SGD on the digits MLP with reserved
-  inputs, the only model of that path), its white-box audit with the run's facts.
+  inputs, the only model of that path), its white-box audit with the run's facts; the flaws
+  of the other loops written into its step (``dpaudit.training.jax.flaws``), plus its own
+  ``mean_noise`` and ``unclipped_group``.
 
-``--branch`` (loop ``opacus``): the model is wrapped in a
-:class:`dpaudit.training.CanaryBranch` (sized for the canaries) before ``make_private``, so the
-canaries sit on its silent coordinates.  ``--epsilon``: sigma is chosen for that claimed
+``--branch``: loop ``opacus``, the model is wrapped in a
+:class:`dpaudit.training.CanaryBranch` (sized for the canaries) before ``make_private``; loop
+``func``, the same wrapping before the loop (the activity measurement finds the branch silent,
+the plan puts the canaries there, the functional call carries the branch's parameters); loop
+``jax``, ``JaxTrainingConfig(canary_branch=True)`` (the MLP without reserved inputs plus the
+JAX form of the branch, spread canaries with sentinels).  The canaries then sit on the
+branch's silent coordinates.  ``--epsilon``: sigma is chosen for that claimed
 epsilon at delta = 1e-5 (``dpsgd_noise_multiplier``) instead of sigma = 1; ``--tightness``
 prints the median audit epsilon / claim per (model, branch, claimed epsilon) beside the DP-SGD
 simulator's at the same settings and seeds.
