@@ -30,12 +30,6 @@ def test_flawed_releases_differ_from_the_correct_one_as_the_flaw_says() -> None:
     def run(flaw: str | None, **kw: object):  # type: ignore[no-untyped-def]
         return train_jax_with_canaries(JaxTrainingConfig(flawed=flaw, **SETTINGS, **kw))
 
-    # the branch is for gradient canaries, and a flag
-    for bad, word in (({"canary": "input", "threat": "black_box"}, "gradient"),
-                      ({"canary_branch": 1}, "True or False")):
-        with pytest.raises(ValueError, match="canary_branch") as e:
-            JaxTrainingConfig(**{"canary_branch": True, **bad})
-        assert word in str(e.value)
     ok = run(None)
     t = np.arange(ok.steps)
     absent = ~ok.member
