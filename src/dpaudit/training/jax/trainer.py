@@ -17,6 +17,13 @@ and noise as real data:
   gradient is a Dirac of norm K, which ``clipped_grad`` brings to the unit vector e_c(i);
 * input canaries (black box): mislabeled digits (or noise images), loss ``b_i * CE``.
 
+With ``canary_branch=True`` the gradient canaries are the canary core's spread canaries with
+sentinels (:func:`dpaudit.canaries.plan_gradient_canaries`) on a gated-off canary branch
+(:mod:`.model`), their loss ``b_i * C * <plant_values, theta[plant_coords]>`` over the flat
+parameter vector theta (:data:`.model.ORDER`), read along their planted directions.  The
+flaws (:mod:`.flaws`) change the compiled step: ``clipped_grad`` per tensor, at 10 C, or
+for some parameters only; the privatiser's noise dropped on some steps.
+
 A canary whose bit is 0 stays in the data set with a zero loss: zero-out adjacency, the
 relation of the plan's DP event (:mod:`.plan`), and the sampler sees the same data set size
 whatever the bits.  Released on every canary coordinate is the noisy sum of the step in
@@ -234,8 +241,9 @@ def _compiled_step(key: _StepKey) -> Callable[..., Any]:
         return jnp.concatenate([p[k].reshape(-1) for k in key.order])
 
     def loss_fn(p: dict[str, jax.Array], batch: dict[str, jax.Array]) -> jax.Array:
-        # a gradient canary's loss is linear in w1: its gradient is C * plant_values placed at
-        # plant_coords (the canary plan's planted gradient)
+        # a gradient canary's loss is linear in the parameters (w1; with a canary branch,
+        # all of them in the flat order key.order): its gradient is C * plant_values placed
+        # at plant_coords (the canary plan's planted gradient)
         real = example_losses(p, batch["x"], batch["y"])
         planted = clip * jnp.sum(batch["pv"] * flat(p)[batch["pc"]], axis=-1)
         return jnp.sum(batch["w"] * jnp.where(batch["dirac"], planted, real))
