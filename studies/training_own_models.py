@@ -27,11 +27,17 @@ Loops (``--loop``):
   ``ReleaseReader`` with the planted set of each step, facts ``RunFacts(...,
   **reader.noise_record())``;
 * ``jax``: ``dpaudit.training.jax`` (jax_privacy DP-SGD on the digits MLP with reserved
-  inputs, the only model of that path), its white-box audit with the run's facts.
+  inputs, the only model of that path), its white-box audit with the run's facts; the flaws
+  of the other loops written into its step (``dpaudit.training.jax.flaws``), plus its own
+  ``mean_noise`` and ``unclipped_group``.
 
-``--branch`` (loop ``opacus``): the model is wrapped in a
-:class:`dpaudit.training.CanaryBranch` (sized for the canaries) before ``make_private``, so the
-canaries sit on its silent coordinates.  ``--epsilon``: sigma is chosen for that claimed
+``--branch``: loop ``opacus``, the model is wrapped in a
+:class:`dpaudit.training.CanaryBranch` (sized for the canaries) before ``make_private``; loop
+``func``, the same wrapping before the loop (the activity measurement finds the branch silent,
+the plan puts the canaries there, the functional call carries the branch's parameters); loop
+``jax``, ``JaxTrainingConfig(canary_branch=True)`` (the MLP without reserved inputs plus the
+JAX form of the branch, spread canaries with sentinels).  The canaries then sit on the
+branch's silent coordinates.  ``--epsilon``: sigma is chosen for that claimed
 epsilon at delta = 1e-5 (``dpsgd_noise_multiplier``) instead of sigma = 1; ``--tightness``
 prints the median audit epsilon / claim per (model, branch, claimed epsilon) beside the DP-SGD
 simulator's at the same settings and seeds.
@@ -76,9 +82,14 @@ import journal  # noqa: E402
 CASES = ("correct", "per_tensor_clipping", "lowered_sigma", "wrong_clip_noise", "too_few_steps",
          "skipped_noise", "zero_steps", "unclipped_biases", "batch_sum_clipping",
          "averaged_clipping")
-#: the JAX path's cases: its own flaws where they match (``mean_noise`` = noise for the
-#: mean; ``unclipped_group`` = a parameter group left unclipped) and the claim-side ones
-JAX_CASES = ("correct", "lowered_sigma", "too_few_steps", "mean_noise", "unclipped_group")
+#: the JAX path's cases: the claim-side ones, the other loops' flaws written into the
+#: jax_privacy loop (``dpaudit.training.jax.flaws``), and its own (``mean_noise`` = noise for
+#: the mean; ``unclipped_group`` = a parameter group left unclipped)
+JAX_CASES = ("correct", "lowered_sigma", "too_few_steps", "skipped_noise", "zero_steps",
+             "wrong_clip_noise", "per_tensor_clipping", "unclipped_biases", "mean_noise",
+             "unclipped_group")
+#: the JAX cases beyond the other loops' (rows of the tables)
+JAX_ONLY = ("mean_noise", "unclipped_group")
 MODELS = ("cnn", "text", "transformer", "tabular")
 LOOPS = ("opacus", "func", "jax")
 SIGMA, CLIP, LR = 1.0, 1.0, 0.5
@@ -292,7 +303,8 @@ def _clip(flat, case: str, sizes: list[int], ndims: list[int], expected_b: float
     return per_row(flat, CLIP).sum(0)
 
 
-def run_func(kind: str, case: str, seed: int, *, canaries: int, epochs: int) -> dict:
+def run_func(kind: str, case: str, seed: int, *, canaries: int, epochs: int,
+             branch: bool = False) -> dict:
     import warnings
 
     import torch
@@ -300,13 +312,15 @@ def run_func(kind: str, case: str, seed: int, *, canaries: int, epochs: int) -> 
     from torch.func import functional_call, grad, vmap
 
     from dpaudit.canaries import Layout, ReleaseReader, RunFacts, plan_gradient_canaries
-    from dpaudit.training import audit_training, coordinate_activity
+    from dpaudit.training import audit_training, coordinate_activity, with_canary_branch
     from dpaudit.training.flaws import STEP_UNDERCOUNT
 
     torch.set_num_threads(1)
     torch.manual_seed(seed)
     x, y = _data(kind, seed)
     model = _model(kind)
+    if branch:  # the documented recipe: wrap first; the loop then trains what it returns
+        model = with_canary_branch(model, canaries)
     start = time.process_time()
     names = [k for k, p in model.named_parameters() if p.requires_grad]
     params = {k: p.detach().clone() for k, p in model.named_parameters() if p.requires_grad}
@@ -358,26 +372,37 @@ def run_func(kind: str, case: str, seed: int, *, canaries: int, epochs: int) -> 
     claimed = steps // STEP_UNDERCOUNT if case == "too_few_steps" else steps
     a = audit_training(plan.bits, reader.scores(), noise_multiplier=SIGMA, sampling_rate=q,
                        steps=claimed, facts=facts, max_grad_norm=CLIP, seed=seed)
-    return _row("func", kind, case, seed, a, steps, canaries, time.process_time() - start)
+    row = _row("func", kind, case, seed, a, steps, canaries, time.process_time() - start)
+    # the canaries' planted squared norm on the branch's tensors (share, all canaries)
+    on = np.array([n.startswith("canary_branch.") for n in layout.names])[
+        layout.tensor_of(plan.plant_coords)]
+    row.update(id=run_id("func", kind, case, seed, branch=branch), branch=branch,
+               on_branch=float((plan.plant_values ** 2 * on).sum()
+                               / (plan.plant_values ** 2).sum()))
+    return row
 
 
-def run_jax(kind: str, case: str, seed: int, *, canaries: int, epochs: int) -> dict:
+def run_jax(kind: str, case: str, seed: int, *, canaries: int, epochs: int,
+            branch: bool = False) -> dict:
     import dataclasses
 
     from dpaudit.canaries import Claim, check_claim
     from dpaudit.training.flaws import STEP_UNDERCOUNT
     from dpaudit.training.jax import JaxTrainingConfig
     from dpaudit.training.jax.audit import audit_scores, run_claim_checks
+    from dpaudit.training.jax.flaws import FLAWS as JAX_FLAWS
     from dpaudit.training.jax.trainer import train_jax_with_canaries
+    from dpaudit.training.result import training_audit
 
     if kind != "mlp":
         raise ValueError("the JAX loop trains the digits MLP only (model 'mlp')")
     start = time.process_time()
     steps = epochs * 20
     sigma = SIGMA / 4 if case == "lowered_sigma" else SIGMA
-    flawed = case if case in ("mean_noise", "unclipped_group") else None
+    flawed = case if case in JAX_FLAWS else None
     cfg = JaxTrainingConfig(steps=steps, canaries=canaries, noise_multiplier=sigma,
-                            sampling_rate=1 / 20, seed=seed, flawed=flawed)
+                            sampling_rate=1 / 20, seed=seed, flawed=flawed,
+                            canary_branch=branch)
     run = train_jax_with_canaries(cfg)
     claimed = steps // STEP_UNDERCOUNT if case == "too_few_steps" else steps
     a = audit_scores(run.member, run.score, noise_multiplier=SIGMA, sampling_rate=1 / 20,
@@ -386,8 +411,12 @@ def run_jax(kind: str, case: str, seed: int, *, canaries: int, epochs: int) -> d
     checks = sorted(check_claim(Claim(SIGMA, 1 / 20, claimed, CLIP), run.facts)
                     + [c for c in run_claim_checks(run) if c.name == "noise_strategy"],
                     key=lambda c: c.ok)
-    a = dataclasses.replace(a, claim_checks=checks)
-    return _row("jax", kind, case, seed, a, steps, canaries, time.process_time() - start)
+    facts = dataclasses.replace(a.facts, run=run, checks=tuple(checks))
+    a = training_audit(a.results, a.claim, facts, observations=a.observations,
+                       settings=a.settings, any_mechanism_epsilon=a.any_mechanism_epsilon)
+    row = _row("jax", kind, case, seed, a, steps, canaries, time.process_time() - start)
+    row.update(id=run_id("jax", kind, case, seed, branch=branch), branch=branch)
+    return row
 
 
 RUNNERS = {"opacus": run_opacus, "func": run_func, "jax": run_jax}
@@ -402,7 +431,7 @@ def summary(path: Path) -> None:
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for loop in LOOPS:
         for kind in MODELS + ("mlp",):
-            for case in CASES + JAX_CASES[3:]:
+            for case in CASES + JAX_ONLY:
                 rs = [r for r in rows if r.get("loop", "opacus") == loop
                       and r["model"] == kind and r["case"] == case]
                 crashes = sum("crash" in r for r in rs)
@@ -430,15 +459,20 @@ def matrix(path: Path) -> None:
     weaker-run claim check (a violation), C = a configuration error only (weaker or not: the
     run is not the claimed mechanism); crashes counted."""
     rows = [r for r in journal.load(path).values()]
-    cols = [(loop, kind) for loop in LOOPS for kind in MODELS + ("mlp",)
-            if any(r.get("loop", "opacus") == loop and r["model"] == kind for r in rows)]
-    print("| case | " + " | ".join(f"{loop} {kind}" for loop, kind in cols) + " |")
+
+    def col(r: dict) -> tuple[str, str, bool]:
+        return (r.get("loop", "opacus"), r["model"],
+                r.get("branch", r["id"].endswith("/branch")))
+
+    cols = [(loop, kind, b) for loop in LOOPS for kind in MODELS + ("mlp",)
+            for b in (False, True) if any(col(r) == (loop, kind, b) for r in rows)]
+    print("| case | " + " | ".join(f"{loop} {kind}" + (" +branch" if b else "")
+                                   for loop, kind, b in cols) + " |")
     print("|---|" + "---|" * len(cols))
-    for case in CASES + JAX_CASES[3:]:
+    for case in CASES + JAX_ONLY:
         cells = []
-        for loop, kind in cols:
-            rs = [r for r in rows if r.get("loop", "opacus") == loop and r["model"] == kind
-                  and r["case"] == case]
+        for key in cols:
+            rs = [r for r in rows if col(r) == key and r["case"] == case]
             if not rs:
                 cells.append("")
                 continue
@@ -471,15 +505,18 @@ def main() -> None:
     ap.add_argument("--tightness", action="store_true",
                     help="median audit epsilon / claim of correct runs, beside the simulator's")
     ap.add_argument("--branch", action="store_true",
-                    help="wrap each model in a CanaryBranch before make_private (opacus)")
+                    help="wrap each model in a CanaryBranch before make_private (opacus) "
+                         "or before the loop (func); jax: JaxTrainingConfig(canary_branch="
+                         "True)")
     ap.add_argument("--epsilon", type=float, nargs="*", default=None,
                     help="claimed epsilons (sigma chosen for each; default sigma = 1; opacus)")
     args = ap.parse_args()
     if args.summary or args.matrix or args.tightness:
         (matrix if args.matrix else tightness if args.tightness else summary)(args.out)
         return
-    if (args.branch or args.epsilon) and args.loop != "opacus":
-        ap.error("--branch and --epsilon apply to --loop opacus")
+    if args.epsilon and args.loop != "opacus":
+        ap.error("--epsilon applies to --loop opacus")
+
     jax = args.loop == "jax"
     models = args.models or (["mlp"] if jax else list(MODELS))
     cases = args.cases or list(JAX_CASES if jax else CASES)

@@ -637,6 +637,8 @@ def cli_cases() -> list[tuple[str, list[str]]]:
                          ("jax --bands 1", ["--framework", "jax", "--mechanism", "bandmf",
                                             "--bands", "1"]),
                          ("jax --flawed bogus", ["--framework", "jax", "--flawed", "bogus"]),
+                         ("jax --canary-branch (input canaries)",
+                          ["--framework", "jax", "--canary-branch", "--threat", "black_box"]),
                          ("--finetune (not lm)", ["--finetune", "lora"]),
                          ("lm --finetune bogus", ["--model", "lm", "--finetune", "bogus"]),
                          ("lm --sequence-kind bogus", ["--model", "lm", "--threat", "black_box",

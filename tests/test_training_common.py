@@ -80,7 +80,8 @@ def test_jax_config_keeps_its_keys_and_checks() -> None:
     from dpaudit.training.jax import FLAWS, JaxTrainingConfig
 
     d = JaxTrainingConfig().to_dict()
-    assert d == {**SHARED, "input_kind": "flip", "mechanism": "dpsgd", "bands": 4}
+    assert d == {**SHARED, "input_kind": "flip", "mechanism": "dpsgd", "bands": 4,
+                 "canary_branch": False}
     assert JaxTrainingConfig(flawed="strategy_mismatch").flawed == "strategy_mismatch"
     assert JaxTrainingConfig.FLAWS == FLAWS
     with pytest.raises(ValueError, match="flawed"):
@@ -92,6 +93,11 @@ def test_jax_config_keeps_its_keys_and_checks() -> None:
     assert INPUT_KINDS == ("reserved", "flip", "random_label", "ood")
     with pytest.raises(ValueError, match="input_kind must be flip, random_label or ood"):
         JaxTrainingConfig(canary="input", threat="black_box", input_kind="reserved")
+    # the canary branch is for gradient canaries, and a flag
+    with pytest.raises(ValueError, match="canary_branch applies to gradient canaries"):
+        JaxTrainingConfig(canary="input", threat="black_box", canary_branch=True)
+    with pytest.raises(ValueError, match="canary_branch must be True or False"):
+        JaxTrainingConfig(canary_branch=1)  # type: ignore[arg-type]
 
 
 def _outcome(rows: list[AuditResult], claimed: float, checks: list[ClaimCheck]) -> Audit:

@@ -68,7 +68,7 @@ def run_train_audit_observed(
     (member, score) the audit rests on, for the audit card's ROC and privacy-region plots.
     ``model="lm"``: DP fine-tuning of a small language model (:mod:`dpaudit.training.lm`;
     ``finetune``, ``sequence_kind``, ``pretrain_steps``, ``device`` apply to it only;
-    ``canary_branch``: Opacus models only).
+    ``canary_branch``: the Opacus models and, off by default, framework jax).
     ``canary`` defaults from ``threat`` (black_box: input canaries, else gradient);
     ``input_kind`` to "reserved" (canary examples on reserved input features: the highest
     valid black-box bound), "flip" for the cnn and framework jax, which have no reserved
@@ -93,9 +93,9 @@ def run_train_audit_observed(
                                                  v["sampling_rate"])
     steps, learning_rate, hidden = v["steps"], v["learning_rate"], v["hidden"]
     data, shapes = str(v["data"]), str(v["shapes"])
-    if canary_branch and (model == "lm" or framework != "opacus"):
-        raise ValueError("--canary-branch applies to framework 'opacus' and models mlp, cnn "
-                         "and logreg")
+    if canary_branch and model == "lm":
+        raise ValueError("--canary-branch applies to models mlp, cnn and logreg (framework "
+                         "'opacus') and to framework 'jax'")
     if model == "lm":
         if threat is None:
             threat = "black_box" if canary == "input" else "white_box"
@@ -139,7 +139,8 @@ def run_train_audit_observed(
             noise_multiplier=noise_multiplier, sampling_rate=sampling_rate, steps=steps,
             max_grad_norm=max_grad_norm, learning_rate=learning_rate, flawed=flawed, seed=seed,
             hidden=hidden, score=score, input_kind=input_kind, mechanism=mechanism,
-            bands=bands, delta=delta, confidence=confidence, progress=progress)
+            bands=bands, delta=delta, confidence=confidence, progress=progress,
+            canary_branch=bool(canary_branch))
     if mechanism != "dpsgd":
         raise ValueError(f"mechanism {mechanism!r} needs framework 'jax' (Opacus trains "
                          f"DP-SGD only)")
@@ -245,7 +246,7 @@ def train_audit_cmd(
         None, "--canary-branch/--no-canary-branch", help="Wrap the model in a CanaryBranch: "
         "silent coordinates for gradient canaries, outputs unchanged (docs/training.md) "
         "[default: on when the model has fewer silent coordinates than canaries, e.g. the "
-        "cnn]."),
+        "cnn; framework jax: off]."),
     save_scores: Path | None = typer.Option(None, "--save-scores", help="Write the "
                                             "per-canary member,score CSV here."),
     framework: str = typer.Option("opacus", "--framework", help="opacus or jax (jax_privacy)."),

@@ -44,13 +44,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from dpaudit.training.common import BRANCH_WIDTH_PER_CANARY  # shared with the JAX path
 from dpaudit.validation import check_count
 
 __all__ = ["CanaryBranch", "with_canary_branch", "needs_canary_branch",
            "canary_branch_if_needed", "BRANCH_WIDTH_PER_CANARY"]
-
-#: branch width per planned canary (module docstring)
-BRANCH_WIDTH_PER_CANARY = 3
 
 
 class CanaryBranch(nn.Module):

@@ -26,7 +26,8 @@ FLAWS = ("backprop_clipping", "mean_noise", "non_private_group", "per_tensor_cli
          "batch_sum_clipping", "averaged_clipping", "wrong_clip_noise", "lowered_sigma",
          "too_few_steps", "unclipped_biases", "skipped_noise")
 #: jax_privacy flaws (``training.jax.flaws``)
-JAX_FLAWS = ("mean_noise", "strategy_mismatch", "unclipped_group")
+JAX_FLAWS = ("mean_noise", "strategy_mismatch", "unclipped_group", "skipped_noise",
+             "zero_steps", "wrong_clip_noise", "per_tensor_clipping", "unclipped_biases")
 DATASETS = ("digits", "breast_cancer", "wine")
 #: gradient-canary shape sets (``training.trainer``)
 SHAPE_SETS = ("dirac", "mixed", "tensors", "block")

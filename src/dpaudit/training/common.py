@@ -29,7 +29,13 @@ import numpy as np
 from dpaudit.validation import check_choice, check_count, check_positive, check_probability
 
 __all__ = ["CANARY_TYPES", "THREATS", "SCORE_KINDS", "INPUT_KINDS", "EXAMPLE_RESERVED",
-           "TrainingSettings", "claim_rows", "load_digits_split"]
+           "TrainingSettings", "claim_rows", "load_digits_split", "WRONG_CLIP_FACTOR",
+           "BRANCH_WIDTH_PER_CANARY"]
+
+#: the ``wrong_clip_noise`` flaw of every framework: clipped to this many C, noise for C
+WRONG_CLIP_FACTOR = 10.0
+#: a canary branch's width per planned canary (``training.branch``, ``training.jax.model``)
+BRANCH_WIDTH_PER_CANARY = 3
 
 CANARY_TYPES = ("gradient", "input")
 THREATS = ("white_box", "last_iterate", "black_box")

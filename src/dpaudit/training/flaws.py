@@ -61,6 +61,7 @@ from opacus.optimizers import DPOptimizer
 from opacus.optimizers.optimizer import _mark_as_processed
 
 from dpaudit.training.choices import FLAWS  # the one list (torch-free)
+from dpaudit.training.common import WRONG_CLIP_FACTOR  # shared with the JAX path
 
 __all__ = ["FLAWS", "BackpropClippingOptimizer", "MeanNoiseOptimizer",
            "PerTensorClippingOptimizer", "BatchSumClippingOptimizer", "AveragedClippingOptimizer",
@@ -70,7 +71,6 @@ __all__ = ["FLAWS", "BackpropClippingOptimizer", "MeanNoiseOptimizer",
 
 LOWERED_SIGMA_FACTOR = 4.0
 STEP_UNDERCOUNT = 5
-WRONG_CLIP_FACTOR = 10.0
 
 
 class BackpropClippingOptimizer(DPOptimizer):

@@ -184,10 +184,12 @@ def run_cli_audit(*, model: str, canary: str, threat: str, canaries: int,
                   noise_multiplier: float, sampling_rate: float, steps: int,
                   max_grad_norm: float, learning_rate: float, flawed: str | None, seed: int,
                   hidden: int, score: str, input_kind: str, mechanism: str, bands: int,
-                  delta: float, confidence: float, progress: bool = False
+                  delta: float, confidence: float, progress: bool = False,
+                  canary_branch: bool = False
                   ) -> tuple[dict[str, Any], MembershipObservations | None]:
     """``dpaudit train-audit --framework jax``: train, audit, return ``(document,
-    observations)`` (the observations feed the audit card)."""
+    observations)`` (the observations feed the audit card); ``canary_branch``:
+    ``--canary-branch`` (:class:`~dpaudit.training.jax.JaxTrainingConfig`)."""
     if model != "mlp":
         raise ValueError(f"model must be 'mlp' with framework 'jax' (the digits MLP with "
                          f"reserved inputs); got {model!r}")
@@ -195,7 +197,7 @@ def run_cli_audit(*, model: str, canary: str, threat: str, canaries: int,
         mechanism=mechanism, bands=bands, canary=canary, threat=threat, canaries=canaries,
         noise_multiplier=noise_multiplier, sampling_rate=sampling_rate, steps=steps,
         max_grad_norm=max_grad_norm, learning_rate=learning_rate, flawed=flawed, seed=seed,
-        hidden=hidden, score=score, input_kind=input_kind)
+        hidden=hidden, score=score, input_kind=input_kind, canary_branch=canary_branch)
     if not progress:
         audit = train_audit_jax(cfg, delta=delta, confidence=confidence)
         return jax_train_audit_dict(audit), audit.observations

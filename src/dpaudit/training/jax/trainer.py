@@ -17,6 +17,13 @@ and noise as real data:
   gradient is a Dirac of norm K, which ``clipped_grad`` brings to the unit vector e_c(i);
 * input canaries (black box): mislabeled digits (or noise images), loss ``b_i * CE``.
 
+With ``canary_branch=True`` the gradient canaries are the canary core's spread canaries with
+sentinels (:func:`dpaudit.canaries.plan_gradient_canaries`) on a gated-off canary branch
+(:mod:`.model`), their loss ``b_i * C * <plant_values, theta[plant_coords]>`` over the flat
+parameter vector theta (:data:`.model.ORDER`), read along their planted directions.  The
+flaws (:mod:`.flaws`) change the compiled step: ``clipped_grad`` per tensor, at 10 C, or
+for some parameters only; the privatiser's noise dropped on some steps.
+
 A canary whose bit is 0 stays in the data set with a zero loss: zero-out adjacency, the
 relation of the plan's DP event (:mod:`.plan`), and the sampler sees the same data set size
 whatever the bits.  Released on every canary coordinate is the noisy sum of the step in
@@ -39,6 +46,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpaudit.canaries import (
+    CanaryPlan,
+    Layout,
     ReleaseReader,
     RunFacts,
     black_box_scores,
@@ -46,17 +55,28 @@ from dpaudit.canaries import (
     dirac_plan,
     draw_bits,
     last_iterate_scores,
+    plan_gradient_canaries,
 )
 from dpaudit.randomness import seed_sequence
 from dpaudit.training.common import (
+    BRANCH_WIDTH_PER_CANARY,
     CANARY_TYPES,
     INPUT_KINDS,
     SCORE_KINDS,
     THREATS,
     TrainingSettings,
 )
-from dpaudit.training.jax.flaws import FLAWS, MISMATCH_BANDS, UNCLIPPED_GROUP
+from dpaudit.training.jax.flaws import (
+    FLAWS,
+    MISMATCH_BANDS,
+    NOISE_FLAWS,
+    UNCLIPPED_FLAWS,
+    WRONG_CLIP_FACTOR,
+    noise_added,
+    unclipped_names,
+)
 from dpaudit.training.jax.model import (
+    ORDER,
     PIXELS,
     DigitsArrays,
     accuracy,
@@ -65,6 +85,7 @@ from dpaudit.training.jax.model import (
     load_digits_arrays,
     losses_jit,
     reserved_coordinates,
+    silent_coordinates,
 )
 from dpaudit.training.jax.plan import MECHANISMS, make_plan, strategy_for
 from dpaudit.validation import check_choice, check_count
@@ -84,6 +105,11 @@ class JaxTrainingConfig(TrainingSettings):
     ``mechanism`` "dpsgd" or "bandmf" (``bands`` >= 2 bands, cyclic Poisson sampling);
     ``sampling_rate`` is jax_privacy's ``sampling_prob`` (per eligible step);
     ``score`` the white-box score: "lr" (whitened log-likelihood ratio) or "sum".
+    ``canary_branch`` (gradient canaries): the MLP, without reserved inputs, gets a gated-off
+    canary branch of width 3 x canaries (:mod:`.model`; the recipe for a user's dense model)
+    and the canaries are the canary core's default spread canaries with sentinels
+    (:func:`dpaudit.canaries.plan_gradient_canaries`) on the branch's silent coordinates,
+    instead of Dirac canaries on w1's reserved rows.
     """
 
     FLAWS: ClassVar[tuple[str, ...]] = FLAWS
@@ -93,6 +119,7 @@ class JaxTrainingConfig(TrainingSettings):
     #: the JAX path's input canaries are flip / random_label / ood (reserved canary
     #: examples are the Opacus path's)
     input_kind: str = "flip"
+    canary_branch: bool = False
 
     def __post_init__(self) -> None:
         if self.input_kind == "reserved":
@@ -100,6 +127,12 @@ class JaxTrainingConfig(TrainingSettings):
                              "'jax' (reserved canary examples: framework 'opacus'); got "
                              "'reserved'")
         check_choice("mechanism", self.mechanism, MECHANISMS)
+        if not isinstance(self.canary_branch, bool):
+            raise ValueError(f"canary_branch must be True or False; got "
+                             f"{self.canary_branch!r}")
+        if self.canary_branch and self.canary != "gradient":
+            raise ValueError("canary_branch applies to gradient canaries (canary "
+                             f"'gradient'); got canary {self.canary!r}")
         check_count("bands", self.bands, minimum=2 if self.mechanism == "bandmf" else 1)
         super().__post_init__()
         if self.mechanism == "bandmf" and self.bands > self.steps:
@@ -133,6 +166,9 @@ class JaxTrainingRun:
     transcript: np.ndarray | None = None
     facts: RunFacts | None = None
     noise_strategy: np.ndarray | None = None
+    #: the canaries (coordinates over ``layout``: the parameters in :data:`.model.ORDER`)
+    canary_plan: CanaryPlan | None = None
+    layout: Layout | None = None
 
 
 def _input_canaries(data: DigitsArrays, n: int, kind: str, rng: np.random.Generator
@@ -179,7 +215,10 @@ class _StepKey:
     sampling_rate: float
     steps: int
     clip_norm: float
-    unclipped_group: bool
+    #: a flaw that changes the compiled step (:mod:`.flaws`), else None
+    flaw: str | None = None
+    #: the parameters the canaries' flat coordinates run over, in order (:data:`.model.ORDER`)
+    order: tuple[str, ...] = ("w1",)
 
 
 @lru_cache(maxsize=16)
@@ -196,28 +235,62 @@ def _compiled_step(key: _StepKey) -> Callable[..., Any]:
                      clip_norm=key.clip_norm)
     privatizer = plan.noise_addition_transform
     clip = key.clip_norm
+    flaw = key.flaw
+
+    def flat(p: dict[str, jax.Array]) -> jax.Array:
+        return jnp.concatenate([p[k].reshape(-1) for k in key.order])
 
     def loss_fn(p: dict[str, jax.Array], batch: dict[str, jax.Array]) -> jax.Array:
-        # a gradient canary's loss is linear in w1: its gradient is C * plant_values placed at
-        # plant_coords (the canary plan's planted gradient)
+        # a gradient canary's loss is linear in the parameters (w1; with a canary branch,
+        # all of them in the flat order key.order): its gradient is C * plant_values placed
+        # at plant_coords (the canary plan's planted gradient)
         real = example_losses(p, batch["x"], batch["y"])
-        planted = clip * jnp.sum(batch["pv"] * p["w1"].reshape(-1)[batch["pc"]], axis=-1)
+        planted = clip * jnp.sum(batch["pv"] * flat(p)[batch["pc"]], axis=-1)
         return jnp.sum(batch["w"] * jnp.where(batch["dirac"], planted, real))
 
-    if key.unclipped_group:
-        def rest_loss(rest: dict[str, jax.Array], w1: jax.Array,
+    if flaw in UNCLIPPED_FLAWS:
+        # the flaw's parameters summed unclipped (in units of C), the rest through
+        # clipped_grad
+        def rest_loss(rest: dict[str, jax.Array], free: dict[str, jax.Array],
                       batch: dict[str, jax.Array]) -> jax.Array:
-            return loss_fn({**rest, "w1": w1}, batch)
+            return loss_fn({**rest, **free}, batch)
 
         clipped_rest = plan.clipped_grad(rest_loss, batch_argnums=2)
 
         def grad_sum(p: dict[str, jax.Array], batch: dict[str, jax.Array],
                      pad: jax.Array) -> dict[str, jax.Array]:
-            rest = {k: v for k, v in p.items() if k not in UNCLIPPED_GROUP}
-            g = clipped_rest(rest, p["w1"], batch, is_padding_example=pad)
+            free_keys = unclipped_names(flaw, {k: v.ndim for k, v in p.items()})
+            rest = {k: v for k, v in p.items() if k not in free_keys}
+            free = {k: p[k] for k in free_keys}
+            g = clipped_rest(rest, free, batch, is_padding_example=pad)
             masked = {**batch, "w": batch["w"] * (~pad)}
-            g1 = jax.grad(lambda w1: loss_fn({**rest, "w1": w1}, masked))(p["w1"])
-            return {**g, "w1": g1 / key.clip_norm}
+            g_free = jax.grad(lambda f: loss_fn({**rest, **f}, masked))(free)
+            return {**g, **{k: v / key.clip_norm for k, v in g_free.items()}}
+    elif flaw == "per_tensor_clipping":
+        # clipped_grad once per tensor: each tensor's per-example gradient clipped to C
+        def grad_sum(p: dict[str, jax.Array], batch: dict[str, jax.Array],
+                     pad: jax.Array) -> dict[str, jax.Array]:
+            out = {}
+            for name in p:
+                def one(pk: jax.Array, rest: dict[str, jax.Array],
+                        batch: dict[str, jax.Array], name: str = name) -> jax.Array:
+                    return loss_fn({**rest, name: pk}, batch)
+
+                rest = {k: v for k, v in p.items() if k != name}
+                out[name] = plan.clipped_grad(one, batch_argnums=2)(
+                    p[name], rest, batch, is_padding_example=pad)
+            return out
+    elif flaw == "wrong_clip_noise":
+        # clipped to 10 C (rescaled by 1 / (10 C)), brought back to units of C: the noise
+        # the plan adds is for C
+        wide = make_plan(np.asarray(key.strategy), noise_multiplier=key.noise_multiplier,
+                         sampling_rate=key.sampling_rate, steps=key.steps, noise_seed=0,
+                         clip_norm=WRONG_CLIP_FACTOR * clip).clipped_grad(loss_fn)
+
+        def grad_sum(p: dict[str, jax.Array], batch: dict[str, jax.Array],
+                     pad: jax.Array) -> dict[str, jax.Array]:
+            g = wide(p, batch, is_padding_example=pad)
+            return jax.tree.map(lambda v: WRONG_CLIP_FACTOR * v, g)
     else:
         clipped = plan.clipped_grad(loss_fn)
 
@@ -227,11 +300,14 @@ def _compiled_step(key: _StepKey) -> Callable[..., Any]:
 
     @jax.jit
     def step(p: dict[str, jax.Array], noise_state: Any, batch: dict[str, jax.Array],
-             pad: jax.Array, lr: jax.Array, read_coords: jax.Array
+             pad: jax.Array, lr: jax.Array, read_coords: jax.Array, add_noise: jax.Array
              ) -> tuple[dict[str, jax.Array], Any, jax.Array]:
-        noisy, noise_state = privatizer.update(grad_sum(p, batch, pad), noise_state)
+        clean = grad_sum(p, batch, pad)
+        noisy, noise_state = privatizer.update(clean, noise_state)
+        if flaw == "noise":  # the clipped sum released without the noise on some steps
+            noisy = jax.tree.map(lambda a, b: jnp.where(add_noise, a, b), noisy, clean)
         p = jax.tree.map(lambda a, g: a - lr * g, p, noisy)
-        return p, noise_state, noisy["w1"].reshape(-1)[read_coords]
+        return p, noise_state, flat(noisy)[read_coords]
 
     return step
 
@@ -254,8 +330,23 @@ def train_jax_with_canaries(config: JaxTrainingConfig, data: DigitsArrays | None
     n = cfg.canaries
     bits = draw_bits(n, rng_bits)
     coords, reserved = reserved_coordinates(n, hidden=cfg.hidden, rng=rng_place)
-    canaries = dirac_plan(coords, bits, sampling_rate=cfg.sampling_rate,
-                          scale=cfg.canary_scale)
+    if cfg.canary_branch:  # the branch alone, as on a user's dense model (no reserved rows)
+        reserved = 0
+    params0 = init_mlp(np.random.default_rng(ss[4]), hidden=cfg.hidden, reserved=reserved,
+                       num_classes=data.num_classes,
+                       branch=BRANCH_WIDTH_PER_CANARY * n if cfg.canary_branch else 0)
+    order = tuple(k for k in ORDER if k in params0) if cfg.canary_branch else ("w1",)
+    layout = Layout.from_sizes([params0[k].size for k in order], order)
+    if cfg.canary_branch:
+        # spread canaries with sentinels on the coordinates real data never moves (the
+        # branch's); their own bits, drawn by the plan
+        busy = np.where(silent_coordinates({k: params0[k] for k in order}, reserved), 0.0, 1.0)
+        canaries = plan_gradient_canaries(layout, busy, n, sampling_rate=cfg.sampling_rate,
+                                          rng=rng_place, scale=cfg.canary_scale)
+        bits = canaries.bits
+    else:
+        canaries = dirac_plan(coords, bits, sampling_rate=cfg.sampling_rate,
+                              scale=cfg.canary_scale)
     gradient = cfg.canary == "gradient"
     if gradient:
         xc = np.zeros((n, PIXELS), np.float32)
@@ -287,12 +378,13 @@ def train_jax_with_canaries(config: JaxTrainingConfig, data: DigitsArrays | None
                            sampling_rate=cfg.sampling_rate, steps=cfg.steps,
                            noise_seed=noise_seed,
                            clip_norm=cfg.max_grad_norm).noise_addition_transform
+    # the two noise flaws compile one program (the noise dropped where add_noise is False)
+    step_flaw = ("noise" if cfg.flawed in NOISE_FLAWS else cfg.flawed
+                 if cfg.flawed not in ("mean_noise", "strategy_mismatch") else None)
     step = _compiled_step(_StepKey(tuple(noise_strategy.tolist()), noise_sigma,
                                    cfg.sampling_rate, cfg.steps, cfg.max_grad_norm,
-                                   cfg.flawed == "unclipped_group"))
+                                   step_flaw, order))
 
-    params0 = init_mlp(np.random.default_rng(ss[4]), hidden=cfg.hidden, reserved=reserved,
-                       num_classes=data.num_classes)
     params = {k: jnp.asarray(v) for k, v in params0.items()}
     lr = jnp.float32(cfg.learning_rate / expected_b)
     read_j = jnp.asarray(canaries.read_coords)
@@ -311,7 +403,7 @@ def train_jax_with_canaries(config: JaxTrainingConfig, data: DigitsArrays | None
     transcript = np.zeros((cfg.steps, n))
     batch_sizes = np.zeros(cfg.steps, dtype=np.int64)
     reader = ReleaseReader(canaries, max_grad_norm=cfg.max_grad_norm,
-                           sampling_rate=cfg.sampling_rate)
+                           sampling_rate=cfg.sampling_rate, layout=layout)
     running = reader.accumulator
     # One padded batch size for (almost) every step: mean + 6 sd of the Binomial batch size,
     # rounded up to a multiple of 32, so that the step compiles once.
@@ -334,8 +426,9 @@ def train_jax_with_canaries(config: JaxTrainingConfig, data: DigitsArrays | None
         pad = padded < 0
         sel = np.where(pad, 0, padded)
         batch = {k: jnp.asarray(v[sel]) for k, v in arrays.items()}
+        noisy_step = noise_added(cfg.flawed, t)
         params, noise_state, rec = step(params, noise_state, batch, jnp.asarray(pad), lr,
-                                        read_j)
+                                        read_j, jnp.asarray(noisy_step))
         values = np.asarray(rec, dtype=np.float64).reshape(canaries.read_coords.shape)
         transcript[t] = canaries.read(values)
         planted = None
@@ -343,22 +436,28 @@ def train_jax_with_canaries(config: JaxTrainingConfig, data: DigitsArrays | None
             hit = slot[idx]
             hit = hit[hit >= 0]
             planted = hit[bits[hit]]
-        reader.add(values, cfg.noise_multiplier, planted)
+        # the sigma the loop reports for the step: 0 where it set it to 0 (zero_steps); a
+        # skipped step still says sigma (skipped_noise)
+        zeroed = cfg.flawed == "zero_steps" and not noisy_step
+        reader.add(values, 0.0 if zeroed else cfg.noise_multiplier, planted)
         if on_step is not None:
             on_step(t + 1)
     steps_done = t + 1
     # what the run did, for the deterministic claim checks (dpaudit.canaries.claims): the
     # noise multiplier the privatiser was built with, the clip norm of every parameter group
-    # (inf for a group summed unclipped), the batch sizes, and the size of the data set each
-    # eligible step samples from (a group: total / b)
+    # (inf for the group unclipped_group sums unclipped; the other clipping flaws report C,
+    # what such a loop believes it clipped to), the batch sizes, and the size of the data
+    # set each eligible step samples from (a group: total / b)
     clips = (cfg.max_grad_norm, math.inf) if cfg.flawed == "unclipped_group" else (
         cfg.max_grad_norm,)
     # and, for plain DP-SGD (one band: noise independent across steps), the released noise
     # read on the canaries' coordinates (dpaudit.canaries.noise; a correlated-noise step's
     # fresh noise is not sigma C per step, so the check is not applied to it)
     noise = reader.noise_record() if noise_strategy.size == 1 else {}
-    noise.pop("step_noise_multipliers", None)
-    facts = RunFacts(steps=steps_done, noise_multipliers=(float(noise_sigma),),
+    if cfg.flawed != "zero_steps":  # zero_steps: the per-step sigma names the steps
+        noise.pop("step_noise_multipliers", None)
+    sigmas = (float(noise_sigma),) + ((0.0,) if cfg.flawed == "zero_steps" else ())
+    facts = RunFacts(steps=steps_done, noise_multipliers=sigmas,
                      max_grad_norms=clips, batch_sizes=batch_sizes[:steps_done],
                      dataset_size=total // b_claim, loss_reduction="sum", **noise)
     groups = groups_all[n_real:]
@@ -374,9 +473,12 @@ def train_jax_with_canaries(config: JaxTrainingConfig, data: DigitsArrays | None
         score = scores["whitened"] if cfg.score == "lr" else scores["sum"]
     elif cfg.threat == "last_iterate":
         rc = canaries.read_coords
+
+        def flat(p: dict[str, Any]) -> np.ndarray:
+            return np.concatenate([np.asarray(p[k]).reshape(-1) for k in order])
+
         score = scores["last_iterate"] = last_iterate_scores(
-            params0["w1"].reshape(-1)[rc], np.asarray(params["w1"]).reshape(-1)[rc],
-            canaries.read_weights)
+            flat(params0)[rc], flat(params)[rc], canaries.read_weights)
     else:
         score = scores["loss_drop"] = black_box_scores(losses_jit(params0, xc, yc),
                                                        losses_jit(params, xc, yc))
@@ -386,4 +488,5 @@ def train_jax_with_canaries(config: JaxTrainingConfig, data: DigitsArrays | None
                           test_accuracy=acc, seconds=time.perf_counter() - start,
                           strategy=np.asarray(strategy), groups=groups,
                           dp_event=plan.dp_event, config=cfg, transcript=transcript,
-                          facts=facts, noise_strategy=np.asarray(noise_strategy))
+                          facts=facts, noise_strategy=np.asarray(noise_strategy),
+                          canary_plan=canaries, layout=layout)
