@@ -31,13 +31,14 @@ the released output); the scores differ only in power.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
 from dpaudit.validation import check_choice, check_probability
 
 __all__ = ["WHITE_BOX_KINDS", "lr_step_scores", "log_bernoulli_mgf", "WhiteBoxAccumulator",
-           "last_iterate_scores", "black_box_scores", "SIGMA_FLOOR"]
+           "last_iterate_scores", "black_box_scores", "SIGMA_FLOOR", "running_sums"]
 
 WHITE_BOX_KINDS = ("lr", "sum")
 #: the smallest noise multiplier the likelihood-ratio score divides by (a step reported with
@@ -59,7 +60,13 @@ def log_bernoulli_mgf(u: np.ndarray, q: float) -> np.ndarray:
     return c + np.maximum(d, 0.0) + np.log1p(np.exp(-np.abs(d)))
 
 
-def lr_step_scores(y: np.ndarray, sampling_rate: float, noise_multiplier: float,
+def running_sums(start: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """(B + 1, ...): start, start + rows[0], start + rows[0] + rows[1], ..., added in that
+    order (a cumulative sum: the floats of one ``+=`` per row, in one call)."""
+    return np.cumsum(np.concatenate([start[None], rows]), axis=0)
+
+
+def lr_step_scores(y: np.ndarray, sampling_rate: float, noise_multiplier: float | np.ndarray,
                    amplitude: np.ndarray | float = 1.0) -> np.ndarray:
     """log(1 - q + q exp((a y - a^2/2) / sigma^2)) elementwise, in log space
     (:func:`log_bernoulli_mgf`)."""
@@ -96,12 +103,25 @@ class WhiteBoxAccumulator:
         y = np.asarray(y, dtype=float)
         if y.shape != (self.n,):
             raise ValueError(f"y must have one reading per canary ({self.n}); got {y.shape}")
-        sigma = float(noise_multiplier)
-        if not sigma >= SIGMA_FLOOR:  # also NaN: the step is scored, never refused
-            sigma = SIGMA_FLOOR
-        self.sum += y
-        self.lr_sum += lr_step_scores(y, self.q, sigma, self.amplitude)
-        self.steps += 1
+        self.add_steps(y[None], (noise_multiplier,))
+
+    def add_steps(self, y: np.ndarray, noise_multipliers: np.ndarray | Sequence[float]) -> None:
+        """Record B successive steps at once: ``y`` (B, n), ``noise_multipliers`` (B,) --
+        the sums of B calls of :meth:`add` (the per-step scores in one vectorised call, added
+        in step order: the same floats)."""
+        y = np.asarray(y, dtype=float)
+        if y.ndim != 2 or y.shape[1] != self.n:
+            raise ValueError(f"y must have one row of n = {self.n} readings per step; got "
+                             f"{y.shape}")
+        s = np.asarray(noise_multipliers, dtype=float).reshape(-1)
+        if s.shape != (y.shape[0],):
+            raise ValueError(f"noise_multipliers must have one value per step "
+                             f"({y.shape[0]}); got {s.shape}")
+        s = np.where(s >= SIGMA_FLOOR, s, SIGMA_FLOOR)  # also NaN: scored, never refused
+        self.sum = running_sums(self.sum, y)[-1]
+        self.lr_sum = running_sums(self.lr_sum, lr_step_scores(y, self.q, s[:, None],
+                                                               self.amplitude))[-1]
+        self.steps += y.shape[0]
 
     def scores(self, kind: str = "lr") -> np.ndarray:
         """``"lr"``: sum_t LR_t; ``"sum"``: a sum_t y_t - q T a^2 / 2."""
