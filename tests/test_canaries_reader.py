@@ -31,7 +31,7 @@ def _contribution_reference(y: np.ndarray, planted: np.ndarray, use: np.ndarray,
             m = float(np.mean(earlier)) if earlier else 0.0
             e = y[t, i] - amp[i] * c - m
             s += (c - q) * e
-            psi += np.logaddexp(math.log1p(-q), math.log(q) + lambdas * e) - q * lambdas * e
+            psi += [math.log1p(q * math.expm1(lam * e)) - q * lam * e for lam in lambdas]
             if c:
                 psum += y[t, i] - m
                 asum += amp[i]

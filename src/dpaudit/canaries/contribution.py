@@ -91,7 +91,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpaudit.canaries.scores import log_bernoulli_mgf, running_sums
+from dpaudit.canaries.scores import running_sums, sum_log_bernoulli_mgf
 from dpaudit.validation import check_probability
 
 __all__ = ["CONTRIBUTION_ALPHA", "LAMBDAS", "ContributionRecord", "ContributionReading",
@@ -102,11 +102,6 @@ __all__ = ["CONTRIBUTION_ALPHA", "LAMBDAS", "ContributionRecord", "ContributionR
 CONTRIBUTION_ALPHA = 1e-6
 #: the fixed grid of |lambda| (units 1 / C); each is used with both signs
 LAMBDAS = 2.0 ** np.arange(-5, 4)
-
-
-def _psi(u: np.ndarray, q: float) -> np.ndarray:
-    """log(1 - q + q e^u) - q u, the cumulant generating function of c - q, c ~ Bern(q)."""
-    return log_bernoulli_mgf(u, q) - q * u
 
 
 def _add_in_order(start: float, values: np.ndarray) -> float:
@@ -298,7 +293,7 @@ class ContributionAccumulator:
             cq = np.where(ok, c - self.q, 0.0)
             amp = np.where(ok, self.amplitude, 0.0)
         # per step, sum_i psi(lambda_g e_ti) over the canaries: (G, B), then in step order
-        psi = _psi(self.lambdas[:, None, None] * e[None], self.q).sum(axis=2)
+        psi = sum_log_bernoulli_mgf(e, self.lambdas, self.q, centred=True)
         self._psi = running_sums(self._psi, psi.T)[-1]
         self._s = _add_in_order(self._s, np.einsum("bi,bi->b", cq, e))
         self._planted_sum = _add_in_order(self._planted_sum, np.einsum("bi,bi->b", c, r))
