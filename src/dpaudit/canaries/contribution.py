@@ -119,7 +119,8 @@ def private_canaries(plant_coords: np.ndarray, plant_values: np.ndarray,
     n = pc.shape[0]
     owner = np.broadcast_to(np.arange(n)[:, None], pc.shape)
     nz = np.asarray(plant_values) != 0
-    pairs = np.unique(np.stack([pc[nz], owner[nz]], axis=1), axis=0)   # (coord, owner)
+    key = np.unique(pc[nz].astype(np.int64) * max(n, 1) + owner[nz])  # (coord, owner), sorted
+    pairs = np.stack([key // max(n, 1), key % max(n, 1)], axis=1)
     coords, first, counts = np.unique(pairs[:, 0], return_index=True, return_counts=True)
     rc = np.asarray(read_coords)
     pos = np.clip(np.searchsorted(coords, rc), 0, max(coords.size - 1, 0))
