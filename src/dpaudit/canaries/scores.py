@@ -47,24 +47,31 @@ WHITE_BOX_KINDS = ("lr", "sum")
 SIGMA_FLOOR = 1e-3
 
 
+#: the largest |u| at which :func:`log_bernoulli_mgf` and :func:`sum_log_bernoulli_mgf` use
+#: expm1 (and its doubling: expm1(u) stays below 1e154, so expm1(u) (expm1(u) + 2) cannot
+#: overflow); beyond it, or for non-finite u, the log-space form
+_DIRECT_MAX = 300.0
+
+
 def log_bernoulli_mgf(u: np.ndarray, q: float) -> np.ndarray:
     """log(1 - q + q e^u) elementwise (the log moment generating function of Bernoulli(q)
-    at u), in log space for any u: with c = log(1 - q) and d = u + log q - c, it is
-    c + max(d, 0) + log1p(exp(-|d|)) -- ``np.logaddexp(c, log q + u)`` written with NumPy's
-    vectorised exp and log1p (several times faster per element; the same value to rounding),
-    since the step hooks evaluate it for every canary at every step."""
+    at u), for any u: log1p(q expm1(u)) where every |u| is at most :data:`_DIRECT_MAX`
+    (accurate near u = 0, where the log-space form below loses digits to cancellation; two
+    vectorised calls), else in log space -- with c = log(1 - q) and d = u + log q - c, it is
+    c + max(d, 0) + log1p(exp(-|d|)) (``np.logaddexp(c, log q + u)`` written with NumPy's
+    vectorised exp and log1p; the same value to rounding).  The step hooks evaluate it for
+    every canary at every step."""
     u = np.asarray(u, dtype=float)
     if q >= 1:
         return u + math.log(q)
+    big = max(float(u.max()), -float(u.min())) if u.size else 0.0
+    if big <= _DIRECT_MAX:                      # also False for NaN
+        return np.log1p(q * np.expm1(u))
     c = math.log1p(-q)
     d = u + (math.log(q) - c)
     return c + np.maximum(d, 0.0) + np.log1p(np.exp(-np.abs(d)))
 
 
-#: the largest |u| at which :func:`sum_log_bernoulli_mgf` uses expm1 and its doubling
-#: (expm1(u) stays below 1e154, so expm1(u) (expm1(u) + 2) cannot overflow); beyond it, or
-#: for non-finite x, the log-space :func:`log_bernoulli_mgf`
-_DIRECT_MAX = 300.0
 #: at most this many doublings follow one expm1 (the relative error at most doubles per
 #: doubling: 4 times expm1's, about 1e-15, at the end of a run)
 _DOUBLINGS = 2

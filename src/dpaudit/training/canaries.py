@@ -149,7 +149,8 @@ class _ReadIndex:
 
     def arrange(self, buf: np.ndarray) -> np.ndarray:
         """The plan's (..., n, k) order of tensor-ordered buffers (..., size)."""
-        return buf[..., self.unsort].reshape(*buf.shape[:-1], *self.shape)
+        return np.take(buf, self.unsort, axis=-1, mode="clip").reshape(*buf.shape[:-1],
+                                                                         *self.shape)
 
     def gather_into(self, buf: np.ndarray, params: Sequence[nn.Parameter],
                     get: Callable[[nn.Parameter], torch.Tensor | None]) -> None:
@@ -820,7 +821,9 @@ class GradientCanaries:
         if not b:
             return
         unit = np.array([u for u, _, _ in self._unread])
-        vals = self._reads.arrange(self._read_buf[:b]) * unit[:, None, None]
+        raw = self._read_buf[:b]
+        raw *= unit[:, None]                 # each value times its step's unit, in place
+        vals = self._reads.arrange(raw)
         planted = np.zeros((b, self.n), dtype=bool)
         actives = [a for _, _, a in self._unread]
         planted[np.repeat(np.arange(b), [a.size for a in actives]),
