@@ -175,13 +175,30 @@ class _ReadIndex:
                 at += b - a
 
 
+def _cat_rows(parts: list[torch.Tensor], reuse: list[torch.Tensor] | None) -> torch.Tensor:
+    """``torch.cat(parts, dim=1)``, written into ``reuse[0]`` (rows of the same width,
+    dtype and device) when it is large enough, so that successive probes fill the same
+    memory instead of fresh pages; the first result is kept there."""
+    n, width = parts[0].shape[0], sum(t.shape[1] for t in parts)
+    buf = reuse[0] if reuse else None
+    if (buf is not None and buf.shape[0] >= n and buf.shape[1] == width
+            and buf.dtype == parts[0].dtype and buf.device == parts[0].device):
+        return torch.cat(parts, dim=1, out=buf[:n])
+    rows = torch.cat(parts, dim=1)
+    if reuse is not None and not reuse:
+        reuse.append(rows)
+    return rows
+
+
 def _flat_per_example_grads(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
-                            chunk: int | None = None) -> Iterator[torch.Tensor]:
+                            chunk: int | None = None,
+                            reuse: list[torch.Tensor] | None = None) -> Iterator[torch.Tensor]:
     """Per-example gradients of the cross-entropy, flattened in trainable-parameter order,
     computed chunk by chunk with Opacus's ``GradSampleModule`` (the per-sample gradient code
     the training itself runs, so the placement initialises no further machinery and its
     memory stays below a training step's: ``chunk`` examples at a time, 16 by default;
-    :func:`coordinate_activity` takes as many as fit in 2^22 floats, at least 16).
+    :func:`coordinate_activity` takes as many as fit in 2^22 floats, at least 16; ``reuse``:
+    a list that keeps one row buffer for successive calls, :func:`_cat_rows`).
     ``model`` gets Opacus's hooks (pass a copy); a model Opacus cannot wrap, or whose
     per-sample rule fails on the first chunk (an ``EmbeddingBag`` called without offsets),
     falls back to ``torch.func``."""
@@ -206,8 +223,8 @@ def _flat_per_example_grads(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
                                             category=UserWarning)
                     F.cross_entropy(gsm(x[s:s + chunk]), y[s:s + chunk],
                                     reduction="sum").backward()
-                rows = torch.cat([p.grad_sample.reshape(p.grad_sample.shape[0], -1)
-                                  for p in params], dim=1)
+                parts = [p.grad_sample.reshape(p.grad_sample.shape[0], -1) for p in params]
+                rows = _cat_rows(parts, reuse)
             except Exception:  # noqa: BLE001 -- a per-sample rule that fails on this call
                 if s:
                     raise
@@ -412,6 +429,7 @@ def _activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor, max_grad_norm:
     total: np.ndarray | None = None
     moved = np.zeros(count_coordinates(model))
     chunk = max(16, _CHUNK_FLOATS // max(1, count_coordinates(model)))
+    reuse: list[torch.Tensor] = []     # the probes' per-example rows, one buffer for all
     states = []
     for k in range(probes):
         states.append(gen.get_state())
@@ -422,7 +440,7 @@ def _activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor, max_grad_norm:
             xk, yk = x[idx], y[_on(idx, y)]
         act = np.zeros(count_coordinates(m))
         with torch.enable_grad():
-            for g in _flat_per_example_grads(m, xk, yk, chunk):
+            for g in _flat_per_example_grads(m, xk, yk, chunk, reuse):
                 g = g.detach()
                 g.mul_((max_grad_norm / (g.norm(dim=1, keepdim=True) + 1e-6)).clamp(max=1.0))
                 act += _numpy(g.pow_(2).sum(dim=0))
