@@ -123,22 +123,24 @@ def _fast_cpu(v: torch.Tensor) -> bool:
 
 
 class _ReadIndex:
-    """The canaries' read coordinates grouped by parameter tensor, once: tensor j's values
-    fill the slice [a, b) of a tensor-ordered buffer (one gather per tensor, none per
-    canary), and one permutation puts the buffer in the plan's (n, k) order.  On the CPU the
-    gather is NumPy's on the tensor's memory; on another device ``index_select`` there and
-    one transfer per device for all its tensors."""
+    """The canaries' distinct read coordinates grouped by parameter tensor, once: tensor
+    j's values fill the slice [a, b) of a buffer of distinct coordinates (one gather per
+    tensor, none per canary; a coordinate several canaries read is gathered once), and one
+    take puts the buffer in the plan's (n, k) order.  On the CPU the gather is NumPy's on
+    the tensor's memory; on another device ``index_select`` there and one transfer per
+    device for all its tensors."""
 
     def __init__(self, tensor: np.ndarray, local: np.ndarray, shape: tuple[int, ...]) -> None:
-        order = np.argsort(tensor, kind="stable")
-        js, starts = np.unique(tensor[order], return_index=True)
-        ends = np.append(starts[1:], tensor.size)
-        self.groups = [(int(j), int(a), int(b),
-                        _PerDevice(torch.from_numpy(local[order[a:b]].copy())))
+        key, self.unsort = np.unique((np.asarray(tensor, dtype=np.int64) << 40)
+                                     | np.asarray(local, dtype=np.int64), return_inverse=True)
+        t, loc = key >> 40, key & ((1 << 40) - 1)      # distinct, by tensor then coordinate
+        js, starts = np.unique(t, return_index=True)
+        ends = np.append(starts[1:], key.size)
+        self.groups = [(int(j), int(a), int(b), _PerDevice(torch.from_numpy(loc[a:b].copy())))
                        for j, a, b in zip(js, starts, ends, strict=True)]
-        self.unsort = np.argsort(order)
+        self.unsort = self.unsort.reshape(-1)
         self.shape = shape
-        self.size = int(tensor.size)
+        self.size = int(key.size)
 
     def gather(self, params: Sequence[nn.Parameter],
                get: Callable[[nn.Parameter], torch.Tensor | None]) -> np.ndarray:
@@ -148,14 +150,14 @@ class _ReadIndex:
         return self.arrange(buf)
 
     def arrange(self, buf: np.ndarray) -> np.ndarray:
-        """The plan's (..., n, k) order of tensor-ordered buffers (..., size)."""
+        """The plan's (..., n, k) order of buffers of the distinct coordinates (..., size)."""
         return np.take(buf, self.unsort, axis=-1, mode="clip").reshape(*buf.shape[:-1],
                                                                          *self.shape)
 
     def gather_into(self, buf: np.ndarray, params: Sequence[nn.Parameter],
                     get: Callable[[nn.Parameter], torch.Tensor | None]) -> None:
-        """Write the values of ``get(p)`` at the read coordinates into ``buf`` (size,), in
-        tensor order (0 where None): the step hook's read, one gather per tensor."""
+        """Write the values of ``get(p)`` at the distinct read coordinates into ``buf``
+        (size,), by tensor (0 where None): the step hook's read, one gather per tensor."""
         elsewhere: dict[torch.device, list[tuple[int, int, torch.Tensor]]] = {}
         for j, a, b, local in self.groups:          # tensors, not canaries
             v = get(params[j])
@@ -572,7 +574,7 @@ class GradientCanaries:
         self._coin_row = 0
         # the coin block's sampled canaries, row r's at [_starts[r], _starts[r + 1])
         self._block_active = np.zeros(0, dtype=np.int64)
-        self._starts = np.zeros(1, dtype=np.int64)
+        self._starts: list[int] = [0]
         self._drawn = np.zeros(0, dtype=np.int64)    # the array the last _draw returned
         # the block's sparse planting (:meth:`_cells`), made at the first step that plants,
         # for the clip norm it was made with
@@ -708,14 +710,14 @@ class GradientCanaries:
             self._coins = (self._rng.random((self._block, self.n)) < self.q) & self.bits
             self._coin_row = 0
             rows, self._block_active = np.nonzero(self._coins)
-            self._starts = np.searchsorted(rows, np.arange(self._block + 1))
+            self._starts = np.searchsorted(rows, np.arange(self._block + 1)).tolist()
             self._cells_block = None
         r = self._coin_row
         self._coin_row += 1
         self._drawn = self._block_active[self._starts[r]:self._starts[r + 1]]
         return self._drawn
 
-    def _cells(self, active: np.ndarray, starts: np.ndarray,
+    def _cells(self, active: np.ndarray, starts: Sequence[int],
                clip: float) -> list[list[tuple[int, np.ndarray, np.ndarray]]]:
         """The sparse planting of some steps (:meth:`_add_clipped`): step r planted the
         canaries ``active[starts[r]:starts[r + 1]]``; per step, per optimizer tensor that
@@ -725,7 +727,7 @@ class GradientCanaries:
         factor = np.minimum(clip / (self._norms[active] + 1e-6), 1.0)
         vals = (self._merged[active] * factor[:, None]).ravel()
         m = self._plant_t.shape[1]
-        step = np.repeat(np.arange(starts.size - 1), np.diff(starts) * m)
+        step = np.repeat(np.arange(len(starts) - 1), np.diff(starts) * m)
         key = step * len(self.params) + self._plant_t[active].ravel()
         order = np.argsort(key, kind="stable")
         key, vals = key[order], vals[order]
@@ -757,7 +759,7 @@ class GradientCanaries:
                 self._cells_clip = clip
             cells = self._cells_block[self._coin_row - 1]
         else:
-            cells = self._cells(active, np.array([0, active.size]), clip)[0]
+            cells = self._cells(active, [0, active.size], clip)[0]
         for j, local, vals in cells:                             # tensors, not canaries
             p = self.params[j]
             if not p.summed_grad.is_contiguous():
