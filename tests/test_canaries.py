@@ -24,7 +24,7 @@ from dpaudit.canaries import (
     planted_amplitude,
     unit_rows,
 )
-from dpaudit.canaries.scores import SIGMA_FLOOR, log_bernoulli_mgf
+from dpaudit.canaries.scores import SIGMA_FLOOR, log_bernoulli_mgf, sum_log_bernoulli_mgf
 
 
 @pytest.mark.slow
@@ -117,6 +117,63 @@ def test_log_bernoulli_mgf_is_log_one_minus_q_plus_q_exp() -> None:
                                rtol=1e-15)
     assert np.array_equal(log_bernoulli_mgf(u, 1.0), u)          # a sure coin: u itself
     assert np.isnan(log_bernoulli_mgf(np.array([np.nan]), 0.05)).all()
+
+
+def test_least_active_is_the_lexsort_by_activity_then_a_random_priority() -> None:
+    # many exact ties (silent coordinates, repeated values): one argsort plus a lexsort of
+    # the tied entries gives the full lexsort's coordinates, and leaves the generator alike
+    from dpaudit.canaries import least_active
+
+    rng = np.random.default_rng(11)
+    act = np.where(rng.random(5000) < 0.3, 0.0, rng.integers(0, 40, 5000) / 8)
+    for n in (1, 700, 5000):
+        got, ref = np.random.default_rng(n), np.random.default_rng(n)
+        order = np.lexsort((ref.random(act.size), act))
+        want = order[:n][ref.permutation(n)]
+        np.testing.assert_array_equal(least_active(act, n, got), want)
+        assert got.random() == ref.random()
+
+
+def _decimal_mgf_sums(x: np.ndarray, lambdas: np.ndarray, q: float, centred: bool) -> np.ndarray:
+    """sum_j log(1 - q + q e^(lambda x_j)) (- q lambda x_j) in 40-digit decimal arithmetic."""
+    from decimal import Decimal, localcontext
+
+    out = np.zeros((lambdas.size, x.shape[0]))
+    with localcontext() as ctx:
+        ctx.prec = 40
+        dq = Decimal(q)
+        for g, lam in enumerate(lambdas.tolist()):
+            for r, row in enumerate(x.tolist()):
+                total = Decimal(0)
+                for v in row:
+                    u = Decimal(lam) * Decimal(v)
+                    total += (1 - dq + dq * u.exp()).ln() - (dq * u if centred else 0)
+                out[g, r] = float(total)
+    return out
+
+
+def test_summed_log_bernoulli_mgf_on_a_grid_is_the_exact_sum() -> None:
+    # the doubling grid (expm1(2v) = expm1(v) (expm1(v) + 2)), an irregular grid (expm1 at
+    # every lambda) and |u| beyond _DIRECT_MAX (the log-space form), against 40-digit
+    # decimal arithmetic; centred: minus q u, the contribution check's psi
+    rng = np.random.default_rng(7)
+    x = np.vstack([rng.standard_normal(16), 0.01 * rng.standard_normal(16),
+                   4 * rng.standard_normal(16)])
+    grids = [np.concatenate([-2.0 ** np.arange(3, -6, -1), 2.0 ** np.arange(-5, 4)]),
+             np.array([0.3, -0.7, 2.5, 0.31])]
+    for lambdas in grids:
+        for q in (0.05, 0.5):
+            for centred in (False, True):
+                want = _decimal_mgf_sums(x, lambdas, q, centred)
+                np.testing.assert_allclose(sum_log_bernoulli_mgf(x, lambdas, q,
+                                                                 centred=centred),
+                                           want, rtol=1e-12, atol=1e-300)
+    far = np.array([[100.0, -0.5, 2.0]])             # |u| = 800: the log-space form
+    lam = np.array([-8.0, 8.0])
+    np.testing.assert_allclose(sum_log_bernoulli_mgf(far, lam, 0.05),
+                               _decimal_mgf_sums(far, lam, 0.05, False), rtol=1e-14)
+    assert np.isnan(sum_log_bernoulli_mgf(np.array([[np.nan, 1.0]]), lam, 0.05)).all()
+    assert sum_log_bernoulli_mgf(np.zeros((2, 0)), lam, 0.05).shape == (2, 2)
 
 
 def test_white_box_accumulator_sum_and_lr() -> None:

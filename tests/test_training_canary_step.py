@@ -59,10 +59,20 @@ def test_step_hook_plants_and_reads_as_a_dense_reference(block: int,
                       max_grad_norm=clip, expected_batch_size=unit, loss_reduction="mean")
     planter.attach(opt)
     released = []
-    for g in grads:
+    clips = [clip, clip / 2, clip]     # C changed within a block: its planting is made again
+    for g, c in zip(grads, clips, strict=True):
+        opt.max_grad_norm = c
         for p, gp in zip(params, g, strict=True):
             p.grad_sample = gp.clone()
         opt.step()
+        # the block's planting (arranged for all its steps at once) is this step's alone
+        row = planter._coin_row - 1
+        one = planter._cells(planter._drawn, np.array([0, planter._drawn.size]), c)[0]
+        block = planter._cells(planter._block_active, planter._starts, c)[row]
+        assert [j for j, _, _ in one] == [j for j, _, _ in block] and one
+        for (_, la, va), (_, lb, vb) in zip(one, block, strict=True):
+            np.testing.assert_array_equal(la, lb)
+            np.testing.assert_array_equal(va, vb)
         released.append(torch.cat([p.grad.reshape(-1) for p in params]).double().numpy())
         # the batched read of the hook equals a direct gather of the released step
         np.testing.assert_array_equal(planter._gather_read(lambda p: p.grad),
@@ -75,14 +85,14 @@ def test_step_hook_plants_and_reads_as_a_dense_reference(block: int,
     draws = stream(seed, "canary_sampling")
     d = sum(sizes)
     expected_sum = np.zeros(plan.n)
-    for g, got in zip(grads, released, strict=True):
+    for g, got, c in zip(grads, released, clips, strict=True):
         flat = np.concatenate([x.reshape(rows, -1).double().numpy() for x in g], axis=1)
         norms = np.linalg.norm(flat, axis=1)
-        total = (flat * np.minimum(1.0, clip / (norms + 1e-6))[:, None]).sum(axis=0)
+        total = (flat * np.minimum(1.0, c / (norms + 1e-6))[:, None]).sum(axis=0)
         for i in np.flatnonzero((draws.random(plan.n) < q) & plan.bits):
             v = np.zeros(d)
             np.add.at(v, plan.plant_coords[i], plan.plant_values[i] * clip)
-            total += v * min(1.0, clip / (np.linalg.norm(v) + 1e-6))
+            total += v * min(1.0, c / (np.linalg.norm(v) + 1e-6))
         np.testing.assert_allclose(got, total / unit, rtol=1e-5, atol=1e-6)
         expected_sum += plan.read_flat(total) / clip
     np.testing.assert_allclose(planter.sum, expected_sum, rtol=1e-5, atol=1e-5)

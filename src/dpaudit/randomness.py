@@ -66,7 +66,8 @@ import numpy as np
 from dpaudit.validation import check_count
 
 __all__ = ["PURPOSES", "TIE_BREAK_KEY", "as_rng", "seed_sequence", "stream", "draw_bits",
-           "tie_break_rng", "split_seeds", "philox_key", "TrialStreams", "trial_rng"]
+           "tie_break_rng", "random_tie_order", "split_seeds", "philox_key", "TrialStreams",
+           "trial_rng"]
 
 #: purpose -> how its stream is derived from the seed (module docstring).
 PURPOSES: dict[str, str] = {
@@ -146,6 +147,39 @@ def tie_break_rng(rng: np.random.Generator | int) -> np.random.Generator:
     if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
         return np.random.default_rng(seed_sequence(int(rng), "tie_break"))
     return np.random.default_rng(rng)
+
+
+#: priorities drawn (and discarded) per chunk when there are no ties.
+_PRIO_CHUNK = 1 << 20
+
+
+def random_tie_order(score: np.ndarray, gen: np.random.Generator) -> np.ndarray:
+    """Indices that sort ``score`` ascending, equal scores in the order of a random priority:
+    the permutation of ``np.lexsort((gen.random(m), score))``, with ``gen`` advanced
+    identically, from one argsort of the scores plus a lexsort of the tied entries only
+    (without ties a plain argsort).  The one-run guesses' tie-break
+    (:func:`dpaudit.estimators.guess_select.ascending_order`) and the canaries' placement
+    by activity (:mod:`dpaudit.canaries.plan`)."""
+    m = score.size
+    order = np.argsort(score, kind="stable")
+    ss = score[order]
+    eq = ss[1:] == ss[:-1]
+    if not eq.any():
+        del ss, eq
+        # no ties: the priorities are not needed, but the generator advances as if drawn
+        # (in chunks, so no m-sized array is held)
+        for start in range(0, m, _PRIO_CHUNK):
+            gen.random(min(_PRIO_CHUNK, m - start))
+        return order
+    prio = gen.random(m)
+    tied = np.zeros(m, dtype=bool)
+    tied[1:] |= eq
+    tied[:-1] |= eq
+    pos = np.flatnonzero(tied)
+    sub = order[pos]
+    # within a run of equal scores, order by priority (score breaks the runs apart)
+    order[pos] = sub[np.lexsort((prio[sub], ss[pos]))]
+    return order
 
 
 def split_seeds(seed: int, n_splits: int) -> list[int]:

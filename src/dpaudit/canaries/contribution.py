@@ -91,7 +91,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpaudit.canaries.scores import log_bernoulli_mgf
+from dpaudit.canaries.scores import running_sums, sum_log_bernoulli_mgf
 from dpaudit.validation import check_probability
 
 __all__ = ["CONTRIBUTION_ALPHA", "LAMBDAS", "ContributionRecord", "ContributionReading",
@@ -104,9 +104,11 @@ CONTRIBUTION_ALPHA = 1e-6
 LAMBDAS = 2.0 ** np.arange(-5, 4)
 
 
-def _psi(u: np.ndarray, q: float) -> np.ndarray:
-    """log(1 - q + q e^u) - q u, the cumulant generating function of c - q, c ~ Bern(q)."""
-    return log_bernoulli_mgf(u, q) - q * u
+def _add_in_order(start: float, values: np.ndarray) -> float:
+    """start + values[0] + values[1] + ..., as Python floats in that order."""
+    for v in values.tolist():
+        start += v
+    return start
 
 
 def private_canaries(plant_coords: np.ndarray, plant_values: np.ndarray,
@@ -117,7 +119,8 @@ def private_canaries(plant_coords: np.ndarray, plant_values: np.ndarray,
     n = pc.shape[0]
     owner = np.broadcast_to(np.arange(n)[:, None], pc.shape)
     nz = np.asarray(plant_values) != 0
-    pairs = np.unique(np.stack([pc[nz], owner[nz]], axis=1), axis=0)   # (coord, owner)
+    key = np.unique(pc[nz].astype(np.int64) * max(n, 1) + owner[nz])  # (coord, owner), sorted
+    pairs = np.stack([key // max(n, 1), key % max(n, 1)], axis=1)
     coords, first, counts = np.unique(pairs[:, 0], return_index=True, return_counts=True)
     rc = np.asarray(read_coords)
     pos = np.clip(np.searchsorted(coords, rc), 0, max(coords.size - 1, 0))
@@ -253,31 +256,52 @@ class ContributionAccumulator:
             p = mask
         elif p.shape != (self.n,):
             raise ValueError(f"planted must be (n,) booleans or indices; got {p.shape}")
-        self.steps += 1
+        self.add_steps(y[None], p[None])
+
+    def add_steps(self, y: np.ndarray, planted: np.ndarray) -> None:
+        """B successive steps at once: ``y`` (B, n) readings, ``planted`` (B, n) bool -- the
+        sums of B calls of :meth:`add`, in one vectorised pass (O(G B n)).  Step t's centring
+        m_t (the mean of each canary's unplanted readings before step t) is the running sum
+        of the earlier rows, added in step order; each step's sums over canaries are formed
+        as one step's, and added to the totals in step order."""
+        y = np.asarray(y, dtype=float)
+        p = np.asarray(planted)
+        if y.ndim != 2 or y.shape[1] != self.n:
+            raise ValueError(f"y must have one row of n = {self.n} readings per step; got "
+                             f"{y.shape}")
+        if p.dtype != bool or p.shape != y.shape:
+            raise ValueError(f"planted must be (steps, n) booleans of y's shape {y.shape}; "
+                             f"got {p.dtype} {p.shape}")
+        self.steps += y.shape[0]
         if self.index.size == 0:
             return
-        c = p[self.index].astype(float)
-        yy = y[self.index]
+        c = p[:, self.index].astype(float)
+        yy = y[:, self.index]
         ok = np.isfinite(yy)               # a non-finite release is left out of the sums
-        m = np.divide(self._off_sum, self._off_count, out=np.zeros_like(self._off_sum),
-                      where=self._off_count > 0)
-        if ok.all():                       # the usual step: the same sums, fewer passes
+        off = ok & (c == 0)
+        off_sum = running_sums(self._off_sum, np.where(off, yy, 0.0))   # (B + 1, k)
+        off_count = running_sums(self._off_count, off)
+        m = np.divide(off_sum[:-1], off_count[:-1], out=np.zeros_like(yy),
+                      where=off_count[:-1] > 0)
+        if ok.all():                       # the usual steps: the same sums, fewer passes
             r = yy - m
             e = r - self.amplitude * c
             cq = c - self.q
-            amp, off = self.amplitude, c == 0
+            amp = np.broadcast_to(self.amplitude, yy.shape)
         else:
             r = np.where(ok, yy - m, 0.0)
             e = np.where(ok, r - self.amplitude * c, 0.0)
             cq = np.where(ok, c - self.q, 0.0)
-            amp, off = np.where(ok, self.amplitude, 0.0), ok & (c == 0)
-        self._s += float(cq @ e)
-        self._psi += _psi(np.outer(self.lambdas, e), self.q).sum(axis=1)
-        self._planted_sum += float(c @ r)
-        self._amp_sum += float(c @ amp)
-        self._planted += int(c @ ok)
-        self._off_sum += np.where(off, yy, 0.0)
-        self._off_count += off
+            amp = np.where(ok, self.amplitude, 0.0)
+        # per step, sum_i psi(lambda_g e_ti) over the canaries: (G, B), then in step order
+        psi = sum_log_bernoulli_mgf(e, self.lambdas, self.q, centred=True)
+        self._psi = running_sums(self._psi, psi.T)[-1]
+        self._s = _add_in_order(self._s, np.einsum("bi,bi->b", cq, e))
+        self._planted_sum = _add_in_order(self._planted_sum, np.einsum("bi,bi->b", c, r))
+        self._amp_sum = _add_in_order(self._amp_sum, np.einsum("bi,bi->b", c, amp))
+        self._planted += int(np.count_nonzero((c != 0) & ok))
+        self._off_sum = off_sum[-1]
+        self._off_count = off_count[-1]
 
     def record(self) -> ContributionRecord:
         return ContributionRecord(

@@ -56,7 +56,7 @@ from dpaudit.validation import (
 )
 
 __all__ = ["NOISE_ALPHA", "NoiseReading", "check_released_noise", "noise_sum_squares",
-           "distinct_mask", "format_steps"]
+           "distinct_mask", "format_steps", "noise_sums_squares"]
 
 #: false-alarm probability of the released-noise check on a run that meets the claim
 NOISE_ALPHA = 1e-6
@@ -127,9 +127,16 @@ def noise_sum_squares(values: np.ndarray, mask: np.ndarray) -> float:
     indices ``np.flatnonzero(mask)``: the same values in the same order, a cheaper gather
     for a step hook)."""
     m = np.asarray(mask)
+    flat = np.flatnonzero(m) if m.dtype == bool else m
+    return float(noise_sums_squares(np.asarray(values, dtype=float)[None], flat)[0])
+
+
+def noise_sums_squares(values: np.ndarray, flat: np.ndarray) -> np.ndarray:
+    """(B,) S_t of B steps at once: ``values`` (B, n, k), ``flat`` the flat indices of the
+    distinct coordinates (:func:`noise_sum_squares` per step, one vectorised call)."""
     v = np.asarray(values, dtype=float)
-    v = v[m] if m.dtype == bool else v.ravel().take(m)
-    return float(np.dot(v, v))
+    v = v.reshape(v.shape[0], -1)[:, np.asarray(flat)]
+    return np.einsum("bj,bj->b", v, v)
 
 
 def check_released_noise(sum_squares: np.ndarray, coordinates: int, noise_multiplier: float,

@@ -53,7 +53,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpaudit.canaries.layout import Layout
-from dpaudit.randomness import draw_bits  # the one-run game's secret bits (re-exported)
+from dpaudit.randomness import (  # draw_bits: the one-run game's secret bits (re-exported)
+    draw_bits,
+    random_tie_order,
+)
 from dpaudit.validation import check_count, check_positive, check_probability
 
 __all__ = ["SHAPES", "DEFAULT_SHAPES", "CanaryPlan", "draw_bits", "plan_gradient_canaries",
@@ -135,7 +138,7 @@ def least_active(activity: np.ndarray, n: int, rng: np.random.Generator) -> np.n
     if n > act.size:
         raise ValueError(f"canaries must be at most the model's {act.size} trainable "
                          f"coordinates (one read coordinate each); got {n}")
-    order = np.lexsort((rng.random(act.size), act))
+    order = random_tie_order(act, rng)
     return order[:n][rng.permutation(n)].astype(np.int64)
 
 
@@ -232,8 +235,10 @@ def _sentinels(layout: Layout, act: np.ndarray, used: np.ndarray, k: int,
     whose coordinates run out drops out of the rotation; canaries beyond every tensor's
     room get none).  Returns (indices among the k canaries that got one, coordinates)."""
     d = layout.dimension
-    free = np.setdiff1d(np.arange(d), used)
-    free = free[np.lexsort((rng.random(free.size), act[free]))]   # by activity within tensor
+    keep = np.ones(d, dtype=bool)
+    keep[used] = False
+    free = np.flatnonzero(keep)                                   # not yet used, ascending
+    free = free[random_tie_order(act[free], rng)]                 # by activity within tensor
     t = layout.tensor_of(free)
     order = np.argsort(t, kind="stable")                          # group by tensor, stably
     free, t = free[order], t[order]
@@ -252,8 +257,7 @@ def _ballast(layout: Layout, act: np.ndarray, read: np.ndarray, rows: np.ndarray
     ("block": the read coordinate's tensor; "tensors": slot j in tensor (j // per_tensor) of
     the read tensor followed by the silent other tensors).  Loops run over tensors and
     slots, not canaries."""
-    d = layout.dimension
-    order = np.lexsort((rng.random(d), act))
+    order = random_tie_order(act, rng)
     order = order[~np.isin(order, read)]
     t_order = layout.tensor_of(order)
     queues = {int(t): order[t_order == t] for t in range(len(layout.sizes))}

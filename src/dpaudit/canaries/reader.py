@@ -18,6 +18,7 @@ implementation for every framework.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -28,7 +29,7 @@ from dpaudit.canaries.contribution import (
     sentinel_directions,
 )
 from dpaudit.canaries.layout import Layout
-from dpaudit.canaries.noise import distinct_mask, noise_sum_squares
+from dpaudit.canaries.noise import distinct_mask, noise_sums_squares
 from dpaudit.canaries.plan import CanaryPlan
 from dpaudit.canaries.scores import WhiteBoxAccumulator
 from dpaudit.validation import check_positive
@@ -88,17 +89,42 @@ class ReleaseReader:
         if v.shape != self.plan.read_coords.shape:
             raise ValueError(f"values must have the shape of plan.read_coords "
                              f"{self.plan.read_coords.shape}; got {v.shape}")
-        y = self.plan.read(v)
-        self.accumulator.add(y, noise_multiplier)
-        self._ss.append(noise_sum_squares(v, self._distinct))
-        self._sigmas.append(float(noise_multiplier))
+        mask = None
         if planted is not None:
-            self.contribution.add(y, planted)
+            mask = np.asarray(planted)
+            if mask.dtype != bool:
+                mask = np.zeros(self.plan.n, dtype=bool)
+                mask[np.asarray(planted).astype(np.int64)] = True
+            elif mask.shape != (self.plan.n,):
+                raise ValueError(f"planted must be (n,) booleans or indices; got "
+                                 f"{mask.shape}")
+            mask = mask[None]
+        self.add_steps(v[None], (noise_multiplier,), mask)
+
+    def add_steps(self, values: np.ndarray, noise_multipliers: np.ndarray | Sequence[float],
+                  planted: np.ndarray | None = None) -> None:
+        """Record B successive released steps at once: ``values`` (B, n, k), their sigmas
+        (B,), ``planted`` (B, n) booleans or None -- what B calls of :meth:`add` record, in
+        a few vectorised calls (the per-step sums over canaries and coordinates are formed
+        as one step's, the totals added in step order)."""
+        v = np.asarray(values, dtype=float)
+        if v.ndim != 3 or v.shape[1:] != self.plan.read_coords.shape:
+            raise ValueError(f"values must be (steps, *plan.read_coords.shape) = (B, "
+                             f"{self.plan.read_coords.shape[0]}, "
+                             f"{self.plan.read_coords.shape[1]}); got {v.shape}")
+        sig = np.asarray(noise_multipliers, dtype=float).reshape(-1)
+        y = np.einsum("bij,ij->bi", v, self.plan.read_weights)
+        self.accumulator.add_steps(y, sig)
+        self._ss.extend(noise_sums_squares(v, self._distinct).tolist())
+        self._sigmas.extend(sig.tolist())
+        if planted is not None:
+            p = np.asarray(planted)
+            self.contribution.add_steps(y, p)
             if self._sentinel[0].index.size:
-                ys = np.einsum("ij,ij->i", v, self._sentinel_w)
+                ys = np.einsum("bij,ij->bi", v, self._sentinel_w)
                 for acc in self._sentinel:
-                    acc.add(ys, planted)
-            self._planted_steps += 1
+                    acc.add_steps(ys, p)
+            self._planted_steps += v.shape[0]
 
     def add_flat(self, flat: np.ndarray, noise_multiplier: float,
                  planted: np.ndarray | None = None) -> None:

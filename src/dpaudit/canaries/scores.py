@@ -31,13 +31,15 @@ the released output); the scores differ only in power.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
 from dpaudit.validation import check_choice, check_probability
 
 __all__ = ["WHITE_BOX_KINDS", "lr_step_scores", "log_bernoulli_mgf", "WhiteBoxAccumulator",
-           "last_iterate_scores", "black_box_scores", "SIGMA_FLOOR"]
+           "last_iterate_scores", "black_box_scores", "SIGMA_FLOOR", "running_sums",
+           "sum_log_bernoulli_mgf"]
 
 WHITE_BOX_KINDS = ("lr", "sum")
 #: the smallest noise multiplier the likelihood-ratio score divides by (a step reported with
@@ -45,21 +47,86 @@ WHITE_BOX_KINDS = ("lr", "sum")
 SIGMA_FLOOR = 1e-3
 
 
+#: the largest |u| at which :func:`log_bernoulli_mgf` and :func:`sum_log_bernoulli_mgf` use
+#: expm1 (and its doubling: expm1(u) stays below 1e154, so expm1(u) (expm1(u) + 2) cannot
+#: overflow); beyond it, or for non-finite u, the log-space form
+_DIRECT_MAX = 300.0
+
+
 def log_bernoulli_mgf(u: np.ndarray, q: float) -> np.ndarray:
     """log(1 - q + q e^u) elementwise (the log moment generating function of Bernoulli(q)
-    at u), in log space for any u: with c = log(1 - q) and d = u + log q - c, it is
-    c + max(d, 0) + log1p(exp(-|d|)) -- ``np.logaddexp(c, log q + u)`` written with NumPy's
-    vectorised exp and log1p (several times faster per element; the same value to rounding),
-    since the step hooks evaluate it for every canary at every step."""
+    at u), for any u: log1p(q expm1(u)) where every |u| is at most :data:`_DIRECT_MAX`
+    (accurate near u = 0, where the log-space form below loses digits to cancellation; two
+    vectorised calls), else in log space -- with c = log(1 - q) and d = u + log q - c, it is
+    c + max(d, 0) + log1p(exp(-|d|)) (``np.logaddexp(c, log q + u)`` written with NumPy's
+    vectorised exp and log1p; the same value to rounding).  The step hooks evaluate it for
+    every canary at every step."""
     u = np.asarray(u, dtype=float)
     if q >= 1:
         return u + math.log(q)
+    big = max(float(u.max()), -float(u.min())) if u.size else 0.0
+    if big <= _DIRECT_MAX:                      # also False for NaN
+        return np.log1p(q * np.expm1(u))
     c = math.log1p(-q)
     d = u + (math.log(q) - c)
     return c + np.maximum(d, 0.0) + np.log1p(np.exp(-np.abs(d)))
 
 
-def lr_step_scores(y: np.ndarray, sampling_rate: float, noise_multiplier: float,
+#: at most this many doublings follow one expm1 (the relative error at most doubles per
+#: doubling: 4 times expm1's, about 1e-15, at the end of a run)
+_DOUBLINGS = 2
+
+
+def sum_log_bernoulli_mgf(x: np.ndarray, lambdas: np.ndarray, q: float, *,
+                          centred: bool = False) -> np.ndarray:
+    """(G, *x.shape[:-1]): for each lambda_g, the sum over x's last axis of
+    log(1 - q + q e^u) at u = lambda_g x (minus q u when ``centred``: the cumulant generating
+    function of c - q, c ~ Bernoulli(q)) -- :func:`log_bernoulli_mgf` summed, for a grid of
+    lambdas at once.
+
+    Evaluated as log1p(q expm1(u)) (accurate near u = 0, where the log-space form loses
+    digits to cancellation), one lambda at a time on buffers of x's size (they stay in
+    cache), and along a grid that doubles (lambda_{g+1} = 2 lambda_g, as the contribution
+    check's powers of 2) with the identity expm1(2v) = expm1(v) (expm1(v) + 2): two
+    multiplications instead of an exponential, at most :data:`_DOUBLINGS` times in a row
+    before expm1 is evaluated afresh.  Where some |u| exceeds :data:`_DIRECT_MAX` or x is
+    not finite, the elementwise log-space form, which holds for any u."""
+    x = np.asarray(x, dtype=float)
+    lam = np.asarray(lambdas, dtype=float).reshape(-1)
+    big = float(np.abs(lam).max()) * float(np.abs(x).max()) if x.size and lam.size else 0.0
+    if q >= 1 or not np.isfinite(big) or big > _DIRECT_MAX:
+        u = lam.reshape(-1, *([1] * x.ndim)) * x
+        v = log_bernoulli_mgf(u, q)
+        return (v - q * u if centred else v).sum(axis=-1)
+    out = np.empty((lam.size, *x.shape[:-1]))
+    e, t = np.empty_like(x), np.empty_like(x)
+    prev, run = math.nan, 0
+    for g in np.lexsort((np.abs(lam), np.sign(lam))).tolist():   # by sign, |lambda| rising
+        lg = float(lam[g])
+        if lg == 2 * prev and run < _DOUBLINGS:
+            np.add(e, 2.0, out=t)
+            e *= t                                  # expm1(2v) = expm1(v) (expm1(v) + 2)
+            run += 1
+        else:
+            np.multiply(x, lg, out=e)
+            np.expm1(e, out=e)
+            run = 0
+        prev = lg
+        np.multiply(e, q, out=t)
+        np.log1p(t, out=t)
+        if centred:
+            t -= (q * lg) * x
+        out[g] = t.sum(axis=-1)
+    return out
+
+
+def running_sums(start: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """(B + 1, ...): start, start + rows[0], start + rows[0] + rows[1], ..., added in that
+    order (a cumulative sum: the floats of one ``+=`` per row, in one call)."""
+    return np.cumsum(np.concatenate([start[None], rows]), axis=0)
+
+
+def lr_step_scores(y: np.ndarray, sampling_rate: float, noise_multiplier: float | np.ndarray,
                    amplitude: np.ndarray | float = 1.0) -> np.ndarray:
     """log(1 - q + q exp((a y - a^2/2) / sigma^2)) elementwise, in log space
     (:func:`log_bernoulli_mgf`)."""
@@ -96,12 +163,25 @@ class WhiteBoxAccumulator:
         y = np.asarray(y, dtype=float)
         if y.shape != (self.n,):
             raise ValueError(f"y must have one reading per canary ({self.n}); got {y.shape}")
-        sigma = float(noise_multiplier)
-        if not sigma >= SIGMA_FLOOR:  # also NaN: the step is scored, never refused
-            sigma = SIGMA_FLOOR
-        self.sum += y
-        self.lr_sum += lr_step_scores(y, self.q, sigma, self.amplitude)
-        self.steps += 1
+        self.add_steps(y[None], (noise_multiplier,))
+
+    def add_steps(self, y: np.ndarray, noise_multipliers: np.ndarray | Sequence[float]) -> None:
+        """Record B successive steps at once: ``y`` (B, n), ``noise_multipliers`` (B,) --
+        the sums of B calls of :meth:`add` (the per-step scores in one vectorised call, added
+        in step order: the same floats)."""
+        y = np.asarray(y, dtype=float)
+        if y.ndim != 2 or y.shape[1] != self.n:
+            raise ValueError(f"y must have one row of n = {self.n} readings per step; got "
+                             f"{y.shape}")
+        s = np.asarray(noise_multipliers, dtype=float).reshape(-1)
+        if s.shape != (y.shape[0],):
+            raise ValueError(f"noise_multipliers must have one value per step "
+                             f"({y.shape[0]}); got {s.shape}")
+        s = np.where(s >= SIGMA_FLOOR, s, SIGMA_FLOOR)  # also NaN: scored, never refused
+        self.sum = running_sums(self.sum, y)[-1]
+        self.lr_sum = running_sums(self.lr_sum, lr_step_scores(y, self.q, s[:, None],
+                                                               self.amplitude))[-1]
+        self.steps += y.shape[0]
 
     def scores(self, kind: str = "lr") -> np.ndarray:
         """``"lr"``: sum_t LR_t; ``"sum"``: a sum_t y_t - q T a^2 / 2."""

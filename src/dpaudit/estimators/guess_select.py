@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpaudit.randomness import tie_break_rng
+from dpaudit.randomness import random_tie_order, tie_break_rng
 
 __all__ = ["lowest_member_counts", "ascending_order"]
 
@@ -375,16 +375,13 @@ def _counts_by_sorting(member: np.ndarray, score: np.ndarray, ks: np.ndarray,
     return np.where(ks > 0, c[np.maximum(ks, 1) - 1], 0)
 
 
-#: priorities drawn (and discarded) per chunk when there are no ties.
-_PRIO_CHUNK = 1 << 20
-
-
 def ascending_order(score: np.ndarray, rng: np.random.Generator | int) -> np.ndarray:
     """Indices that sort ``score`` ascending, equal scores in a uniformly random order.
 
     Same permutation as ``np.lexsort((gen.random(m), score))`` (a random priority per canary
     breaks ties), and the generator is advanced identically, but computed as one argsort of
-    the scores plus a lexsort of the tied entries only: without ties it is a plain argsort.
+    the scores plus a lexsort of the tied entries only: without ties it is a plain argsort
+    (:func:`dpaudit.randomness.random_tie_order`).
 
     An integer ``rng`` is NOT used as ``default_rng(rng)``: the priorities come from the
     tagged stream ``SeedSequence(rng, spawn_key=(TIE_BREAK_KEY,))``.  A game seeded with the
@@ -393,24 +390,4 @@ def ascending_order(score: np.ndarray, rng: np.random.Generator | int) -> np.nda
     the truth (issue 15, ``simulate rr --seed 0``: every tied guess below r = n was wrong).
     A Generator is used as given; it must be independent of the truth bits.
     """
-    gen = tie_break_rng(rng)
-    m = score.size
-    order = np.argsort(score, kind="stable")
-    ss = score[order]
-    eq = ss[1:] == ss[:-1]
-    if not eq.any():
-        del ss, eq
-        # no ties: the priorities are not needed, but the generator advances as if drawn
-        # (in chunks, so no m-sized array is held)
-        for start in range(0, m, _PRIO_CHUNK):
-            gen.random(min(_PRIO_CHUNK, m - start))
-        return order
-    prio = gen.random(m)
-    tied = np.zeros(m, dtype=bool)
-    tied[1:] |= eq
-    tied[:-1] |= eq
-    pos = np.flatnonzero(tied)
-    sub = order[pos]
-    # within a run of equal scores, order by priority (score breaks the runs apart)
-    order[pos] = sub[np.lexsort((prio[sub], ss[pos]))]
-    return order
+    return random_tie_order(score, tie_break_rng(rng))

@@ -123,33 +123,47 @@ def _fast_cpu(v: torch.Tensor) -> bool:
 
 
 class _ReadIndex:
-    """The canaries' read coordinates grouped by parameter tensor, once: tensor j's values
-    fill the slice [a, b) of a tensor-ordered buffer (one gather per tensor, none per
-    canary), and one permutation puts the buffer in the plan's (n, k) order.  On the CPU the
-    gather is NumPy's on the tensor's memory; on another device ``index_select`` there and
-    one transfer per device for all its tensors."""
+    """The canaries' distinct read coordinates grouped by parameter tensor, once: tensor
+    j's values fill the slice [a, b) of a buffer of distinct coordinates (one gather per
+    tensor, none per canary; a coordinate several canaries read is gathered once), and one
+    take puts the buffer in the plan's (n, k) order.  On the CPU the gather is NumPy's on
+    the tensor's memory; on another device ``index_select`` there and one transfer per
+    device for all its tensors."""
 
     def __init__(self, tensor: np.ndarray, local: np.ndarray, shape: tuple[int, ...]) -> None:
-        order = np.argsort(tensor, kind="stable")
-        js, starts = np.unique(tensor[order], return_index=True)
-        ends = np.append(starts[1:], tensor.size)
-        self.groups = [(int(j), int(a), int(b),
-                        _PerDevice(torch.from_numpy(local[order[a:b]].copy())))
+        key, self.unsort = np.unique((np.asarray(tensor, dtype=np.int64) << 40)
+                                     | np.asarray(local, dtype=np.int64), return_inverse=True)
+        t, loc = key >> 40, key & ((1 << 40) - 1)      # distinct, by tensor then coordinate
+        js, starts = np.unique(t, return_index=True)
+        ends = np.append(starts[1:], key.size)
+        self.groups = [(int(j), int(a), int(b), _PerDevice(torch.from_numpy(loc[a:b].copy())))
                        for j, a, b in zip(js, starts, ends, strict=True)]
-        self.unsort = np.argsort(order)
+        self.unsort = self.unsort.reshape(-1)
         self.shape = shape
-        self.size = int(tensor.size)
+        self.size = int(key.size)
 
     def gather(self, params: Sequence[nn.Parameter],
                get: Callable[[nn.Parameter], torch.Tensor | None]) -> np.ndarray:
         """(n, k) float64 values of ``get(p)`` at the read coordinates (0 where None)."""
-        buf = np.zeros(self.size)
+        buf = np.empty(self.size)
+        self.gather_into(buf, params, get)
+        return self.arrange(buf)
+
+    def arrange(self, buf: np.ndarray) -> np.ndarray:
+        """The plan's (..., n, k) order of buffers of the distinct coordinates (..., size)."""
+        return np.take(buf, self.unsort, axis=-1, mode="clip").reshape(*buf.shape[:-1],
+                                                                         *self.shape)
+
+    def gather_into(self, buf: np.ndarray, params: Sequence[nn.Parameter],
+                    get: Callable[[nn.Parameter], torch.Tensor | None]) -> None:
+        """Write the values of ``get(p)`` at the distinct read coordinates into ``buf``
+        (size,), by tensor (0 where None): the step hook's read, one gather per tensor."""
         elsewhere: dict[torch.device, list[tuple[int, int, torch.Tensor]]] = {}
         for j, a, b, local in self.groups:          # tensors, not canaries
             v = get(params[j])
             if v is None:
-                continue
-            if _fast_cpu(v):
+                buf[a:b] = 0.0
+            elif _fast_cpu(v):
                 buf[a:b] = v.numpy().ravel()[local.cpu_numpy]
             else:
                 flat = v.detach().reshape(-1)
@@ -161,16 +175,32 @@ class _ReadIndex:
             for a, b, _ in parts:
                 buf[a:b] = vals[at:at + b - a]
                 at += b - a
-        return buf[self.unsort].reshape(self.shape)
+
+
+def _cat_rows(parts: list[torch.Tensor], reuse: list[torch.Tensor] | None) -> torch.Tensor:
+    """``torch.cat(parts, dim=1)``, written into ``reuse[0]`` (rows of the same width,
+    dtype and device) when it is large enough, so that successive probes fill the same
+    memory instead of fresh pages; the first result is kept there."""
+    n, width = parts[0].shape[0], sum(t.shape[1] for t in parts)
+    buf = reuse[0] if reuse else None
+    if (buf is not None and buf.shape[0] >= n and buf.shape[1] == width
+            and buf.dtype == parts[0].dtype and buf.device == parts[0].device):
+        return torch.cat(parts, dim=1, out=buf[:n])
+    rows = torch.cat(parts, dim=1)
+    if reuse is not None and not reuse:
+        reuse.append(rows)
+    return rows
 
 
 def _flat_per_example_grads(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
-                            chunk: int | None = None) -> Iterator[torch.Tensor]:
+                            chunk: int | None = None,
+                            reuse: list[torch.Tensor] | None = None) -> Iterator[torch.Tensor]:
     """Per-example gradients of the cross-entropy, flattened in trainable-parameter order,
     computed chunk by chunk with Opacus's ``GradSampleModule`` (the per-sample gradient code
     the training itself runs, so the placement initialises no further machinery and its
     memory stays below a training step's: ``chunk`` examples at a time, 16 by default;
-    :func:`coordinate_activity` takes as many as fit in 2^22 floats, at least 16).
+    :func:`coordinate_activity` takes as many as fit in 2^22 floats, at least 16; ``reuse``:
+    a list that keeps one row buffer for successive calls, :func:`_cat_rows`).
     ``model`` gets Opacus's hooks (pass a copy); a model Opacus cannot wrap, or whose
     per-sample rule fails on the first chunk (an ``EmbeddingBag`` called without offsets),
     falls back to ``torch.func``."""
@@ -195,8 +225,8 @@ def _flat_per_example_grads(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
                                             category=UserWarning)
                     F.cross_entropy(gsm(x[s:s + chunk]), y[s:s + chunk],
                                     reduction="sum").backward()
-                rows = torch.cat([p.grad_sample.reshape(p.grad_sample.shape[0], -1)
-                                  for p in params], dim=1)
+                parts = [p.grad_sample.reshape(p.grad_sample.shape[0], -1) for p in params]
+                rows = _cat_rows(parts, reuse)
             except Exception:  # noqa: BLE001 -- a per-sample rule that fails on this call
                 if s:
                     raise
@@ -401,6 +431,7 @@ def _activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor, max_grad_norm:
     total: np.ndarray | None = None
     moved = np.zeros(count_coordinates(model))
     chunk = max(16, _CHUNK_FLOATS // max(1, count_coordinates(model)))
+    reuse: list[torch.Tensor] = []     # the probes' per-example rows, one buffer for all
     states = []
     for k in range(probes):
         states.append(gen.get_state())
@@ -411,7 +442,7 @@ def _activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor, max_grad_norm:
             xk, yk = x[idx], y[_on(idx, y)]
         act = np.zeros(count_coordinates(m))
         with torch.enable_grad():
-            for g in _flat_per_example_grads(m, xk, yk, chunk):
+            for g in _flat_per_example_grads(m, xk, yk, chunk, reuse):
                 g = g.detach()
                 g.mul_((max_grad_norm / (g.norm(dim=1, keepdim=True) + 1e-6)).clamp(max=1.0))
                 act += _numpy(g.pow_(2).sum(dim=0))
@@ -541,7 +572,18 @@ class GradientCanaries:
                                                               self.n)))
         self._coins = np.zeros((0, self.n), dtype=bool)
         self._coin_row = 0
-        self._unread: list[tuple[np.ndarray, float, np.ndarray]] = []
+        # the coin block's sampled canaries, row r's at [_starts[r], _starts[r + 1])
+        self._block_active = np.zeros(0, dtype=np.int64)
+        self._starts: list[int] = [0]
+        self._drawn = np.zeros(0, dtype=np.int64)    # the array the last _draw returned
+        # the block's sparse planting (:meth:`_cells`), made at the first step that plants,
+        # for the clip norm it was made with
+        self._cells_block: list[list[tuple[int, np.ndarray, np.ndarray]]] | None = None
+        self._cells_clip = float("nan")
+        # the unread steps' read values, tensor-ordered (:class:`_ReadIndex`), with their
+        # unit factor, sigma and planted canaries
+        self._read_buf = np.empty((self._block, self._reads.size))
+        self._unread: list[tuple[float, float, np.ndarray]] = []
         self._sparse = False
         self._active = np.zeros(0, dtype=np.int64)   # the canaries planted at this step
         self._pending = False
@@ -667,8 +709,37 @@ class GradientCanaries:
         if self._coin_row >= self._coins.shape[0]:
             self._coins = (self._rng.random((self._block, self.n)) < self.q) & self.bits
             self._coin_row = 0
+            rows, self._block_active = np.nonzero(self._coins)
+            self._starts = np.searchsorted(rows, np.arange(self._block + 1)).tolist()
+            self._cells_block = None
+        r = self._coin_row
         self._coin_row += 1
-        return np.flatnonzero(self._coins[self._coin_row - 1])
+        self._drawn = self._block_active[self._starts[r]:self._starts[r + 1]]
+        return self._drawn
+
+    def _cells(self, active: np.ndarray, starts: Sequence[int],
+               clip: float) -> list[list[tuple[int, np.ndarray, np.ndarray]]]:
+        """The sparse planting of some steps (:meth:`_add_clipped`): step r planted the
+        canaries ``active[starts[r]:starts[r + 1]]``; per step, per optimizer tensor that
+        gets a cell, (tensor, local coordinates, clipped values in float64), the cells in
+        the order of the sampled canaries and their slots.  Each canary's clipped gradient
+        is Opacus's rule ``v * min(1, clip / (|v| + 1e-6))``."""
+        factor = np.minimum(clip / (self._norms[active] + 1e-6), 1.0)
+        vals = (self._merged[active] * factor[:, None]).ravel()
+        m = self._plant_t.shape[1]
+        step = np.repeat(np.arange(len(starts) - 1), np.diff(starts) * m)
+        key = step * len(self.params) + self._plant_t[active].ravel()
+        order = np.argsort(key, kind="stable")
+        key, vals = key[order], vals[order]
+        local = self._plant_local[active].ravel()[order]
+        groups, first = np.unique(key, return_index=True)
+        ends = np.append(first[1:], key.size)
+        out: list[list[tuple[int, np.ndarray, np.ndarray]]] = [[] for _ in starts[1:]]
+        for g, a, b in zip(groups.tolist(), first.tolist(), ends.tolist(), strict=True):
+            r, j = divmod(g, len(self.params))
+            if self._dp[j]:
+                out[r].append((j, local[a:b], vals[a:b]))
+        return out
 
     def _add_clipped(self, opt: object, active: np.ndarray) -> None:
         """Sparse planting for Opacus's stock clipping (:func:`_stock_clipping`): each
@@ -677,21 +748,19 @@ class GradientCanaries:
         optimizer's ``max_grad_norm`` at this step, |v| the L2 norm over the optimizer's
         tensors), is added to ``p.summed_grad`` at the canary's few coordinates -- the sum
         Opacus would form from dense canary rows, without rows of full parameter size
-        (``benchmarks/training_overhead.py``).  Coordinates on parameters outside the
-        optimizer get the unclipped gradient, as in :meth:`_plant`."""
-        vals = self._merged[active]                              # (k, m), times C
-        factor = np.minimum(float(opt.max_grad_norm) / (self._norms[active] + 1e-6), 1.0)
-        # only the sampled canaries' cells (about q n / 2 rows of m), grouped by tensor
-        t = self._plant_t[active].ravel()
-        order = np.argsort(t, kind="stable")
-        clipped = (vals * factor[:, None]).ravel()[order]
-        local = self._plant_local[active].ravel()[order]
-        counts = np.bincount(t, minlength=len(self.params)).tolist()
-        b = 0
-        for j, c in enumerate(counts):                           # tensors, not canaries
-            a, b = b, b + c
-            if not c or not self._dp[j]:
-                continue
+        (``benchmarks/training_overhead.py``).  The cells of a block of steps are arranged
+        at once (:meth:`_cells`, made again if C changes), so a step adds one slice per
+        tensor.  Coordinates on parameters outside the optimizer get the unclipped
+        gradient, as in :meth:`_plant`."""
+        clip = float(opt.max_grad_norm)
+        if active is self._drawn:          # this step of the coin block
+            if self._cells_block is None or clip != self._cells_clip:
+                self._cells_block = self._cells(self._block_active, self._starts, clip)
+                self._cells_clip = clip
+            cells = self._cells_block[self._coin_row - 1]
+        else:
+            cells = self._cells(active, [0, active.size], clip)[0]
+        for j, local, vals in cells:                             # tensors, not canaries
             p = self.params[j]
             if not p.summed_grad.is_contiguous():
                 p.summed_grad = p.summed_grad.contiguous()
@@ -700,11 +769,11 @@ class GradientCanaries:
                 # NumPy's unbuffered add on the sum's memory, the values rounded to its dtype
                 # first: index_add_'s sums, in its order (canaries may share a coordinate)
                 view = sg.numpy().reshape(-1)
-                np.add.at(view, local[a:b], clipped[a:b].astype(view.dtype))
+                np.add.at(view, local, vals.astype(view.dtype, copy=False))
                 continue
             # index and values on the sum's device (index_add_ wants both there)
-            sg.view(-1).index_add_(0, _on(torch.from_numpy(local[a:b]), sg),
-                                   _on(torch.from_numpy(clipped[a:b]), sg, cast=True))
+            sg.view(-1).index_add_(0, _on(torch.from_numpy(local), sg),
+                                   _on(torch.from_numpy(vals), sg, cast=True))
         if not self._all_dp:
             self._bypass(opt, self._plant_t[active], self._plant_local[active],
                          self.plan.plant_values[active] * self.clip)
@@ -749,10 +818,12 @@ class GradientCanaries:
 
     def _record(self, opt: object) -> None:
         """The step hook's work: read the released step (never raises on a step with
-        sigma = 0: it is scored and reported, :meth:`facts`)."""
-        vals = self._gather_read(lambda p: p.grad) * (self._batch_unit(opt) / self.clip)
+        sigma = 0: it is scored and reported, :meth:`facts`).  The values are kept
+        tensor-ordered, unscaled, until the block is handed to the reader."""
+        self._reads.gather_into(self._read_buf[len(self._unread)], self.params,
+                                lambda p: p.grad)
         sigma = float(opt.noise_multiplier)
-        self._unread.append((vals, sigma, self._active))
+        self._unread.append((self._batch_unit(opt) / self.clip, sigma, self._active))
         if len(self._unread) >= self._block:
             self._flush()
         self._active = np.zeros(0, dtype=np.int64)
@@ -760,13 +831,24 @@ class GradientCanaries:
         self._clips.extend(_clip_norms(opt))
 
     def _flush(self) -> None:
-        """Hand the recorded steps to the reader, in order.  The step hook keeps up to
-        :data:`STEP_BLOCK` steps' readings and hands them over together: the reader's
-        statistics run back to back, with warm caches, instead of between the training's
-        own work (where each NumPy call costs several times more); every accessor of the
-        results flushes first."""
-        for vals, sigma, active in self._unread:
-            self._reader.add(vals, sigma, active)
+        """Hand the recorded steps to the reader, in order, in one call
+        (:meth:`ReleaseReader.add_steps`).  The step hook keeps up to :data:`STEP_BLOCK`
+        steps' readings and hands them over together: the reader's statistics run once per
+        block, vectorised over its steps and with warm caches, instead of between the
+        training's own work (where each NumPy call costs several times more); every
+        accessor of the results flushes first."""
+        b = len(self._unread)
+        if not b:
+            return
+        unit = np.array([u for u, _, _ in self._unread])
+        raw = self._read_buf[:b]
+        raw *= unit[:, None]                 # each value times its step's unit, in place
+        vals = self._reads.arrange(raw)
+        planted = np.zeros((b, self.n), dtype=bool)
+        actives = [a for _, _, a in self._unread]
+        planted[np.repeat(np.arange(b), [a.size for a in actives]),
+                np.concatenate(actives)] = True
+        self._reader.add_steps(vals, [s for _, s, _ in self._unread], planted)
         self._unread.clear()
 
     # -- what was recorded ---------------------------------------------------------------------
