@@ -127,6 +127,9 @@ def test_only_canaries_whose_reads_carry_no_other_canarys_gradient_are_counted()
     read = np.array([[0, 1], [2, 2], [3, 3], [5, 4]])
     # canary 0 reads coordinate 1 on which canary 1 plants; canary 1's value at 2 is 0
     assert private_canaries(plant, values, read).tolist() == [False, True, True, True]
+    # no canary plants anything: no background holds another canary's coin (it raised
+    # IndexError)
+    assert private_canaries(plant, np.zeros_like(values), read).tolist() == [True] * 4
 
 
 def test_claim_check_words_and_weaker_only_above() -> None:

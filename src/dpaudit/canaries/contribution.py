@@ -123,10 +123,11 @@ def private_canaries(plant_coords: np.ndarray, plant_values: np.ndarray,
     pairs = np.stack([key // max(n, 1), key % max(n, 1)], axis=1)
     coords, first, counts = np.unique(pairs[:, 0], return_index=True, return_counts=True)
     rc = np.asarray(read_coords)
-    pos = np.clip(np.searchsorted(coords, rc), 0, max(coords.size - 1, 0))
-    planted_here = (coords.size > 0) & (coords[pos] == rc) if coords.size else np.zeros(
-        rc.shape, dtype=bool)
-    only = pairs[first, 1][pos] if coords.size else np.zeros(rc.shape, dtype=np.int64)
+    if coords.size == 0:  # no canary plants a nonzero value: no background holds a coin
+        return np.ones(n, dtype=bool)
+    pos = np.clip(np.searchsorted(coords, rc), 0, coords.size - 1)
+    planted_here = coords[pos] == rc
+    only = pairs[first, 1][pos]
     own = np.arange(n)[:, None]
     clash = planted_here & ((counts[pos] > 1) | (only != own))
     return ~clash.any(axis=1)
