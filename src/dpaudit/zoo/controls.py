@@ -20,7 +20,7 @@ import dataclasses
 import importlib
 
 from dpaudit.zoo import reference_zoo
-from dpaudit.zoo.entry import OffGrid, Pair, ZooEntry
+from dpaudit.zoo.entry import OffGrid, Pair, ZooEntry, library_version
 
 __all__ = ["correct_entries"]
 
@@ -38,13 +38,14 @@ def correct_entries() -> list[ZooEntry]:
         pass
     for mod, key in (("opendp_zoo", "opendp/laplace"), ("opendp_zoo", "opendp/gaussian"),
                      ("pydp_zoo", "python-dp/LaplaceMechanism")):
-        try:
+        try:  # the library itself is imported when its entries are built
             m = importlib.import_module(f"dpaudit.zoo.{mod}")
+            base = [e for e in m.entries() if e.key == key]
         except ImportError:
             continue
         out += [dataclasses.replace(e, key=f"{e.key}+offgrid", scores=(OffGrid(),),
                                     pairs=(Pair("value 1 vs 0", 1.0, 0.0, e.adjacency),))
-                for e in m.entries() if e.key == key]
+                for e in base]
     try:
         from dpaudit.zoo import opendp_zoo
 
@@ -58,4 +59,6 @@ def correct_entries() -> list[ZooEntry]:
         out += [e for e in pipelinedp_zoo.entries() if e.key == "pipeline-dp/VARIANCE-control"]
     except ImportError:
         pass
-    return out
+    # an entry module imports without its library (the library is imported on first call):
+    # keep the entries whose library is installed
+    return [e for e in out if library_version(e.library) != "not installed"]
