@@ -76,6 +76,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from dpaudit.training.common import noise_added  # the flaws' schedule in every loop
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import journal  # noqa: E402
 
@@ -162,7 +164,7 @@ def _sigma_at(case: str, step: int, sigma: float = SIGMA) -> float:
     """The noise multiplier the loop uses (and reports) at ``step`` (0-based)."""
     if case == "lowered_sigma":
         return sigma / 4
-    if case == "zero_steps" and step % 4 == 3:
+    if case == "zero_steps" and not noise_added(case, step):
         return 0.0
     return sigma
 
@@ -359,7 +361,7 @@ def run_func(kind: str, case: str, seed: int, *, canaries: int, epochs: int,
                             flat.dtype), accumulate=True)
         summed = _clip(torch.cat([flat, rows]), case, sizes, ndims, expected_b)
         sigma = _sigma_at(case, t)
-        added = 0.0 if case == "skipped_noise" and t % 2 else sigma
+        added = sigma if noise_added(case, t) else 0.0
         noisy = summed + added * CLIP * torch.randn(layout.dimension, generator=gen)
         reader.add_flat(noisy.double().numpy() / CLIP, sigma, planted)
         upd = torch.split(noisy / expected_b, sizes)

@@ -147,3 +147,28 @@ def test_digits_split_is_sklearns() -> None:
     np.testing.assert_array_equal(ytr, c)
     np.testing.assert_array_equal(yte, d)
     assert float(xtr.max()) == 1.0 and float(xtr.min()) == 0.0
+
+
+def test_the_noise_flaws_skip_the_same_steps_in_every_framework() -> None:
+    """``noise_added`` is the one schedule (steps 1, 3, ... without noise under
+    ``skipped_noise``; 3, 7, ... under ``zero_steps``), and Opacus's ``SkippedNoiseOptimizer``
+    follows it: on the steps it skips, the released gradient is the clipped sum itself."""
+    from dpaudit.training.common import noise_added
+
+    steps = range(8)
+    assert [noise_added("skipped_noise", t) for t in steps] == [True, False] * 4
+    assert [noise_added("zero_steps", t) for t in steps] == [True, True, True, False] * 2
+    assert all(noise_added(None, t) and noise_added("mean_noise", t) for t in steps)
+    torch = need("torch")
+    need("opacus")
+    from dpaudit.training.flaws import SkippedNoiseOptimizer
+
+    p = torch.nn.Parameter(torch.zeros(50))
+    opt = SkippedNoiseOptimizer(torch.optim.SGD([p], lr=1.0), noise_multiplier=1.0,
+                                max_grad_norm=1.0, expected_batch_size=1)
+    noisy = []
+    for _ in steps:
+        p.summed_grad = torch.ones(50)
+        opt.add_noise()
+        noisy.append(bool((p.grad != 1.0).any()))
+    assert noisy == [noise_added("skipped_noise", t) for t in steps]

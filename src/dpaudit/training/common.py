@@ -30,12 +30,28 @@ from dpaudit.validation import check_choice, check_count, check_positive, check_
 
 __all__ = ["CANARY_TYPES", "THREATS", "SCORE_KINDS", "INPUT_KINDS", "EXAMPLE_RESERVED",
            "TrainingSettings", "claim_rows", "load_digits_split", "WRONG_CLIP_FACTOR",
-           "BRANCH_WIDTH_PER_CANARY"]
+           "BRANCH_WIDTH_PER_CANARY", "SKIP_EVERY", "ZERO_EVERY", "noise_added"]
 
 #: the ``wrong_clip_noise`` flaw of every framework: clipped to this many C, noise for C
 WRONG_CLIP_FACTOR = 10.0
 #: a canary branch's width per planned canary (``training.branch``, ``training.jax.model``)
 BRANCH_WIDTH_PER_CANARY = 3
+#: the ``skipped_noise`` flaw drops the noise of every SKIP_EVERY-th step, ``zero_steps`` sets
+#: sigma to 0 on every ZERO_EVERY-th step (:func:`noise_added`)
+SKIP_EVERY = 2
+ZERO_EVERY = 4
+
+
+def noise_added(flaw: str | None, step: int) -> bool:
+    """Whether the (0-based) ``step`` of a run with ``flaw`` adds its noise: the schedule of
+    the ``skipped_noise`` and ``zero_steps`` flaws in every framework (the Opacus optimizer,
+    the ``torch.func`` loop of the study, the jax_privacy step); steps 1, 3, ... and 3, 7, ...
+    go without."""
+    if flaw == "skipped_noise":
+        return step % SKIP_EVERY != SKIP_EVERY - 1
+    if flaw == "zero_steps":
+        return step % ZERO_EVERY != ZERO_EVERY - 1
+    return True
 
 CANARY_TYPES = ("gradient", "input")
 THREATS = ("white_box", "last_iterate", "black_box")

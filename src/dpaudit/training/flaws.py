@@ -61,7 +61,10 @@ from opacus.optimizers import DPOptimizer
 from opacus.optimizers.optimizer import _mark_as_processed
 
 from dpaudit.training.choices import FLAWS  # the one list (torch-free)
-from dpaudit.training.common import WRONG_CLIP_FACTOR  # shared with the JAX path
+from dpaudit.training.common import (  # shared with the JAX path
+    WRONG_CLIP_FACTOR,
+    noise_added,
+)
 
 __all__ = ["FLAWS", "BackpropClippingOptimizer", "MeanNoiseOptimizer",
            "PerTensorClippingOptimizer", "BatchSumClippingOptimizer", "AveragedClippingOptimizer",
@@ -175,11 +178,13 @@ class UnclippedBiasesOptimizer(DPOptimizer):
 
 
 class SkippedNoiseOptimizer(DPOptimizer):
-    """Skips ``add_noise`` on every second step (``noise_multiplier`` unchanged)."""
+    """Skips ``add_noise`` on every second step (``noise_multiplier`` unchanged; the schedule
+    of :func:`dpaudit.training.common.noise_added`)."""
 
     def add_noise(self) -> None:
-        self._noise_calls = getattr(self, "_noise_calls", 0) + 1
-        if self._noise_calls % 2:
+        step = getattr(self, "_noise_calls", 0)
+        self._noise_calls = step + 1
+        if noise_added("skipped_noise", step):
             super().add_noise()
             return
         for p in self.params:  # DPOptimizer.add_noise without the noise

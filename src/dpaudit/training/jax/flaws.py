@@ -51,7 +51,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from dpaudit.training.choices import JAX_FLAWS as FLAWS  # the one list
-from dpaudit.training.common import WRONG_CLIP_FACTOR
+from dpaudit.training.common import (  # every framework's schedule and factor
+    SKIP_EVERY,
+    WRONG_CLIP_FACTOR,
+    ZERO_EVERY,
+    noise_added,
+)
 
 __all__ = ["FLAWS", "MISMATCH_BANDS", "UNCLIPPED_GROUP", "UNCLIPPED_FLAWS", "NOISE_FLAWS",
            "SKIP_EVERY", "ZERO_EVERY", "WRONG_CLIP_FACTOR", "noise_added", "unclipped_names"]
@@ -62,17 +67,6 @@ UNCLIPPED_GROUP = ("w1",)
 UNCLIPPED_FLAWS = ("unclipped_group", "unclipped_biases")
 #: flaws that drop the noise of some steps
 NOISE_FLAWS = ("skipped_noise", "zero_steps")
-SKIP_EVERY = 2
-ZERO_EVERY = 4
-
-
-def noise_added(flaw: str | None, step: int) -> bool:
-    """Whether the (0-based) ``step`` of a run with ``flaw`` adds the privatiser's noise."""
-    if flaw == "skipped_noise":
-        return step % SKIP_EVERY != SKIP_EVERY - 1
-    if flaw == "zero_steps":
-        return step % ZERO_EVERY != ZERO_EVERY - 1
-    return True
 
 
 def unclipped_names(flaw: str | None, ndims: Mapping[str, int]) -> tuple[str, ...]:
