@@ -178,6 +178,19 @@ def test_bad_input_names_the_argument() -> None:
         acc.add(np.zeros(4), np.zeros(3, dtype=bool))
     with pytest.raises(ValueError, match="planted must be"):
         acc.add(np.zeros(3), np.zeros(4, dtype=bool))
+    # indices outside [0, n), negative ones (which used to wrap around) and non-integers are
+    # refused by the accumulator and by a loop's ReleaseReader alike (they raised IndexError
+    # or counted another canary)
+    plan = dirac_plan(np.arange(3), np.ones(3, dtype=bool), sampling_rate=0.5)
+    reader = ReleaseReader(plan, max_grad_norm=1.0)
+    for bad in (np.array([3]), np.array([-1]), np.array([0.5]), np.array([[0, 1]])):
+        with pytest.raises(ValueError, match=r"planted must be \(n,\) = \(3,\)"):
+            acc.add(np.zeros(3), bad)
+        with pytest.raises(ValueError, match=r"planted must be \(n,\) = \(3,\)"):
+            reader.add(np.zeros((3, 1)), 1.0, bad)
+    acc.add(np.zeros(3), np.array([0, 2]))          # indices in range: accepted
+    reader.add(np.zeros((3, 1)), 1.0, np.array([], dtype=np.int64))
+    assert acc.steps == 1 and reader.steps == 1
     with pytest.raises(ValueError, match="sampling_rate"):
         ContributionAccumulator(np.ones(3, dtype=bool), np.ones(3), sampling_rate=0.0)
     with pytest.raises(ValueError, match="alpha"):

@@ -95,13 +95,33 @@ from dpaudit.canaries.scores import running_sums, sum_log_bernoulli_mgf
 from dpaudit.validation import check_probability
 
 __all__ = ["CONTRIBUTION_ALPHA", "LAMBDAS", "ContributionRecord", "ContributionReading",
-           "ContributionAccumulator", "check_contribution", "private_canaries",
+           "ContributionAccumulator", "check_contribution", "private_canaries", "planted_mask",
            "sentinel_directions"]
 
 #: false-alarm probability of the contribution check on a run that clips as claimed
 CONTRIBUTION_ALPHA = 1e-6
 #: the fixed grid of |lambda| (units 1 / C); each is used with both signs
 LAMBDAS = 2.0 ** np.arange(-5, 4)
+
+
+def planted_mask(planted: np.ndarray, n: int) -> np.ndarray:
+    """(n,) booleans of the canaries planted at a step, from (n,) booleans or integer indices
+    in [0, n); anything else is a ValueError naming ``planted``."""
+    p = np.asarray(planted)
+    if p.dtype == bool:
+        if p.shape != (n,):
+            raise ValueError(f"planted must be (n,) = ({n},) booleans or indices in [0, {n}); "
+                             f"got booleans of shape {p.shape}")
+        return p
+    if p.size and (p.ndim != 1 or not np.issubdtype(p.dtype, np.integer)
+                   or int(p.min()) < 0 or int(p.max()) >= n):
+        raise ValueError(f"planted must be (n,) = ({n},) booleans or indices in [0, {n}); got "
+                         f"{p.dtype} of shape {p.shape}"
+                         + (f" in [{p.min()}, {p.max()}]" if p.ndim == 1
+                            and np.issubdtype(p.dtype, np.number) else ""))
+    mask = np.zeros(n, dtype=bool)
+    mask[p.astype(np.int64)] = True
+    return mask
 
 
 def _add_in_order(start: float, values: np.ndarray) -> float:
@@ -250,14 +270,7 @@ class ContributionAccumulator:
         y = np.asarray(y, dtype=float)
         if y.shape != (self.n,):
             raise ValueError(f"y must have one reading per canary ({self.n}); got {y.shape}")
-        p = np.asarray(planted)
-        if p.dtype != bool:
-            mask = np.zeros(self.n, dtype=bool)
-            mask[p.astype(np.int64)] = True
-            p = mask
-        elif p.shape != (self.n,):
-            raise ValueError(f"planted must be (n,) booleans or indices; got {p.shape}")
-        self.add_steps(y[None], p[None])
+        self.add_steps(y[None], planted_mask(planted, self.n)[None])
 
     def add_steps(self, y: np.ndarray, planted: np.ndarray) -> None:
         """B successive steps at once: ``y`` (B, n) readings, ``planted`` (B, n) bool -- the

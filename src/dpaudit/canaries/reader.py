@@ -25,6 +25,7 @@ import numpy as np
 
 from dpaudit.canaries.contribution import (
     ContributionAccumulator,
+    planted_mask,
     private_canaries,
     sentinel_directions,
 )
@@ -89,16 +90,7 @@ class ReleaseReader:
         if v.shape != self.plan.read_coords.shape:
             raise ValueError(f"values must have the shape of plan.read_coords "
                              f"{self.plan.read_coords.shape}; got {v.shape}")
-        mask = None
-        if planted is not None:
-            mask = np.asarray(planted)
-            if mask.dtype != bool:
-                mask = np.zeros(self.plan.n, dtype=bool)
-                mask[np.asarray(planted).astype(np.int64)] = True
-            elif mask.shape != (self.plan.n,):
-                raise ValueError(f"planted must be (n,) booleans or indices; got "
-                                 f"{mask.shape}")
-            mask = mask[None]
+        mask = None if planted is None else planted_mask(planted, self.plan.n)[None]
         self.add_steps(v[None], (noise_multiplier,), mask)
 
     def add_steps(self, values: np.ndarray, noise_multipliers: np.ndarray | Sequence[float],
