@@ -23,7 +23,9 @@ from dpaudit.canaries import (
     plan_reserved_examples,
     planted_amplitude,
     unit_rows,
+    with_sentinels,
 )
+from dpaudit.canaries.contribution import sentinel_directions
 from dpaudit.canaries.scores import SIGMA_FLOOR, log_bernoulli_mgf, sum_log_bernoulli_mgf
 
 
@@ -66,12 +68,16 @@ def test_plan_places_reads_on_silent_coordinates_and_shapes_as_documented() -> N
     # with silent coordinates in tensors 0 and 2, they take 2 coordinates in each of 2 tensors
     spread = p.shape != "dirac"
     t = lay.tensor_of(p.plant_coords)
-    assert (t[:, :-1] == 0).all() and (t[~spread] == 0).all()
-    # sentinels: each spread canary's last slot, round-robin over EVERY tensor (biases and
-    # norms included), share 0.03 of the direction
-    assert np.array_equal(np.unique(t[spread, -1]), np.arange(len(lay.sizes)))
-    assert np.allclose(p.plant_values[spread, -1], 1000.0 * 0.03)
-    assert np.allclose(p.plant_values[~spread, 1:], 0.0)
+    assert (t[:, :-2] == 0).all() and (t[~spread, :-1] == 0).all()
+    # sentinels: each spread canary's second-last slot, over every OTHER tensor (biases and
+    # norms included; the main parts are all in tensor 0 here), share 0.03 of the direction;
+    # each Dirac canary's last slot, likewise (with_sentinels)
+    assert np.array_equal(np.unique(t[spread, -2]), [1, 2, 3])
+    assert np.allclose(p.plant_values[spread, -2], 1000.0 * 0.03)
+    assert np.allclose(p.plant_values[spread, -1], 0.0)
+    assert np.allclose(p.plant_values[~spread, -1], 1000.0 * 0.03)
+    assert (t[~spread, -1] != 0).all()
+    assert np.allclose(p.plant_values[~spread, 1:-1], 0.0)
     act2 = np.r_[np.zeros(150), np.ones(250), np.ones(30), np.zeros(100), np.ones(250)]
     p2 = plan_gradient_canaries(lay, act2, 20, sampling_rate=0.1, rng=np.random.default_rng(1),
                                 shapes="tensors", spread=3, sentinel=0.0)
@@ -79,6 +85,63 @@ def test_plan_places_reads_on_silent_coordinates_and_shapes_as_documented() -> N
     assert np.array_equal(np.sort(t2, axis=1), np.repeat([[0, 0, 2, 2]], 20, axis=0)) or \
         np.array_equal(np.sort(t2, axis=1), np.repeat([[0, 0, 2, 2]], 20, axis=0)[:, ::-1])
     assert (act2[p2.plant_coords] == 0).all()
+
+
+def test_with_sentinels_puts_each_dirac_canary_partly_on_another_tensor() -> None:
+    lay = Layout.from_sizes([400, 30, 100, 5])              # w1, b1, w2, b2
+    rng = np.random.default_rng(3)
+    coords = rng.choice(400, 60, replace=False)
+    bits = rng.random(60) < 0.5
+    base = dirac_plan(coords, bits, sampling_rate=0.1)
+    act = np.r_[np.zeros(400), np.arange(135.0)]           # busy tensors, rising activity
+    p = with_sentinels(base, lay, act, np.random.default_rng(4))
+    assert np.array_equal(p.bits, bits) and np.array_equal(p.plant_coords[:, 0], coords)
+    t = lay.tensor_of(p.plant_coords)
+    assert (t[:, 0] == 0).all() and (t[:, 1] != 0).all()   # never the canary's own tensor
+    assert np.unique(p.plant_coords[:, 1]).size == 60      # never shared
+    # the smallest tensors are served first, equal shares while there is room: b2's 5, then
+    # b1 and w2 share the rest (27 + 28), each tensor's least active coordinates
+    per_tensor = np.bincount(t[:, 1], minlength=4)
+    assert per_tensor.tolist()[3] == 5 and per_tensor[1] + per_tensor[2] == 55
+    assert abs(int(per_tensor[1]) - int(per_tensor[2])) <= 1
+    assert set(p.plant_coords[t[:, 1] == 3, 1]) == set(range(530, 535))
+    assert set(p.plant_coords[t[:, 1] == 1, 1]) == set(range(400, 400 + per_tensor[1]))
+    s = 0.03
+    assert np.allclose(p.plant_values, [[1000 * math.sqrt(1 - s * s), 1000 * s]])
+    assert np.allclose(p.amplitude, 1.0)                    # correct clipping reads C
+    # what the clipping flaws leave of canary 0 (independent arithmetic on its two parts, in
+    # units of C), read along the contribution check's halfway direction
+    v = p.plant_values[0]
+    halfway = np.array([1.0, 1.0]) / math.sqrt(2)
+    flat = v / np.linalg.norm(v)                             # correct: one L2 clip to C
+    per_tensor_clip = v / np.abs(v)                          # each tensor's part to C alone
+    weights_only = np.array([v[0] / abs(v[0]), v[1]])        # the sentinel's tensor unclipped
+    assert halfway @ flat == pytest.approx((math.sqrt(1 - s * s) + s) / math.sqrt(2))
+    assert halfway @ per_tensor_clip == pytest.approx(math.sqrt(2))
+    assert halfway @ weights_only == pytest.approx((1 + 30) / math.sqrt(2))
+    w, has, amp = sentinel_directions(p.read_coords, p.read_weights, t)
+    assert has.all() and np.allclose(w, halfway) and np.allclose(amp, halfway @ flat)
+    # sentinel 0: the plan itself; bad input named
+    assert with_sentinels(base, lay, act, rng, 0.0) is base
+    with pytest.raises(ValueError, match="sentinel"):
+        with_sentinels(base, lay, act, rng, 1.0)
+    with pytest.raises(ValueError, match="activity"):
+        with_sentinels(base, lay, act[:10], rng)
+    moved = type(base)(base.bits, base.read_coords + 1, base.read_weights, base.plant_coords,
+                       base.plant_values, base.amplitude, base.shape, 0.1)
+    with pytest.raises(ValueError, match="read_coords == plant_coords"):
+        with_sentinels(moved, lay, act, rng)
+
+
+def test_with_sentinels_leaves_a_canary_without_room_unchanged() -> None:
+    # two tensors, the second with 3 coordinates: only 3 of 5 canaries on tensor 0 get one
+    lay = Layout.from_sizes([10, 3])
+    base = dirac_plan(np.arange(5), np.ones(5, dtype=bool), sampling_rate=0.1)
+    p = with_sentinels(base, lay, None, np.random.default_rng(0))
+    got = p.plant_values[:, 1] > 0
+    assert got.sum() == 3 and (lay.tensor_of(p.plant_coords[got, 1]) == 1).all()
+    assert np.allclose(p.plant_values[~got], [[1000.0, 0.0]])
+    assert np.allclose(p.amplitude, 1.0)
 
 
 def test_planted_amplitude_adds_repeated_coordinates() -> None:

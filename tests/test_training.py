@@ -112,13 +112,14 @@ def _record_steps(cfg: TrainingConfig, coordinates: list[np.ndarray] | None = No
 
 
 def test_opacus_clips_canaries_to_the_clip_norm() -> None:
-    # nearly no noise: a sampled included canary must move its coordinate by exactly C
-    # (its gradient is 1000 C before Opacus's clipping), an excluded one by nothing but the
-    # noise (sigma C = 1e-4 in units of C) and, on the few coordinates fed by rarely-lit
-    # pixels, tiny real gradients.
+    # nearly no noise: a sampled included (pure Dirac) canary must move its coordinate by
+    # exactly C (its gradient is 1000 C before Opacus's clipping), an excluded one by nothing
+    # but the noise (sigma C = 1e-4 in units of C) and, on the few coordinates fed by
+    # rarely-lit pixels, tiny real gradients.
     coords: list[np.ndarray] = []
     y, b, _ = _record_steps(TrainingConfig(canaries=60, hidden=32, steps=60,
-                                           noise_multiplier=1e-4, seed=3), coords)
+                                           noise_multiplier=1e-4, seed=3, sentinel=0.0),
+                            coords)
     assert np.abs(y[:, ~b]).max() < 0.05
     # an excluded canary on a first-layer weight fed by a pixel that is 0 in every training
     # image (W1[h, j] = flat coordinate 64 h + j) gets no real gradient at all: its readings
@@ -140,14 +141,14 @@ def test_backprop_clipping_lets_a_canary_contribute_batch_size_times_more() -> N
     # released sum by |B| C, i.e. the true noise multiplier is sigma / |B|.
     y, b, batch = _record_steps(TrainingConfig(canaries=60, hidden=32, steps=60,
                                                noise_multiplier=1e-4, seed=3,
-                                               flawed="backprop_clipping"))
+                                               flawed="backprop_clipping", sentinel=0.0))
     assert set(np.round(y[:, b]).ravel()) <= {0, batch} and np.round(y[:, b]).max() == batch
     assert np.quantile(np.abs(y[:, ~b]), 0.99) < 1e-3
 
 
 def test_mean_noise_flaw_shrinks_the_noise_by_the_batch_size() -> None:
     y, b, batch = _record_steps(TrainingConfig(canaries=60, hidden=32, steps=60, seed=3,
-                                               flawed="mean_noise"))
+                                               flawed="mean_noise", sentinel=0.0))
     # excluded canaries see only noise: std sigma / |B| instead of sigma = 1
     assert y[:, ~b].std() == pytest.approx(1.0 / batch, rel=0.1)
 

@@ -27,7 +27,7 @@ from needs import need
 SHARED = {"canary": "gradient", "threat": "white_box", "canaries": 1000,
           "noise_multiplier": 1.0, "sampling_rate": 0.05, "steps": 300, "max_grad_norm": 1.0,
           "learning_rate": 2.0, "flawed": None, "seed": 0, "hidden": 256, "score": "lr",
-          "input_kind": "reserved", "canary_scale": 1000.0}
+          "input_kind": "reserved", "canary_scale": 1000.0, "sentinel": 0.03}
 
 
 @pytest.mark.slow

@@ -17,8 +17,11 @@ from needs import need
 
 pytestmark = [pytest.mark.jax, pytest.mark.slow]
 
+# sentinel 0: canaries on silent coordinates only (a sentinel sits on a busy tensor, where
+# real gradients would enter the noiseless readings; the sentinels' own readings are tested
+# in tests/test_canaries.py and by the study in docs/training.md)
 SETTINGS = dict(noise_multiplier=3.0, sampling_rate=0.1, hidden=16, canaries=200, steps=40,
-                seed=0)
+                seed=0, sentinel=0.0)
 
 
 def test_flawed_releases_differ_from_the_correct_one_as_the_flaw_says() -> None:
@@ -57,8 +60,8 @@ def test_flawed_releases_differ_from_the_correct_one_as_the_flaw_says() -> None:
     assert set(np.round(extra / 9).ravel()) == {0.0, 1.0}
     assert not np.round(extra[:, absent]).any()
     # with a canary branch the canaries are spread over silent coordinates of several
-    # tensors (one of them a bias), each with a sentinel on some tensor.  On a canary whose
-    # coordinates are all silent, a clipping flaw moves the noiseless reading of a sampled
+    # tensors (one of them a bias).  On a canary whose coordinates are all silent (every
+    # canary, without sentinels), a clipping flaw moves the noiseless reading of a sampled
     # canary from 1 to what the flaw's clipping leaves of its planted vector v (units of C)
     # read along v / |v|: sum_t |v_t| / |v| when each tensor t is clipped on its own,
     # |v_w| / |v| + |v_b|^2 / |v| when the weights v_w are clipped and the biases v_b not.
@@ -69,7 +72,7 @@ def test_flawed_releases_differ_from_the_correct_one_as_the_flaw_says() -> None:
     silent = np.char.startswith(names.astype(str), "cb_")  # no reserved rows with it
     assert not (offset[names == "w1"] // SETTINGS["hidden"] >= PIXELS).any()
     every = silent.all(axis=1)
-    assert every.sum() > 50, every.sum()  # the sentinels on busy tensors leave the others
+    assert every.all()
     v = plan.plant_values
     norm = np.linalg.norm(v, axis=1)
     per_tensor = np.zeros((plan.n, len(layout.names)))

@@ -7,6 +7,7 @@ Every integration (``dpaudit.training`` for PyTorch + Opacus, a JAX one) builds 
   gradient, amplitude, shape), :func:`plan_gradient_canaries`, :func:`draw_bits` (the one
   of :mod:`dpaudit.randomness`),
   :func:`least_active`, :func:`sample_steps`, :func:`planted_amplitude`, :func:`dirac_plan`,
+  :func:`with_sentinels`,
   :data:`SHAPES`, :data:`DEFAULT_SHAPES`;
 * :mod:`.scores` -- each score once: :func:`lr_step_scores`, :class:`WhiteBoxAccumulator`
   (white box), :func:`last_iterate_scores`, :func:`black_box_scores`;
@@ -50,6 +51,7 @@ from dpaudit.canaries.plan import (
     plan_gradient_canaries,
     planted_amplitude,
     sample_steps,
+    with_sentinels,
 )
 from dpaudit.canaries.reader import ReleaseReader
 from dpaudit.canaries.scores import (
@@ -62,7 +64,7 @@ from dpaudit.canaries.scores import (
 
 __all__ = [
     "Layout", "CanaryPlan", "plan_gradient_canaries", "draw_bits", "least_active",
-    "sample_steps", "SHAPES", "DEFAULT_SHAPES", "planted_amplitude", "dirac_plan",
+    "sample_steps", "SHAPES", "DEFAULT_SHAPES", "planted_amplitude", "dirac_plan", "with_sentinels",
     "WHITE_BOX_KINDS", "lr_step_scores", "WhiteBoxAccumulator", "last_iterate_scores",
     "black_box_scores",
     "Claim", "RunFacts", "ClaimCheck", "check_claim",

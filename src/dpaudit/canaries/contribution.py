@@ -162,8 +162,36 @@ def sentinel_directions(read_coords: np.ndarray, read_weights: np.ndarray,
     coordinate of its own and, given ``tensors`` ((n, k) tensor of each read slot), on a
     tensor none of its main part uses; and (n,) the correct (flat-clipped) reading along
     that direction, in units of C."""
-    rc = np.asarray(read_coords)
     w = np.asarray(read_weights, dtype=float)
+    slot, has = _sentinel_slot(read_coords, w, tensors)
+    rows = np.arange(w.shape[0])
+    main = w.copy()
+    main[rows, slot] = 0.0
+    norm = np.linalg.norm(main, axis=1, keepdims=True)
+    main = np.divide(main, norm, out=np.zeros_like(main), where=norm > 0)
+    out = main.copy()
+    out[rows, slot] = np.sign(w[rows, slot])
+    out /= math.sqrt(2.0)
+    out = np.where(has[:, None], out, 0.0)
+    return out, has, np.einsum("ij,ij->i", out, w)
+
+
+def sentinel_slots(read_coords: np.ndarray, read_weights: np.ndarray,
+                   tensors: np.ndarray | None = None) -> np.ndarray:
+    """(n, k) booleans: the read slot of each canary's sentinel (:func:`sentinel_directions`'
+    rule), False everywhere for a canary without one."""
+    slot, has = _sentinel_slot(read_coords, np.asarray(read_weights, dtype=float), tensors)
+    out = np.zeros(np.shape(read_weights), dtype=bool)
+    out[np.flatnonzero(has), slot[has]] = True
+    return out
+
+
+def _sentinel_slot(read_coords: np.ndarray, w: np.ndarray, tensors: np.ndarray | None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """(n,) each canary's smallest nonzero read slot and (n,) whether it is a sentinel: below
+    half the largest weight, a coordinate of its own, and (given ``tensors``) on a tensor none
+    of the canary's other slots uses."""
+    rc = np.asarray(read_coords)
     aw = np.abs(w)
     masked = np.where(aw > 0, aw, np.inf)
     slot = masked.argmin(axis=1)
@@ -177,15 +205,7 @@ def sentinel_directions(read_coords: np.ndarray, read_weights: np.ndarray,
         other = (t == t_sent) & (aw > 0)
         other[rows, slot] = False
         has &= ~other.any(axis=1)
-    main = w.copy()
-    main[rows, slot] = 0.0
-    norm = np.linalg.norm(main, axis=1, keepdims=True)
-    main = np.divide(main, norm, out=np.zeros_like(main), where=norm > 0)
-    out = main.copy()
-    out[rows, slot] = np.sign(w[rows, slot])
-    out /= math.sqrt(2.0)
-    out = np.where(has[:, None], out, 0.0)
-    return out, has, np.einsum("ij,ij->i", out, w)
+    return slot, has
 
 
 @dataclass(frozen=True, eq=False)

@@ -27,13 +27,25 @@ Sentinels.  The spread shapes sit on silent coordinates, so they never touch a b
 normalisation's scale: a loop that clips the weights but leaves the biases unclipped (or
 any flaw confined to some tensors) would be invisible to them.  Each spread canary
 therefore also puts a small share s (``sentinel``, default 0.03) of its unit direction on
-one coordinate of a tensor taken round-robin over *every* trainable tensor (the least
-active free coordinate of that tensor; never shared between canaries).  Correct clipping
+one coordinate of a tensor its main part does not use, spread over *every* trainable
+tensor (the smallest first, then equal shares; the least active free coordinate of that
+tensor; never shared between canaries).  Correct clipping
 still reads exactly C (amplitude 1: the canary is read along its whole direction).  If the
 sentinel's tensor is left unclipped, the sentinel part keeps its planted size scale s C
 and adds scale s^2 C to the reading (0.9 C at scale 1000): a reading of about 1.9 C, far
 above what any example may contribute.  The price: real data moving the sentinel
 coordinate enters the reading with weight s (variance s^2 = 0.0009 of its own).
+
+Dirac canaries get one too (:func:`with_sentinels`; ``plan_gradient_canaries`` with
+``shapes="dirac"``, and the trainers' Dirac canaries, unless ``sentinel=0``): a Dirac canary
+lives in one tensor, so per-tensor clipping clips it to exactly C and a flaw confined to
+other tensors never reaches it.  With a share s on a coordinate of *another* tensor (as a
+spread canary's: never a tensor of its main part), correct clipping still reads C
+along its direction (amplitude 1), while per-tensor clipping leaves C on each of its two
+parts: along the halfway direction (u_main + e_sentinel) / sqrt(2) it reads sqrt(2) C,
+against (sqrt(1 - s^2) + s) / sqrt(2) ~ 0.73 C after correct clipping -- the contribution
+check's second reading (:mod:`dpaudit.canaries.contribution`); an unclipped sentinel tensor
+keeps s x scale C = 30 C there.
 
 Every canary is read along its own planted direction (``read_coords`` = ``plant_coords``,
 unit ``read_weights``), so a correct run reads 1 (in units of C) per sampled step for every
@@ -60,7 +72,8 @@ from dpaudit.randomness import (  # draw_bits: the one-run game's secret bits (r
 from dpaudit.validation import check_count, check_positive, check_probability
 
 __all__ = ["SHAPES", "DEFAULT_SHAPES", "CanaryPlan", "draw_bits", "plan_gradient_canaries",
-           "least_active", "sample_steps", "planted_amplitude", "dirac_plan", "SENTINEL"]
+           "least_active", "sample_steps", "planted_amplitude", "dirac_plan", "SENTINEL",
+           "with_sentinels"]
 
 SHAPES = ("dirac", "tensors", "block")
 #: share of a spread canary's direction on its sentinel coordinate (module docstring)
@@ -176,9 +189,10 @@ def plan_gradient_canaries(layout: Layout, activity: np.ndarray, n: int, *,
       rho: kept for compatibility with the first version of this function, where a spread
         canary was read on one coordinate holding a share rho of its norm; spread canaries
         are now read along their whole planted direction, so only ``None`` is accepted.
-      sentinel: share s of a spread canary's (unit) direction on one coordinate of a tensor
-        taken round-robin over *every* trainable tensor -- biases and norms included -- so
-        that each tensor carries canaries (0: none; see the module docstring).
+      sentinel: share s of every canary's (unit) direction on one coordinate of a tensor its
+        main part does not use, spread over *every* trainable tensor -- biases and norms
+        included -- so that each tensor carries canaries (:func:`with_sentinels`; 0: none;
+        see the module docstring).
     """
     n = check_count("canaries", n, minimum=2)
     sampling_rate = check_probability("sampling_rate", sampling_rate, open_low=True)
@@ -216,37 +230,115 @@ def plan_gradient_canaries(layout: Layout, activity: np.ndarray, n: int, *,
         plant_v[spread_rows, :1 + spread] = scale / np.sqrt(1 + spread)
         if m > 1 + spread:
             used = np.unique(plant_c[:, :1 + spread])
-            got, coord = _sentinels(layout, act, used, spread_rows.size, rng)
+            own = np.zeros((spread_rows.size, len(layout.sizes)), dtype=bool)
+            np.put_along_axis(own, layout.tensor_of(plant_c[spread_rows, :1 + spread]), True,
+                              axis=1)
+            got, coord = _sentinels_elsewhere(layout, act, used, own, rng)
             rows = spread_rows[got]
             plant_c[rows, -1] = coord
             plant_v[rows, :1 + spread] *= np.sqrt(1 - sentinel ** 2)
             plant_v[rows, -1] = scale * sentinel
+    plan = _plan_from_planted(bits, plant_c, plant_v, kind.astype(str), sampling_rate)
+    dirac_rows = np.flatnonzero(kind == "dirac")
+    if sentinel > 0 and dirac_rows.size:
+        plan = _add_sentinels(plan, dirac_rows, layout, act, rng, sentinel)
+    return plan
+
+
+def _plan_from_planted(bits: np.ndarray, plant_c: np.ndarray, plant_v: np.ndarray,
+                       shape: np.ndarray, sampling_rate: float) -> CanaryPlan:
+    """The plan of canaries read along their whole planted direction (amplitude 1)."""
     read_w = plant_v / np.linalg.norm(plant_v, axis=1, keepdims=True)
     amp = planted_amplitude(plant_c, plant_v, plant_c, read_w)
     return CanaryPlan(bits=bits, read_coords=plant_c, read_weights=read_w,
                       plant_coords=plant_c, plant_values=plant_v, amplitude=amp,
-                      shape=kind.astype(str), sampling_rate=float(sampling_rate))
+                      shape=shape, sampling_rate=float(sampling_rate))
 
 
-def _sentinels(layout: Layout, act: np.ndarray, used: np.ndarray, k: int,
-               rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Sentinel coordinates for k spread canaries: round-robin over every tensor, in each
-    tensor its unused coordinates in order of increasing activity, never shared (a tensor
-    whose coordinates run out drops out of the rotation; canaries beyond every tensor's
-    room get none).  Returns (indices among the k canaries that got one, coordinates)."""
-    d = layout.dimension
-    keep = np.ones(d, dtype=bool)
+def with_sentinels(plan: CanaryPlan, layout: Layout, activity: np.ndarray | None,
+                   rng: np.random.Generator, sentinel: float = SENTINEL) -> CanaryPlan:
+    """``plan`` with a sentinel on every canary (module docstring, "Sentinels"): a share s
+    (``sentinel``) of its unit direction moved onto one coordinate of a tensor its planted
+    part does not use -- round-robin over every trainable tensor, biases and norms included,
+    the smallest tensors served first, in each the least active free coordinate (``activity``:
+    (d,) real-data activity, None: all alike), never shared -- the rest scaled by
+    sqrt(1 - s^2).  Correct clipping still reads C (amplitude 1); per-tensor clipping reads
+    sqrt(2) C along the halfway direction.  A canary no tensor has room for keeps its
+    plan.  ``sentinel=0`` returns ``plan`` unchanged.
+
+    For plans read along their planted direction (``read_coords == plant_coords``, as
+    :func:`dirac_plan`'s and :func:`plan_gradient_canaries`'); the bits and the main
+    coordinates are the plan's."""
+    s = check_probability("sentinel", sentinel, open_high=True)
+    if s == 0:
+        return plan
+    if (plan.read_coords.shape != plan.plant_coords.shape
+            or not np.array_equal(plan.read_coords, plan.plant_coords)):
+        raise ValueError("plan must be read along its planted direction (read_coords == "
+                         "plant_coords) to add sentinels")
+    act = (np.zeros(layout.dimension) if activity is None
+           else np.asarray(activity, dtype=float))
+    if act.shape != (layout.dimension,):
+        raise ValueError(f"activity must have one value per coordinate ({layout.dimension}); "
+                         f"got shape {act.shape}")
+    return _add_sentinels(plan, np.arange(plan.n), layout, act, rng, s)
+
+
+def _add_sentinels(plan: CanaryPlan, rows: np.ndarray, layout: Layout, act: np.ndarray,
+                   rng: np.random.Generator, s: float) -> CanaryPlan:
+    """A sentinel slot for the canaries ``rows`` of ``plan`` (:func:`with_sentinels`)."""
+    c, v = plan.plant_coords, plan.plant_values
+    t = layout.tensor_of(c)
+    own = np.zeros((rows.size, len(layout.sizes)), dtype=bool)   # tensors of each main part
+    np.put_along_axis(own, t[rows], True, axis=1)
+    got, coord = _sentinels_elsewhere(layout, act, np.unique(c), own, rng)
+    if got.size == 0:
+        return plan
+    plant_c = np.concatenate([c, c[:, :1]], axis=1)             # unused slot: value 0
+    plant_v = np.concatenate([v, np.zeros((plan.n, 1))], axis=1)
+    r = rows[got]
+    norm = np.linalg.norm(v[r], axis=1)
+    plant_v[r, :-1] *= np.sqrt(1 - s ** 2)
+    plant_c[r, -1] = coord
+    plant_v[r, -1] = s * norm
+    return _plan_from_planted(plan.bits, plant_c, plant_v, plan.shape, plan.sampling_rate)
+
+
+def _sentinels_elsewhere(layout: Layout, act: np.ndarray, used: np.ndarray, own: np.ndarray,
+                         rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Sentinel coordinates for k canaries, each on a tensor its main part does not use
+    (``own``: (k, tensors) booleans): the tensors, smallest first, each take an equal share
+    (among the tensors still open to them) of the canaries still without one that may use
+    it, in random order, at its least active coordinates, never shared; a second pass gives
+    the rest to any tensor with room.  Returns
+    (indices among the k canaries that got one, coordinates).  Loops run over tensors."""
+    k, n_t = own.shape
+    keep = np.ones(layout.dimension, dtype=bool)
     keep[used] = False
-    free = np.flatnonzero(keep)                                   # not yet used, ascending
-    free = free[random_tie_order(act[free], rng)]                 # by activity within tensor
-    t = layout.tensor_of(free)
-    order = np.argsort(t, kind="stable")                          # group by tensor, stably
-    free, t = free[order], t[order]
-    start = np.searchsorted(t, t, side="left")
-    rank = np.arange(free.size) - start                           # rank within its tensor
-    pick = np.lexsort((t, rank))[:k]                              # round r: one per tensor
-    slots = rng.permutation(k)[:pick.size]
-    return slots, free[pick]
+    free = np.flatnonzero(keep)
+    free = free[random_tie_order(act[free], rng)]                  # by activity
+    tf = layout.tensor_of(free)
+    queues = [free[tf == j] for j in range(n_t)]
+    taken = [0] * n_t
+    coord = np.full(k, -1, dtype=np.int64)
+    order = rng.permutation(k)
+    by_size = sorted(range(n_t), key=lambda j: layout.sizes[j])
+    for final in (False, True):
+        for i, j in enumerate(by_size):
+            want = order[(coord[order] < 0) & ~own[order, j]]
+            room = queues[j].size - taken[j]
+            # the tensors from this one on that still have room for some canary without one
+            left = (coord < 0)[:, None] & ~own[:, by_size[i:]]
+            ways = sum(1 for u, jj in enumerate(by_size[i:])
+                       if queues[jj].size > taken[jj] and left[:, u].any())
+            share = want.size if final else -(-want.size // max(ways, 1))
+            take = min(share, room)
+            if take <= 0:
+                continue
+            coord[want[:take]] = queues[j][taken[j]:taken[j] + take]
+            taken[j] += take
+    got = np.flatnonzero(coord >= 0)
+    return got, coord[got]
 
 
 def _ballast(layout: Layout, act: np.ndarray, read: np.ndarray, rows: np.ndarray,

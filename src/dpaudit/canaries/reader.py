@@ -28,6 +28,7 @@ from dpaudit.canaries.contribution import (
     planted_mask,
     private_canaries,
     sentinel_directions,
+    sentinel_slots,
 )
 from dpaudit.canaries.layout import Layout
 from dpaudit.canaries.noise import distinct_mask, noise_sums_squares
@@ -56,7 +57,11 @@ class ReleaseReader:
         q = plan.sampling_rate if sampling_rate is None else sampling_rate
         self.accumulator = WhiteBoxAccumulator(plan.n, sampling_rate=q,
                                                amplitude=plan.amplitude)
-        self._mask = distinct_mask(plan.read_coords)
+        # the released-noise check's coordinates: each distinct read coordinate but the
+        # sentinels (on busy tensors by design: real gradients there only cost the check
+        # power)
+        self._mask = distinct_mask(plan.read_coords) & ~sentinel_slots(plan.read_coords,
+                                                                       plan.read_weights)
         self._distinct = np.flatnonzero(self._mask)   # the same, as flat indices (per step)
         self._ss: list[float] = []
         self._sigmas: list[float] = []

@@ -61,7 +61,8 @@ def run_train_audit_observed(
         finetune: str | None = None, sequence_kind: str | None = None,
         pretrain_steps: int | None = None,
         device: str | None = None,
-        canary_branch: bool | None = None) -> tuple[dict[str, Any], Any]:
+        canary_branch: bool | None = None,
+        sentinel: float | None = None) -> tuple[dict[str, Any], Any]:
     """Train, audit and return ``(document, observations)``: the ``--json`` document (the
     single place the command's result is assembled, so that a report can be built from the
     same dict) and the canaries' :class:`~dpaudit.observations.MembershipObservations`
@@ -93,6 +94,11 @@ def run_train_audit_observed(
                                                  v["sampling_rate"])
     steps, learning_rate, hidden = v["steps"], v["learning_rate"], v["hidden"]
     data, shapes = str(v["data"]), str(v["shapes"])
+    # --sentinel: given only when set (each config's default otherwise)
+    sent_kw: dict[str, float] = {} if sentinel is None else {"sentinel": sentinel}
+    if sentinel is not None and canary != "gradient":
+        raise ValueError("--sentinel applies to gradient canaries (white_box or last_iterate), "
+                         "not to input canaries")
     if canary_branch and model == "lm":
         raise ValueError("--canary-branch applies to models mlp, cnn and logreg (framework "
                          "'opacus') and to framework 'jax'")
@@ -116,7 +122,7 @@ def run_train_audit_observed(
             learning_rate=learning_rate, flawed=flawed, seed=seed, hidden=hidden,
             score=score, data=data, reserved=reserved, shapes=shapes,
             claimed_steps=claimed_steps, delta=delta, confidence=confidence,
-            progress=progress, **lm_kw)
+            progress=progress, **lm_kw, **sent_kw)
     if any(x is not None for x in (finetune, sequence_kind, pretrain_steps, device)):
         raise ValueError("--finetune, --sequence-kind, --pretrain-steps and --device apply to "
                          "--model lm only")
@@ -140,7 +146,7 @@ def run_train_audit_observed(
             max_grad_norm=max_grad_norm, learning_rate=learning_rate, flawed=flawed, seed=seed,
             hidden=hidden, score=score, input_kind=input_kind, mechanism=mechanism,
             bands=bands, delta=delta, confidence=confidence, progress=progress,
-            canary_branch=bool(canary_branch))
+            canary_branch=bool(canary_branch), **sent_kw)
     if mechanism != "dpsgd":
         raise ValueError(f"mechanism {mechanism!r} needs framework 'jax' (Opacus trains "
                          f"DP-SGD only)")
@@ -150,7 +156,7 @@ def run_train_audit_observed(
         noise_multiplier=noise_multiplier, sampling_rate=sampling_rate, steps=steps,
         max_grad_norm=max_grad_norm, learning_rate=learning_rate, flawed=flawed, seed=seed,
         hidden=hidden, score=score, input_kind=input_kind, data=data, reserved=reserved,
-        shapes=shapes, claimed_steps=claimed_steps, canary_branch=canary_branch)
+        shapes=shapes, claimed_steps=claimed_steps, canary_branch=canary_branch, **sent_kw)
     if not progress:
         audit = training.train_audit(cfg, delta=delta, confidence=confidence)
         return training.train_audit_dict(audit), audit.observations
@@ -242,6 +248,11 @@ def train_audit_cmd(
                                       "(lm: dirac or tensors) [default: dirac]."),
     claimed_steps: int | None = typer.Option(None, "--claimed-steps", help="Steps the claim "
                                              "is for (default: the steps run)."),
+    sentinel: float | None = typer.Option(
+        None, "--sentinel", help="Share of each gradient canary's direction on a coordinate "
+        "of another parameter tensor, biases and norms included: per-tensor clipping and "
+        "unclipped biases become visible to Dirac canaries (docs/training.md); in [0, 1), "
+        "0 for pure Dirac canaries [default: 0.03]."),
     canary_branch: bool | None = typer.Option(
         None, "--canary-branch/--no-canary-branch", help="Wrap the model in a CanaryBranch: "
         "silent coordinates for gradient canaries, outputs unchanged (docs/training.md) "
@@ -279,7 +290,8 @@ def train_audit_cmd(
         input_kind=input_kind, progress=not as_json and console.is_terminal, data=data,
         reserved=reserved, shapes=shapes, claimed_steps=claimed_steps, framework=framework,
         mechanism=mechanism, bands=bands, finetune=finetune, sequence_kind=sequence_kind,
-        pretrain_steps=pretrain_steps, device=device, canary_branch=canary_branch)
+        pretrain_steps=pretrain_steps, device=device, canary_branch=canary_branch,
+        sentinel=sentinel)
     if save_scores is not None:
         write_scores(save_scores, obs.member, obs.score)
     canary = str(out.get("canary") or canary or ("input" if threat == "black_box"

@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from dpaudit.canaries.plan import SENTINEL
 from dpaudit.validation import check_choice, check_count, check_positive, check_probability
 
 __all__ = ["CANARY_TYPES", "THREATS", "SCORE_KINDS", "INPUT_KINDS", "EXAMPLE_RESERVED",
@@ -74,6 +75,9 @@ class TrainingSettings:
     ``canary="input"`` (``input_kind`` reserved -- canary examples on reserved input features,
     the default -- or flip / random_label / ood).  ``score`` is the white-box
     score ("lr" or "sum").  ``canary_scale``: gradient-canary norm in units of the clip norm.
+    ``sentinel``: the share of each gradient canary's direction on a coordinate of another
+    tensor (:func:`dpaudit.canaries.with_sentinels`: per-tensor clipping and unclipped
+    biases become visible to Dirac canaries; 0: pure Dirac canaries).
     ``flawed``: one of the framework's ``FLAWS`` or None.
     """
 
@@ -94,6 +98,7 @@ class TrainingSettings:
     score: str = "lr"
     input_kind: str = "reserved"
     canary_scale: float = 1000.0
+    sentinel: float = SENTINEL
 
     def __post_init__(self) -> None:
         check_choice("canary", self.canary, CANARY_TYPES)
@@ -112,6 +117,7 @@ class TrainingSettings:
         check_choice("input_kind", self.input_kind, INPUT_KINDS)
         if not self.canary_scale >= 1.0:
             raise ValueError(f"canary_scale must be >= 1; got {self.canary_scale!r}")
+        check_probability("sentinel", self.sentinel, open_high=True)
         if self.canary == "gradient" and self.threat == "black_box":
             raise ValueError("threat 'black_box' needs canary 'input' (gradient canaries are "
                              "audited white_box or last_iterate)")

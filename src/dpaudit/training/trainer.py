@@ -22,13 +22,20 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from dpaudit.canaries import DEFAULT_SHAPES, Layout, RunFacts, plan_gradient_canaries
+from dpaudit.canaries import (
+    DEFAULT_SHAPES,
+    Layout,
+    RunFacts,
+    dirac_plan,
+    least_active,
+    plan_gradient_canaries,
+    with_sentinels,
+)
 from dpaudit.randomness import seed_sequence
 from dpaudit.training.branch import CanaryBranch, needs_canary_branch
 from dpaudit.training.canaries import (
     GradientCanaries,
     InputCanaries,
-    choose_coordinates,
     coordinate_activity,
     draw_bits,
     make_input_canaries,
@@ -202,18 +209,21 @@ def train_with_canaries(config: TrainingConfig, data: Dataset | None = None, *,
         planter: GradientCanaries | None = None
         inputs: InputCanaries | ExampleCanaries | None = None
         plan = None
-        if cfg.canary == "gradient" and cfg.shapes == "dirac":
-            coords = choose_coordinates(model, x, y, cfg.canaries,
-                                        max_grad_norm=cfg.max_grad_norm, rng=rng_place)
-            bits = draw_bits(cfg.canaries, rng_bits)
-        elif cfg.canary == "gradient":
+        if cfg.canary == "gradient":
             act = coordinate_activity(model, x, y, cfg.max_grad_norm)
-            plan = plan_gradient_canaries(
-                Layout.from_sizes([p.numel() for p in trainable_parameters(model)]), act,
-                cfg.canaries, sampling_rate=cfg.sampling_rate, rng=rng_place,
-                shapes=DEFAULT_SHAPES if cfg.shapes == "mixed" else cfg.shapes,
-                scale=cfg.canary_scale)
-            bits = plan.bits
+            layout = Layout.from_sizes([p.numel() for p in trainable_parameters(model)])
+            if cfg.shapes == "dirac":  # choose_coordinates's coordinates, its bits, a sentinel
+                coords = least_active(act, cfg.canaries, rng_place)
+                bits = draw_bits(cfg.canaries, rng_bits)
+                plan = with_sentinels(dirac_plan(coords, bits, sampling_rate=cfg.sampling_rate,
+                                                 scale=cfg.canary_scale),
+                                      layout, act, rng_place, cfg.sentinel)
+            else:
+                plan = plan_gradient_canaries(
+                    layout, act, cfg.canaries, sampling_rate=cfg.sampling_rate, rng=rng_place,
+                    shapes=DEFAULT_SHAPES if cfg.shapes == "mixed" else cfg.shapes,
+                    scale=cfg.canary_scale, sentinel=cfg.sentinel)
+                bits = plan.bits
         else:
             if cfg.input_kind == "reserved":  # canary examples on the reserved branch
                 inputs = ExampleCanaries.for_model(
@@ -248,17 +258,11 @@ def train_with_canaries(config: TrainingConfig, data: Dataset | None = None, *,
             opt.noise_multiplier = cfg.noise_multiplier / LOWERED_SIGMA_FACTOR
         accountant = PRVAccountant()
         opt.attach_step_hook(accountant.get_optimizer_hook_fn(sample_rate=cfg.sampling_rate))
-        if cfg.canary == "gradient":
-            if plan is None:
-                planter = GradientCanaries(params, coords, bits,
-                                           sampling_rate=cfg.sampling_rate,
-                                           max_grad_norm=cfg.max_grad_norm,
-                                           scale=cfg.canary_scale, seed=int(torch_seeds[2]))
-            else:
-                planter = GradientCanaries(params, sampling_rate=cfg.sampling_rate,
-                                           max_grad_norm=cfg.max_grad_norm,
-                                           scale=cfg.canary_scale, seed=int(torch_seeds[2]),
-                                           plan=plan)
+        if plan is not None:
+            planter = GradientCanaries(params, sampling_rate=cfg.sampling_rate,
+                                       max_grad_norm=cfg.max_grad_norm,
+                                       scale=cfg.canary_scale, seed=int(torch_seeds[2]),
+                                       plan=plan)
             planter.attach(opt)
         loader = DPDataLoader(torch.utils.data.TensorDataset(x, y),
                               sample_rate=cfg.sampling_rate,

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from dpaudit.canaries import Claim, ClaimCheck, check_claim
+from dpaudit.canaries.plan import SENTINEL
 from dpaudit.claim import Claim as AuditClaim
 from dpaudit.estimators.one_run import ONE_RUN_METHODS, audit_one_run
 from dpaudit.observations import MembershipObservations
@@ -185,7 +186,7 @@ def run_cli_audit(*, model: str, canary: str, threat: str, canaries: int,
                   max_grad_norm: float, learning_rate: float, flawed: str | None, seed: int,
                   hidden: int, score: str, input_kind: str, mechanism: str, bands: int,
                   delta: float, confidence: float, progress: bool = False,
-                  canary_branch: bool = False
+                  canary_branch: bool = False, sentinel: float = SENTINEL
                   ) -> tuple[dict[str, Any], MembershipObservations | None]:
     """``dpaudit train-audit --framework jax``: train, audit, return ``(document,
     observations)`` (the observations feed the audit card); ``canary_branch``:
@@ -197,7 +198,8 @@ def run_cli_audit(*, model: str, canary: str, threat: str, canaries: int,
         mechanism=mechanism, bands=bands, canary=canary, threat=threat, canaries=canaries,
         noise_multiplier=noise_multiplier, sampling_rate=sampling_rate, steps=steps,
         max_grad_norm=max_grad_norm, learning_rate=learning_rate, flawed=flawed, seed=seed,
-        hidden=hidden, score=score, input_kind=input_kind, canary_branch=canary_branch)
+        hidden=hidden, score=score, input_kind=input_kind, canary_branch=canary_branch,
+        sentinel=sentinel)
     if not progress:
         audit = train_audit_jax(cfg, delta=delta, confidence=confidence)
         return jax_train_audit_dict(audit), audit.observations

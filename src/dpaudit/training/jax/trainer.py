@@ -56,6 +56,7 @@ from dpaudit.canaries import (
     draw_bits,
     last_iterate_scores,
     plan_gradient_canaries,
+    with_sentinels,
 )
 from dpaudit.randomness import seed_sequence
 from dpaudit.training.common import (
@@ -335,18 +336,25 @@ def train_jax_with_canaries(config: JaxTrainingConfig, data: DigitsArrays | None
     params0 = init_mlp(np.random.default_rng(ss[4]), hidden=cfg.hidden, reserved=reserved,
                        num_classes=data.num_classes,
                        branch=BRANCH_WIDTH_PER_CANARY * n if cfg.canary_branch else 0)
-    order = tuple(k for k in ORDER if k in params0) if cfg.canary_branch else ("w1",)
+    # the canaries' flat coordinates: every parameter (w1 first) where a canary may sit
+    # outside w1 (the branch; a sentinel), else w1 alone
+    every = cfg.canary_branch or (cfg.sentinel > 0 and cfg.canary == "gradient")
+    order = tuple(k for k in ORDER if k in params0) if every else ("w1",)
     layout = Layout.from_sizes([params0[k].size for k in order], order)
+    busy = np.where(silent_coordinates({k: params0[k] for k in order}, reserved), 0.0, 1.0)
     if cfg.canary_branch:
         # spread canaries with sentinels on the coordinates real data never moves (the
         # branch's); their own bits, drawn by the plan
-        busy = np.where(silent_coordinates({k: params0[k] for k in order}, reserved), 0.0, 1.0)
         canaries = plan_gradient_canaries(layout, busy, n, sampling_rate=cfg.sampling_rate,
-                                          rng=rng_place, scale=cfg.canary_scale)
+                                          rng=rng_place, scale=cfg.canary_scale,
+                                          sentinel=cfg.sentinel)
         bits = canaries.bits
     else:
+        # Dirac canaries on w1's reserved rows, each with a sentinel on another tensor
         canaries = dirac_plan(coords, bits, sampling_rate=cfg.sampling_rate,
                               scale=cfg.canary_scale)
+        if cfg.canary == "gradient":
+            canaries = with_sentinels(canaries, layout, busy, rng_place, cfg.sentinel)
     gradient = cfg.canary == "gradient"
     if gradient:
         xc = np.zeros((n, PIXELS), np.float32)

@@ -43,6 +43,7 @@ import torch
 from torch import nn
 
 from dpaudit.canaries import CanaryPlan, Layout, draw_bits, plan_gradient_canaries
+from dpaudit.canaries.plan import SENTINEL
 from dpaudit.canaries.scores import black_box_scores
 from dpaudit.training.choices import LM_SEQUENCE_KINDS as SEQUENCE_KINDS
 from dpaudit.training.choices import LM_SHAPES
@@ -87,9 +88,11 @@ def silent_activity(params: list[nn.Parameter], model: nn.Module, token_ids: np.
 def reserved_token_plan(params: list[nn.Parameter], model: nn.Module, token_ids: np.ndarray,
                         n: int, *, sampling_rate: float, rng: np.random.Generator,
                         shapes: str = "dirac", unused_positions: np.ndarray | None = None,
-                        scale: float = 1000.0) -> CanaryPlan:
+                        scale: float = 1000.0, sentinel: float = SENTINEL) -> CanaryPlan:
     """n gradient canaries on silent coordinates (module docstring), planned by the canary
-    core; raises ValueError when there are fewer silent coordinates than the shape needs."""
+    core, each with a sentinel (``sentinel``: its share on a coordinate of another tensor;
+    0: none); raises ValueError when there are fewer silent coordinates than the shape
+    needs."""
     check_choice("shapes", shapes, LM_SHAPES)
     act = silent_activity(params, model, token_ids, unused_positions=unused_positions)
     silent = int(np.count_nonzero(act == 0))
@@ -100,13 +103,14 @@ def reserved_token_plan(params: list[nn.Parameter], model: nn.Module, token_ids:
                          f"rows and unused positions; {per}); got {n}: reserve more tokens")
     layout = Layout.from_sizes([p.numel() for p in params])
     return plan_gradient_canaries(layout, act, n, sampling_rate=sampling_rate, rng=rng,
-                                  shapes=shapes, scale=scale, spread=1, per_tensor=1)
+                                  shapes=shapes, scale=scale, spread=1, per_tensor=1,
+                                  sentinel=sentinel)
 
 
 def reserved_token_canaries(model: nn.Module, token_ids: np.ndarray, n: int, *,
                             sampling_rate: float, max_grad_norm: float, seed: int = 0,
                             shapes: str = "dirac", unused_positions: np.ndarray | None = None,
-                            scale: float = 1000.0) -> Any:
+                            scale: float = 1000.0, sentinel: float = SENTINEL) -> Any:
     """n white-box canaries on the reserved tokens' rows of ``model`` (a user's Hugging Face
     model or ours), ready to ``attach`` to an Opacus ``DPOptimizer``: a
     :class:`dpaudit.training.canaries.GradientCanaries` with the plan of
@@ -120,7 +124,7 @@ def reserved_token_canaries(model: nn.Module, token_ids: np.ndarray, n: int, *,
     rng = np.random.default_rng(seed_sequence(seed, "lm_canaries"))
     plan = reserved_token_plan(params, model, token_ids, n, sampling_rate=sampling_rate,
                                rng=rng, shapes=shapes, unused_positions=unused_positions,
-                               scale=scale)
+                               scale=scale, sentinel=sentinel)
     return GradientCanaries(params, sampling_rate=sampling_rate, max_grad_norm=max_grad_norm,
                             scale=scale, seed=seed, plan=plan)
 

@@ -255,7 +255,7 @@ def train_lm_with_canaries(config: LMConfig, *, on_step: Callable[[int], None] |
             plan = reserved_token_plan(params, model, canary_tokens, cfg.canaries,
                                        sampling_rate=cfg.sampling_rate, rng=rng,
                                        shapes=cfg.shapes, unused_positions=unused,
-                                       scale=cfg.canary_scale)
+                                       scale=cfg.canary_scale, sentinel=cfg.sentinel)
             planter = GradientCanaries(params, sampling_rate=cfg.sampling_rate,
                                        max_grad_norm=cfg.max_grad_norm,
                                        scale=cfg.canary_scale, seed=int(torch_seeds[2]),
