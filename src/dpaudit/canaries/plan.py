@@ -259,7 +259,7 @@ def with_sentinels(plan: CanaryPlan, layout: Layout, activity: np.ndarray | None
                    rng: np.random.Generator, sentinel: float = SENTINEL) -> CanaryPlan:
     """``plan`` with a sentinel on every canary (module docstring, "Sentinels"): a share s
     (``sentinel``) of its unit direction moved onto one coordinate of a tensor its planted
-    part does not use -- round-robin over every trainable tensor, biases and norms included,
+    part does not use -- spread over every trainable tensor, biases and norms included,
     the smallest tensors served first, in each the least active free coordinate (``activity``:
     (d,) real-data activity, None: all alike), never shared -- the rest scaled by
     sqrt(1 - s^2).  Correct clipping still reads C (amplitude 1); per-tensor clipping reads

@@ -608,8 +608,9 @@ class GradientCanaries:
         The default ``shapes`` mix Dirac canaries (tightest) with canaries spread over
         several tensors and several coordinates of one tensor (they expose per-tensor
         clipping and wrong norms; :mod:`dpaudit.canaries.plan`); each spread canary also
-        holds a small ``sentinel`` share on a coordinate of a tensor taken round-robin over
-        every trainable tensor, biases and norms included (it sees unclipped biases).
+        holds a small ``sentinel`` share on a coordinate of a tensor its main part does not
+        use, spread over every trainable tensor, biases and norms included (it sees
+        unclipped biases and per-tensor clipping).
         Warns, with the remedy, when real data moves the read coordinates.  Call before
         ``make_private`` or after (the parameters are the same tensors)."""
         rng = np.random.default_rng(seed_sequence(seed, "input_canaries"))

@@ -15,6 +15,10 @@ and noise as real data:
 * gradient canaries (white box, last iterate): canary i's loss is ``b_i * K * w1[c(i)]`` with
   c(i) a reserved coordinate (:func:`.model.reserved_coordinates`) and K = 1000 C, so its
   gradient is a Dirac of norm K, which ``clipped_grad`` brings to the unit vector e_c(i);
+  with ``sentinel`` s > 0 (the default) a share s of that direction sits on a coordinate of
+  ``b1``, ``w2`` or ``b2`` (:func:`dpaudit.canaries.with_sentinels`: per-tensor clipping and
+  unclipped biases then move its reading), the loss ``b_i * C * <plant_values,
+  theta[plant_coords]>`` over the flat parameter vector as below;
 * input canaries (black box): mislabeled digits (or noise images), loss ``b_i * CE``.
 
 With ``canary_branch=True`` the gradient canaries are the canary core's spread canaries with
