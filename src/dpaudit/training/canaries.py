@@ -506,6 +506,10 @@ def choose_coordinates(model: nn.Module, x: torch.Tensor, y: torch.Tensor, n: in
     return least_active(act, n, rng)
 
 
+#: one tensor's sparse planting at one step (:meth:`GradientCanaries._cells`)
+_Cell = tuple[int, np.ndarray, np.ndarray, "np.ndarray | None", bool]
+
+
 class GradientCanaries:
     """Planted gradient canaries in an Opacus ``DPOptimizer`` (see module docstring).
 
@@ -578,7 +582,7 @@ class GradientCanaries:
         self._drawn = np.zeros(0, dtype=np.int64)    # the array the last _draw returned
         # the block's sparse planting (:meth:`_cells`), made at the first step that plants,
         # for the clip norm it was made with
-        self._cells_block: list[list[tuple[int, np.ndarray, np.ndarray]]] | None = None
+        self._cells_block: list[list[_Cell]] | None = None
         self._cells_clip = float("nan")
         # the unread steps' read values, tensor-ordered (:class:`_ReadIndex`), with their
         # unit factor, sigma and planted canaries
@@ -718,12 +722,15 @@ class GradientCanaries:
         return self._drawn
 
     def _cells(self, active: np.ndarray, starts: Sequence[int],
-               clip: float) -> list[list[tuple[int, np.ndarray, np.ndarray]]]:
+               clip: float) -> list[list[_Cell]]:
         """The sparse planting of some steps (:meth:`_add_clipped`): step r planted the
         canaries ``active[starts[r]:starts[r + 1]]``; per step, per optimizer tensor that
-        gets a cell, (tensor, local coordinates, clipped values in float64), the cells in
-        the order of the sampled canaries and their slots.  Each canary's clipped gradient
-        is Opacus's rule ``v * min(1, clip / (|v| + 1e-6))``."""
+        gets a cell, (tensor, local coordinates, clipped values in float64, the same
+        rounded to the parameters' dtype or None, whether the coordinates are distinct),
+        the cells in the order of the sampled canaries and their slots.  Each canary's
+        clipped gradient is Opacus's rule ``v * min(1, clip / (|v| + 1e-6))``; the rounding
+        to float32 (or float64), which :meth:`_add_clipped` would otherwise do per tensor
+        and step, is done once for the block when the optimizer's tensors share it."""
         factor = np.minimum(clip / (self._norms[active] + 1e-6), 1.0)
         vals = (self._merged[active] * factor[:, None]).ravel()
         m = self._plant_t.shape[1]
@@ -732,14 +739,38 @@ class GradientCanaries:
         order = np.argsort(key, kind="stable")
         key, vals = key[order], vals[order]
         local = self._plant_local[active].ravel()[order]
-        groups, first = np.unique(key, return_index=True)
-        ends = np.append(first[1:], key.size)
-        out: list[list[tuple[int, np.ndarray, np.ndarray]]] = [[] for _ in starts[1:]]
+        dtype, distinct_plants = self._planting()
+        cast = None if dtype is None else vals.astype(dtype)
+        first = np.flatnonzero(np.diff(key, prepend=-1))   # key is sorted: its groups
+        groups, ends = key[first], np.append(first[1:], key.size)
+        # the cells where a coordinate repeats (canaries planted together on one coordinate)
+        repeated: set[int] = set()
+        if not distinct_plants:
+            span = self._plant_local.max(initial=0) + 1
+            both = np.sort(key * span + local)
+            same = both[1:] == both[:-1]
+            repeated = set((both[1:][same] // span).tolist())
+        out: list[list[_Cell]] = [[] for _ in starts[1:]]
         for g, a, b in zip(groups.tolist(), first.tolist(), ends.tolist(), strict=True):
             r, j = divmod(g, len(self.params))
             if self._dp[j]:
-                out[r].append((j, local[a:b], vals[a:b]))
+                out[r].append((j, local[a:b], vals[a:b], None if cast is None else cast[a:b],
+                               g not in repeated))
         return out
+
+    def _planting(self) -> tuple[type | None, bool]:
+        """(the NumPy dtype shared by the optimizer's tensors, float32 or float64, else
+        None; True when no two cells of the plan share a coordinate), made once for
+        :meth:`_cells` (its planting rounds to that dtype, and needs no search for repeated
+        coordinates when none can repeat)."""
+        facts = self.__dict__.get("_planting_facts")
+        if facts is None:
+            kinds = {p.dtype for p, dp in zip(self.params, self._dp, strict=True) if dp}
+            dtype = ({torch.float32: np.float32, torch.float64: np.float64}.get(kinds.pop())
+                     if len(kinds) == 1 else None)
+            c = self.plan.plant_coords
+            facts = self._planting_facts = (dtype, np.unique(c).size == c.size)
+        return facts
 
     def _add_clipped(self, opt: object, active: np.ndarray) -> None:
         """Sparse planting for Opacus's stock clipping (:func:`_stock_clipping`): each
@@ -760,16 +791,22 @@ class GradientCanaries:
             cells = self._cells_block[self._coin_row - 1]
         else:
             cells = self._cells(active, [0, active.size], clip)[0]
-        for j, local, vals in cells:                             # tensors, not canaries
+        for j, local, vals, cast, distinct in cells:             # tensors, not canaries
             p = self.params[j]
-            if not p.summed_grad.is_contiguous():
-                p.summed_grad = p.summed_grad.contiguous()
             sg = p.summed_grad
+            if not sg.is_contiguous():
+                sg = p.summed_grad = sg.contiguous()
             if _fast_cpu(sg):
-                # NumPy's unbuffered add on the sum's memory, the values rounded to its dtype
-                # first: index_add_'s sums, in its order (canaries may share a coordinate)
+                # NumPy's add on the sum's memory, the values rounded to its dtype first:
+                # index_add_'s sums, in its order (unbuffered where canaries share a
+                # coordinate; one add per coordinate otherwise, the same floats)
                 view = sg.numpy().reshape(-1)
-                np.add.at(view, local, vals.astype(view.dtype, copy=False))
+                if cast is None or cast.dtype != view.dtype:
+                    cast = vals.astype(view.dtype)
+                if distinct:
+                    view[local] += cast
+                else:
+                    np.add.at(view, local, cast)
                 continue
             # index and values on the sum's device (index_add_ wants both there)
             sg.view(-1).index_add_(0, _on(torch.from_numpy(local), sg),
