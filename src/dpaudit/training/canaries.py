@@ -433,9 +433,14 @@ def _activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor, max_grad_norm:
     chunk = max(16, _CHUNK_FLOATS // max(1, count_coordinates(model)))
     reuse: list[torch.Tensor] = []     # the probes' per-example rows, one buffer for all
     states = []
+    # the probes' copies, kept for the silence check when they are small (else drawn again)
+    kept: list[nn.Module] | None = (
+        [] if probes * count_coordinates(model) <= _CHUNK_FLOATS else None)
     for k in range(probes):
         states.append(gen.get_state())
         m = _probe(model, k, gen)   # each probe wrapped by Opacus on its own copy
+        if kept is not None:
+            kept.append(m)
         xk, yk = x, y
         if parts is not None:
             idx = _on(torch.from_numpy(parts[k]), x)
@@ -452,9 +457,11 @@ def _activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor, max_grad_norm:
     if check is not None and (total == 0).any():
         assert rng is not None
         after = gen.get_state()
-        for k in range(probes):      # the same probes again (their generator states)
-            gen.set_state(states[k])
-            moved += _moved(_probe(model, k, gen), x, y, check, rng)
+        for k in range(probes):      # the same probes (kept, or again from their states)
+            if kept is None:
+                gen.set_state(states[k])
+            m = _probe(model, k, gen) if kept is None else kept[k]
+            moved += _moved(m, x, y, check, rng)
         gen.set_state(after)
     return total, moved
 
