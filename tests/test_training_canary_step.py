@@ -59,7 +59,6 @@ def test_step_hook_plants_and_reads_as_a_dense_reference(block: int,
                       max_grad_norm=clip, expected_batch_size=unit, loss_reduction="mean")
     planter.attach(opt)
     released = []
-    shared = [0]       # cells where sampled canaries share a coordinate (np.add.at's path)
     clips = [clip, clip / 2, clip]     # C changed within a block: its planting is made again
     for g, c in zip(grads, clips, strict=True):
         opt.max_grad_norm = c
@@ -71,14 +70,12 @@ def test_step_hook_plants_and_reads_as_a_dense_reference(block: int,
         one = planter._cells(planter._drawn, np.array([0, planter._drawn.size]), c)[0]
         block = planter._cells(planter._block_active, planter._starts, c)[row]
         assert [cell[0] for cell in one] == [cell[0] for cell in block] and one
-        for (_, la, va, ca, da), (_, lb, vb, cb, db) in zip(one, block, strict=True):
+        for (_, la, va, ca), (_, lb, vb, cb) in zip(one, block, strict=True):
             np.testing.assert_array_equal(la, lb)
             np.testing.assert_array_equal(va, vb)
-            # rounded once to the parameters' float32; "distinct": no repeated coordinate
+            # rounded once to the parameters' float32
             np.testing.assert_array_equal(ca, va.astype(np.float32))
             np.testing.assert_array_equal(ca, cb)
-            assert da == db == (np.unique(la).size == la.size)
-            shared[0] += not da
         released.append(torch.cat([p.grad.reshape(-1) for p in params]).double().numpy())
         # the batched read of the hook equals a direct gather of the released step
         np.testing.assert_array_equal(planter._gather_read(lambda p: p.grad),
@@ -103,4 +100,3 @@ def test_step_hook_plants_and_reads_as_a_dense_reference(block: int,
         expected_sum += plan.read_flat(total) / clip
     np.testing.assert_allclose(planter.sum, expected_sum, rtol=1e-5, atol=1e-5)
     assert planter.steps == 3 and np.abs(expected_sum[plan.bits]).sum() > 1.0
-    assert shared[0] > 0

@@ -514,7 +514,7 @@ def choose_coordinates(model: nn.Module, x: torch.Tensor, y: torch.Tensor, n: in
 
 
 #: one tensor's sparse planting at one step (:meth:`GradientCanaries._cells`)
-_Cell = tuple[int, np.ndarray, np.ndarray, "np.ndarray | None", bool]
+_Cell = tuple[int, np.ndarray, np.ndarray, "np.ndarray | None"]
 
 
 class GradientCanaries:
@@ -733,11 +733,11 @@ class GradientCanaries:
         """The sparse planting of some steps (:meth:`_add_clipped`): step r planted the
         canaries ``active[starts[r]:starts[r + 1]]``; per step, per optimizer tensor that
         gets a cell, (tensor, local coordinates, clipped values in float64, the same
-        rounded to the parameters' dtype or None, whether the coordinates are distinct),
-        the cells in the order of the sampled canaries and their slots.  Each canary's
-        clipped gradient is Opacus's rule ``v * min(1, clip / (|v| + 1e-6))``; the rounding
-        to float32 (or float64), which :meth:`_add_clipped` would otherwise do per tensor
-        and step, is done once for the block when the optimizer's tensors share it."""
+        rounded to the parameters' dtype or None), the cells in the order of the sampled
+        canaries and their slots.  Each canary's clipped gradient is Opacus's rule
+        ``v * min(1, clip / (|v| + 1e-6))``; the rounding to float32 (or float64), which
+        :meth:`_add_clipped` would otherwise do per tensor and step, is done once for the
+        block when the optimizer's tensors share that dtype."""
         factor = np.minimum(clip / (self._norms[active] + 1e-6), 1.0)
         vals = (self._merged[active] * factor[:, None]).ravel()
         m = self._plant_t.shape[1]
@@ -746,38 +746,23 @@ class GradientCanaries:
         order = np.argsort(key, kind="stable")
         key, vals = key[order], vals[order]
         local = self._plant_local[active].ravel()[order]
-        dtype, distinct_plants = self._planting()
+        dtype = self._plant_dtype()
         cast = None if dtype is None else vals.astype(dtype)
         first = np.flatnonzero(np.diff(key, prepend=-1))   # key is sorted: its groups
         groups, ends = key[first], np.append(first[1:], key.size)
-        # the cells where a coordinate repeats (canaries planted together on one coordinate)
-        repeated: set[int] = set()
-        if not distinct_plants:
-            span = self._plant_local.max(initial=0) + 1
-            both = np.sort(key * span + local)
-            same = both[1:] == both[:-1]
-            repeated = set((both[1:][same] // span).tolist())
         out: list[list[_Cell]] = [[] for _ in starts[1:]]
         for g, a, b in zip(groups.tolist(), first.tolist(), ends.tolist(), strict=True):
             r, j = divmod(g, len(self.params))
             if self._dp[j]:
-                out[r].append((j, local[a:b], vals[a:b], None if cast is None else cast[a:b],
-                               g not in repeated))
+                out[r].append((j, local[a:b], vals[a:b], None if cast is None else cast[a:b]))
         return out
 
-    def _planting(self) -> tuple[type | None, bool]:
-        """(the NumPy dtype shared by the optimizer's tensors, float32 or float64, else
-        None; True when no two cells of the plan share a coordinate), made once for
-        :meth:`_cells` (its planting rounds to that dtype, and needs no search for repeated
-        coordinates when none can repeat)."""
-        facts = self.__dict__.get("_planting_facts")
-        if facts is None:
-            kinds = {p.dtype for p, dp in zip(self.params, self._dp, strict=True) if dp}
-            dtype = ({torch.float32: np.float32, torch.float64: np.float64}.get(kinds.pop())
-                     if len(kinds) == 1 else None)
-            c = self.plan.plant_coords
-            facts = self._planting_facts = (dtype, np.unique(c).size == c.size)
-        return facts
+    def _plant_dtype(self) -> type | None:
+        """The NumPy dtype the optimizer's tensors share, float32 or float64 (else None):
+        :meth:`_cells` rounds a block's planted values to it once."""
+        kinds = {p.dtype for p, dp in zip(self.params, self._dp, strict=True) if dp}
+        return ({torch.float32: np.float32, torch.float64: np.float64}.get(kinds.pop())
+                if len(kinds) == 1 else None)
 
     def _add_clipped(self, opt: object, active: np.ndarray) -> None:
         """Sparse planting for Opacus's stock clipping (:func:`_stock_clipping`): each
@@ -798,22 +783,19 @@ class GradientCanaries:
             cells = self._cells_block[self._coin_row - 1]
         else:
             cells = self._cells(active, [0, active.size], clip)[0]
-        for j, local, vals, cast, distinct in cells:             # tensors, not canaries
+        for j, local, vals, cast in cells:                       # tensors, not canaries
             p = self.params[j]
             sg = p.summed_grad
             if not sg.is_contiguous():
                 sg = p.summed_grad = sg.contiguous()
             if _fast_cpu(sg):
-                # NumPy's add on the sum's memory, the values rounded to its dtype first:
-                # index_add_'s sums, in its order (unbuffered where canaries share a
-                # coordinate; one add per coordinate otherwise, the same floats)
+                # NumPy's unbuffered add on the sum's memory, the values rounded to its dtype
+                # first (once per block, :meth:`_cells`): index_add_'s sums, in its order
+                # (canaries may share a coordinate)
                 view = sg.numpy().reshape(-1)
                 if cast is None or cast.dtype != view.dtype:
                     cast = vals.astype(view.dtype)
-                if distinct:
-                    view[local] += cast
-                else:
-                    np.add.at(view, local, cast)
+                np.add.at(view, local, cast)
                 continue
             # index and values on the sum's device (index_add_ wants both there)
             sg.view(-1).index_add_(0, _on(torch.from_numpy(local), sg),
