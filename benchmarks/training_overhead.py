@@ -59,8 +59,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _common import baseline_src
-
 MODELS = ("digits_mlp", "cnn", "transformer", "wide_mlp")
 _STUDIES = Path(__file__).resolve().parent.parent / "studies"
 #: the fixed glibc malloc settings of every child (module docstring): fixed thresholds, so
@@ -245,6 +243,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         base_env = None
         if args.baseline_rev:
+            # imported here: studies/training.py runs this file with runpy (no benchmarks/
+            # on the path)
+            sys.path.insert(0, str(Path(__file__).resolve().parent))
+            from _common import baseline_src
+
             base_env = dict(env, PYTHONPATH=str(baseline_src(args.baseline_rev, Path(tmp))))
         _table(args, examples, env, base_env, alloc)
 
