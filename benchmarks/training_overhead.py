@@ -31,9 +31,9 @@ time, so the minimum is the least disturbed figure).
 The allocator.  Every child runs with the same fixed glibc malloc settings
 (:data:`ALLOCATOR`: ``MALLOC_MMAP_THRESHOLD_`` 32 MiB, ``MALLOC_TRIM_THRESHOLD_`` 128 MiB),
 unless ``--default-allocator`` (glibc's variables: another C library ignores them, and the
-printed page faults show whether they took effect).  Under glibc's defaults the thresholds adapt to the largest
-block freed so far: the plain digits-MLP loop hands its per-sample-gradient buffers back to
-the kernel (mmap'd, then unmapped or trimmed) and faults them in again at every step --
+printed page faults show whether they took effect).  Under glibc's defaults the thresholds
+adapt to the largest block freed so far: the plain digits-MLP loop hands its
+per-sample-gradient buffers back to the kernel (mmap'd, then unmapped or trimmed) and faults them in again at every step --
 175,000-190,000 minor page faults, ~0.3 s of system CPU in 300 steps -- while in the
 canaries' process the placement's large buffers raise the thresholds first and its loop has
 about 15,000 faults: the loop with canaries then ran ~0.3 s *faster* than the one without,
