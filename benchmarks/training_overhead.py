@@ -33,16 +33,16 @@ The allocator.  Every child runs with the same fixed glibc malloc settings
 unless ``--default-allocator`` (glibc's variables: another C library ignores them, and the
 printed page faults show whether they took effect).  Under glibc's defaults the thresholds
 adapt to the largest block freed so far: the plain digits-MLP loop hands its
-per-sample-gradient buffers back to the kernel (mmap'd, then unmapped or trimmed) and faults them in again at every step --
-175,000-190,000 minor page faults, ~0.3 s of system CPU in 300 steps -- while in the
-canaries' process the placement's large buffers raise the thresholds first and its loop has
-about 15,000 faults: the loop with canaries then ran ~0.3 s *faster* than the one without,
-and the ratio flattered the canaries by that much.  With the thresholds fixed both processes
-keep their buffers (about 5,000 faults in the plain loop, 150 with canaries; printed: minor
-page faults and user / system CPU of the loop, from ``getrusage``), and the comparison is the
-canaries' cost, not the allocator's heuristics.  ``--baseline-rev REV`` adds a third
-configuration, the canaries on that commit's ``src/`` (``git archive``), interleaved with
-the others: before and after in one sitting.
+per-sample-gradient buffers back to the kernel (mmap'd, then unmapped or trimmed) and faults
+them in again at every step -- 175,000-190,000 minor page faults, ~0.3 s of system CPU in
+300 steps -- while in the canaries' process the placement's large buffers raise the
+thresholds first and its loop has about 15,000 faults: the loop with canaries then ran ~0.3
+s *faster* than the one without, and the ratio flattered the canaries by that much.  With
+the thresholds fixed both processes keep their buffers (about 5,000 faults in the plain
+loop, 150 with canaries; printed: minor page faults and user / system CPU of the loop, from
+``getrusage``), and the comparison is the canaries' cost, not the allocator's heuristics.
+``--baseline-rev REV`` adds a third configuration, the canaries on that commit's ``src/``
+(``git archive``), interleaved with the others: before and after in one sitting.
 """
 
 from __future__ import annotations
