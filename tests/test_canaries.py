@@ -26,7 +26,12 @@ from dpaudit.canaries import (
     with_sentinels,
 )
 from dpaudit.canaries.contribution import sentinel_directions
-from dpaudit.canaries.scores import SIGMA_FLOOR, log_bernoulli_mgf, sum_log_bernoulli_mgf
+from dpaudit.canaries.scores import (
+    SIGMA_FLOOR,
+    log_bernoulli_mgf,
+    running_sums,
+    sum_log_bernoulli_mgf,
+)
 
 
 @pytest.mark.slow
@@ -237,6 +242,26 @@ def test_summed_log_bernoulli_mgf_on_a_grid_is_the_exact_sum() -> None:
                                _decimal_mgf_sums(far, lam, 0.05, False), rtol=1e-14)
     assert np.isnan(sum_log_bernoulli_mgf(np.array([[np.nan, 1.0]]), lam, 0.05)).all()
     assert sum_log_bernoulli_mgf(np.zeros((2, 0)), lam, 0.05).shape == (2, 2)
+
+
+def test_running_sums_are_the_cumulative_sums_bit_for_bit() -> None:
+    # wide rows are added row by row, narrow ones by np.cumsum: both the floats of the
+    # cumulative sum (the same additions in the same order), for float and boolean rows,
+    # NaN and infinity included
+    rng = np.random.default_rng(5)
+    for shape in [(32, 1000), (7, 64), (7, 63), (3, 2, 307), (32, 2, 9), (1, 500), (0, 500),
+                  (9,)]:
+        start = rng.standard_normal(shape[1:])
+        rows = rng.standard_normal(shape) * 10.0 ** rng.integers(-8, 8, size=shape)
+        if rows.size > 4:
+            rows.flat[[1, 3]] = [np.nan, np.inf]
+        want = np.cumsum(np.concatenate([start[None], rows]), axis=0)
+        got = running_sums(start, rows)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+    coins = rng.random((32, 495)) < 0.9
+    np.testing.assert_array_equal(running_sums(np.zeros(495), coins),
+                                  np.cumsum(np.concatenate([np.zeros((1, 495)), coins]), axis=0))
 
 
 def test_white_box_accumulator_sum_and_lr() -> None:

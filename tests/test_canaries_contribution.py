@@ -172,6 +172,41 @@ def test_a_sure_coin_turns_the_check_off_and_never_raises() -> None:
         Claim(1.0, 1.0, 1, 1.0), facts)}
 
 
+def test_several_amplitudes_on_the_same_readings_are_the_one_amplitude_records() -> None:
+    # the ReleaseReader's two sentinel readings share one accumulator (their readings and
+    # centring); each record is the one-amplitude accumulator's, the same floats, with a
+    # non-finite release and blocks of several sizes
+    rng = np.random.default_rng(11)
+    n, steps, q = 40, 37, 0.1
+    bits, use = rng.random(n) < 0.6, rng.random(n) < 0.8
+    amps = np.stack([0.5 + rng.random(n), np.ones(n)])
+    y = rng.standard_normal((steps, n)) + 3.0 * rng.standard_normal(n)
+    planted = (rng.random((steps, n)) < q) & bits
+    y[planted] += 1.0
+    y[5, 3] = np.nan
+    shared = ContributionAccumulator(bits, amps, sampling_rate=q, use=use,
+                                     view=("sentinel", "sentinel_bound"), upper_only=True)
+    single = [ContributionAccumulator(bits, a, sampling_rate=q, use=use, view=v,
+                                      upper_only=True)
+              for a, v in zip(amps, ("sentinel", "sentinel_bound"), strict=True)]
+    for a, b in ((0, 1), (1, 9), (9, 32), (32, steps)):
+        shared.add_steps(y[a:b], planted[a:b])
+        for acc in single:
+            acc.add_steps(y[a:b], planted[a:b])
+    got = shared.records()
+    assert [r.view for r in got] == ["sentinel", "sentinel_bound"] and got[0].planted > 10
+    for r, acc in zip(got, single, strict=True):
+        want = acc.record()
+        assert r.to_dict() == want.to_dict()
+        assert (r.centred_sum, r.planted_sum, r.amplitude_sum) == (
+            want.centred_sum, want.planted_sum, want.amplitude_sum)
+        np.testing.assert_array_equal(r.psi_sums, want.psi_sums)
+        np.testing.assert_array_equal(r.lambdas, want.lambdas)
+    assert shared.record().view == "sentinel"
+    with pytest.raises(ValueError, match="amplitude must be"):
+        ContributionAccumulator(bits, amps, sampling_rate=q, view="sentinel")
+
+
 def test_bad_input_names_the_argument() -> None:
     acc = ContributionAccumulator(np.ones(3, dtype=bool), np.ones(3), sampling_rate=0.1)
     with pytest.raises(ValueError, match="y must have one reading per canary"):

@@ -69,10 +69,13 @@ def test_step_hook_plants_and_reads_as_a_dense_reference(block: int,
         row = planter._coin_row - 1
         one = planter._cells(planter._drawn, np.array([0, planter._drawn.size]), c)[0]
         block = planter._cells(planter._block_active, planter._starts, c)[row]
-        assert [j for j, _, _ in one] == [j for j, _, _ in block] and one
-        for (_, la, va), (_, lb, vb) in zip(one, block, strict=True):
+        assert [cell[0] for cell in one] == [cell[0] for cell in block] and one
+        for (_, la, va, ca), (_, lb, vb, cb) in zip(one, block, strict=True):
             np.testing.assert_array_equal(la, lb)
             np.testing.assert_array_equal(va, vb)
+            # rounded once to the parameters' float32
+            np.testing.assert_array_equal(ca, va.astype(np.float32))
+            np.testing.assert_array_equal(ca, cb)
         released.append(torch.cat([p.grad.reshape(-1) for p in params]).double().numpy())
         # the batched read of the hook equals a direct gather of the released step
         np.testing.assert_array_equal(planter._gather_read(lambda p: p.grad),

@@ -53,6 +53,25 @@ def test_sampled_placement_finds_the_full_silent_set_on_digits() -> None:
     assert np.intersect1d(lo_s, lo_f).size > 800
 
 
+def test_the_silence_check_on_the_kept_probes_is_the_one_on_probes_drawn_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # small models keep the probes' copies for the silence check; larger ones draw them
+    # again from their generator states: the same activity, bit for bit
+    from dpaudit.training import canaries as module
+    from dpaudit.training import coordinate_activity
+
+    model, x, y = _digits_mlp(hidden=16)
+    kept = coordinate_activity(model, x, y, 1.0, examples=64, seed=3)
+    # too large to keep: drawn again (the chunks stay whole: 16 examples a probe either way)
+    monkeypatch.setattr(module, "_CHUNK_FLOATS", 16)
+    again = coordinate_activity(model, x, y, 1.0, examples=64, seed=3)
+    seen = kept[kept > 0]
+    # the check ran and found coordinates the 64 sampled gradients missed (ranked below
+    # every measured activity, _rank_missed)
+    assert (kept == 0).any() and (seen < 1e-5 * np.median(seen)).sum() > 10
+    np.testing.assert_array_equal(kept, again)
+
+
 def test_a_sample_beyond_the_check_can_miss_only_rarely_moved_coordinates() -> None:
     from dpaudit.training import coordinate_activity
 

@@ -253,15 +253,21 @@ class ContributionAccumulator:
 
     Args:
       bits: (n,) the canaries' secret bits (only included canaries are counted).
-      amplitude: (n,) each canary's reading after correct clipping, in units of C.
+      amplitude: (n,) each canary's reading after correct clipping, in units of C; or
+        (R, n), R readings of the same values y tested with R amplitudes (``view`` then
+        names them, R names): the ReleaseReader's "sentinel" and "sentinel_bound".  They
+        share the centring m, the residuals y - m and the NumPy calls of each block
+        (:meth:`records`, one record per amplitude, each equal to a one-amplitude
+        accumulator's, the same floats).
       sampling_rate: q of the canaries' coin.
       use: (n,) optional further mask (e.g. :func:`private_canaries`).
-      view: the reading's name; ``upper_only``: test only the upper tail (lambda > 0).
+      view: the reading's name (a sequence of R names for (R, n) amplitudes);
+        ``upper_only``: test only the upper tail (lambda > 0).
     """
 
     def __init__(self, bits: np.ndarray, amplitude: np.ndarray | float, *,
-                 sampling_rate: float, use: np.ndarray | None = None, view: str = "direction",
-                 upper_only: bool = False) -> None:
+                 sampling_rate: float, use: np.ndarray | None = None,
+                 view: str | Sequence[str] = "direction", upper_only: bool = False) -> None:
         b = np.asarray(bits, dtype=bool)
         self.q = check_probability("sampling_rate", sampling_rate, open_low=True)
         mask = b if use is None else b & np.asarray(use, dtype=bool)
@@ -269,18 +275,24 @@ class ContributionAccumulator:
             mask = np.zeros_like(mask)
         self.index = np.flatnonzero(mask)
         self.n = b.size
-        self.amplitude = np.broadcast_to(np.asarray(amplitude, dtype=float),
-                                         (self.n,))[self.index].copy()
-        self.view = view
+        views = (view,) if isinstance(view, str) else tuple(view)
+        amp = np.asarray(amplitude, dtype=float)
+        if amp.ndim == 2 and amp.shape[0] != len(views):
+            raise ValueError(f"amplitude must be (n,) or (R, n) with one view name per row; "
+                             f"got {amp.shape} for {len(views)} view(s)")
+        self.views = views
+        self.view = views[0]
+        self._amps = np.broadcast_to(amp, (len(views), self.n))[:, self.index].copy()
+        self.amplitude = self._amps[0]
         self.lambdas = LAMBDAS.copy() if upper_only else np.concatenate([-LAMBDAS[::-1],
                                                                           LAMBDAS])
-        k = self.index.size
+        k, r = self.index.size, len(views)
         self._off_sum = np.zeros(k)
         self._off_count = np.zeros(k)
-        self._s = 0.0
-        self._psi = np.zeros(self.lambdas.size)
+        self._s = [0.0] * r
+        self._psi = np.zeros((r, self.lambdas.size))
         self._planted_sum = 0.0
-        self._amp_sum = 0.0
+        self._amp_sum = [0.0] * r
         self._planted = 0
         self.steps = 0
 
@@ -317,32 +329,41 @@ class ContributionAccumulator:
         off_count = running_sums(self._off_count, off)
         m = np.divide(off_sum[:-1], off_count[:-1], out=np.zeros_like(yy),
                       where=off_count[:-1] > 0)
+        amps = self._amps[:, None, :]                                   # (R, 1, k)
         if ok.all():                       # the usual steps: the same sums, fewer passes
             r = yy - m
-            e = r - self.amplitude * c
+            e = r - amps * c                                            # (R, B, k)
             cq = c - self.q
-            amp = np.broadcast_to(self.amplitude, yy.shape)
+            amp = np.broadcast_to(amps, (amps.shape[0], *yy.shape))
         else:
             r = np.where(ok, yy - m, 0.0)
-            e = np.where(ok, r - self.amplitude * c, 0.0)
+            e = np.where(ok, r - amps * c, 0.0)
             cq = np.where(ok, c - self.q, 0.0)
-            amp = np.where(ok, self.amplitude, 0.0)
-        # per step, sum_i psi(lambda_g e_ti) over the canaries: (G, B), then in step order
+            amp = np.where(ok, amps, 0.0)
+        # per step, sum_i psi(lambda_g e_ti) over the canaries: (G, R, B), then in step order
         psi = sum_log_bernoulli_mgf(e, self.lambdas, self.q, centred=True)
-        self._psi = running_sums(self._psi, psi.T)[-1]
-        self._s = _add_in_order(self._s, np.einsum("bi,bi->b", cq, e))
+        self._psi = running_sums(self._psi, psi.transpose(2, 1, 0))[-1]
+        for j in range(e.shape[0]):
+            self._s[j] = _add_in_order(self._s[j], np.einsum("bi,bi->b", cq, e[j]))
+            self._amp_sum[j] = _add_in_order(self._amp_sum[j],
+                                             np.einsum("bi,bi->b", c, amp[j]))
         self._planted_sum = _add_in_order(self._planted_sum, np.einsum("bi,bi->b", c, r))
-        self._amp_sum = _add_in_order(self._amp_sum, np.einsum("bi,bi->b", c, amp))
         self._planted += int(np.count_nonzero((c != 0) & ok))
         self._off_sum = off_sum[-1]
         self._off_count = off_count[-1]
 
+    def records(self) -> tuple[ContributionRecord, ...]:
+        """One record per amplitude (per view), in the order given."""
+        return tuple(ContributionRecord(
+            view=v, sampling_rate=self.q, lambdas=self.lambdas.copy(),
+            centred_sum=self._s[j], psi_sums=self._psi[j].copy(),
+            planted_sum=self._planted_sum, amplitude_sum=self._amp_sum[j],
+            planted=self._planted, canaries=int(self.index.size), steps=self.steps)
+            for j, v in enumerate(self.views))
+
     def record(self) -> ContributionRecord:
-        return ContributionRecord(
-            view=self.view, sampling_rate=self.q, lambdas=self.lambdas.copy(), centred_sum=self._s,
-            psi_sums=self._psi.copy(), planted_sum=self._planted_sum,
-            amplitude_sum=self._amp_sum, planted=self._planted,
-            canaries=int(self.index.size), steps=self.steps)
+        """The record of a one-amplitude accumulator (the first view's otherwise)."""
+        return self.records()[0]
 
 
 @dataclass(frozen=True)

@@ -74,10 +74,11 @@ class ReleaseReader:
         tensors = None if layout is None else layout.tensor_of(plan.read_coords)
         self._sentinel_w, has, amp = sentinel_directions(plan.read_coords, plan.read_weights,
                                                          tensors)
-        self._sentinel = [ContributionAccumulator(plan.bits, a, sampling_rate=q,
-                                                  use=private & has, view=view,
-                                                  upper_only=True)
-                          for view, a in (("sentinel", amp), ("sentinel_bound", 1.0))]
+        # the two sentinel readings share the readings ys and their centring: one
+        # accumulator with two amplitudes (the flat-clipped reading, and C)
+        self._sentinel = ContributionAccumulator(
+            plan.bits, np.stack([amp, np.ones_like(amp)]), sampling_rate=q,
+            use=private & has, view=("sentinel", "sentinel_bound"), upper_only=True)
         self._planted_steps = 0
 
     @property
@@ -117,10 +118,9 @@ class ReleaseReader:
         if planted is not None:
             p = np.asarray(planted)
             self.contribution.add_steps(y, p)
-            if self._sentinel[0].index.size:
+            if self._sentinel.index.size:
                 ys = np.einsum("bij,ij->bi", v, self._sentinel_w)
-                for acc in self._sentinel:
-                    acc.add_steps(ys, p)
+                self._sentinel.add_steps(ys, p)
             self._planted_steps += v.shape[0]
 
     def add_flat(self, flat: np.ndarray, noise_multiplier: float,
@@ -145,6 +145,6 @@ class ReleaseReader:
 
     def _contribution_records(self) -> tuple[Any, ...]:
         recs = [self.contribution.record()]
-        if self._sentinel[0].index.size:
-            recs.extend(acc.record() for acc in self._sentinel)
+        if self._sentinel.index.size:
+            recs.extend(self._sentinel.records())
         return tuple(recs)

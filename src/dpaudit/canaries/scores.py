@@ -120,10 +120,24 @@ def sum_log_bernoulli_mgf(x: np.ndarray, lambdas: np.ndarray, q: float, *,
     return out
 
 
+#: rows of at least this many values are accumulated one vectorised add per row (NumPy's
+#: cumulative sum along the first axis runs at several ns a value on wide rows)
+_ROW_ADD_MIN = 64
+
+
 def running_sums(start: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """(B + 1, ...): start, start + rows[0], start + rows[0] + rows[1], ..., added in that
-    order (a cumulative sum: the floats of one ``+=`` per row, in one call)."""
-    return np.cumsum(np.concatenate([start[None], rows]), axis=0)
+    order (a cumulative sum: the floats of one ``+=`` per row).  Wide rows (a block's
+    readings of many canaries) are added row by row into one buffer, about 10 times faster
+    than ``np.cumsum(axis=0)`` there and the same floats (the same additions in the same
+    order); narrow ones in one ``np.cumsum`` call."""
+    rows = np.asarray(rows)
+    stack = np.concatenate([np.asarray(start)[None], rows])
+    if stack.ndim < 2 or stack[0].size < _ROW_ADD_MIN:
+        return np.cumsum(stack, axis=0)
+    for i in range(1, stack.shape[0]):      # steps of a block, each a vectorised add
+        np.add(stack[i - 1], stack[i], out=stack[i])
+    return stack
 
 
 def lr_step_scores(y: np.ndarray, sampling_rate: float, noise_multiplier: float | np.ndarray,

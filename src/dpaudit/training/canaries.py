@@ -433,9 +433,14 @@ def _activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor, max_grad_norm:
     chunk = max(16, _CHUNK_FLOATS // max(1, count_coordinates(model)))
     reuse: list[torch.Tensor] = []     # the probes' per-example rows, one buffer for all
     states = []
+    # the probes' copies, kept for the silence check when they are small (else drawn again)
+    kept: list[nn.Module] | None = (
+        [] if probes * count_coordinates(model) <= _CHUNK_FLOATS else None)
     for k in range(probes):
         states.append(gen.get_state())
         m = _probe(model, k, gen)   # each probe wrapped by Opacus on its own copy
+        if kept is not None:
+            kept.append(m)
         xk, yk = x, y
         if parts is not None:
             idx = _on(torch.from_numpy(parts[k]), x)
@@ -452,9 +457,11 @@ def _activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor, max_grad_norm:
     if check is not None and (total == 0).any():
         assert rng is not None
         after = gen.get_state()
-        for k in range(probes):      # the same probes again (their generator states)
-            gen.set_state(states[k])
-            moved += _moved(_probe(model, k, gen), x, y, check, rng)
+        for k in range(probes):      # the same probes (kept, or again from their states)
+            if kept is None:
+                gen.set_state(states[k])
+            m = _probe(model, k, gen) if kept is None else kept[k]
+            moved += _moved(m, x, y, check, rng)
         gen.set_state(after)
     return total, moved
 
@@ -504,6 +511,10 @@ def choose_coordinates(model: nn.Module, x: torch.Tensor, y: torch.Tensor, n: in
                          f"for gradient (white-box) canaries, one coordinate each; got {n}")
     act = coordinate_activity(model, x, y, max_grad_norm)
     return least_active(act, n, rng)
+
+
+#: one tensor's sparse planting at one step (:meth:`GradientCanaries._cells`)
+_Cell = tuple[int, np.ndarray, np.ndarray, "np.ndarray | None"]
 
 
 class GradientCanaries:
@@ -578,7 +589,7 @@ class GradientCanaries:
         self._drawn = np.zeros(0, dtype=np.int64)    # the array the last _draw returned
         # the block's sparse planting (:meth:`_cells`), made at the first step that plants,
         # for the clip norm it was made with
-        self._cells_block: list[list[tuple[int, np.ndarray, np.ndarray]]] | None = None
+        self._cells_block: list[list[_Cell]] | None = None
         self._cells_clip = float("nan")
         # the unread steps' read values, tensor-ordered (:class:`_ReadIndex`), with their
         # unit factor, sigma and planted canaries
@@ -719,12 +730,15 @@ class GradientCanaries:
         return self._drawn
 
     def _cells(self, active: np.ndarray, starts: Sequence[int],
-               clip: float) -> list[list[tuple[int, np.ndarray, np.ndarray]]]:
+               clip: float) -> list[list[_Cell]]:
         """The sparse planting of some steps (:meth:`_add_clipped`): step r planted the
         canaries ``active[starts[r]:starts[r + 1]]``; per step, per optimizer tensor that
-        gets a cell, (tensor, local coordinates, clipped values in float64), the cells in
-        the order of the sampled canaries and their slots.  Each canary's clipped gradient
-        is Opacus's rule ``v * min(1, clip / (|v| + 1e-6))``."""
+        gets a cell, (tensor, local coordinates, clipped values in float64, the same
+        rounded to the parameters' dtype or None), the cells in the order of the sampled
+        canaries and their slots.  Each canary's clipped gradient is Opacus's rule
+        ``v * min(1, clip / (|v| + 1e-6))``; the rounding to float32 (or float64), which
+        :meth:`_add_clipped` would otherwise do per tensor and step, is done once for the
+        block when the optimizer's tensors share that dtype."""
         factor = np.minimum(clip / (self._norms[active] + 1e-6), 1.0)
         vals = (self._merged[active] * factor[:, None]).ravel()
         m = self._plant_t.shape[1]
@@ -733,14 +747,23 @@ class GradientCanaries:
         order = np.argsort(key, kind="stable")
         key, vals = key[order], vals[order]
         local = self._plant_local[active].ravel()[order]
-        groups, first = np.unique(key, return_index=True)
-        ends = np.append(first[1:], key.size)
-        out: list[list[tuple[int, np.ndarray, np.ndarray]]] = [[] for _ in starts[1:]]
+        dtype = self._plant_dtype()
+        cast = None if dtype is None else vals.astype(dtype)
+        first = np.flatnonzero(np.diff(key, prepend=-1))   # key is sorted: its groups
+        groups, ends = key[first], np.append(first[1:], key.size)
+        out: list[list[_Cell]] = [[] for _ in starts[1:]]
         for g, a, b in zip(groups.tolist(), first.tolist(), ends.tolist(), strict=True):
             r, j = divmod(g, len(self.params))
             if self._dp[j]:
-                out[r].append((j, local[a:b], vals[a:b]))
+                out[r].append((j, local[a:b], vals[a:b], None if cast is None else cast[a:b]))
         return out
+
+    def _plant_dtype(self) -> type | None:
+        """The NumPy dtype the optimizer's tensors share, float32 or float64 (else None):
+        :meth:`_cells` rounds a block's planted values to it once."""
+        kinds = {p.dtype for p, dp in zip(self.params, self._dp, strict=True) if dp}
+        return ({torch.float32: np.float32, torch.float64: np.float64}.get(kinds.pop())
+                if len(kinds) == 1 else None)
 
     def _add_clipped(self, opt: object, active: np.ndarray) -> None:
         """Sparse planting for Opacus's stock clipping (:func:`_stock_clipping`): each
@@ -761,16 +784,19 @@ class GradientCanaries:
             cells = self._cells_block[self._coin_row - 1]
         else:
             cells = self._cells(active, [0, active.size], clip)[0]
-        for j, local, vals in cells:                             # tensors, not canaries
+        for j, local, vals, cast in cells:                       # tensors, not canaries
             p = self.params[j]
-            if not p.summed_grad.is_contiguous():
-                p.summed_grad = p.summed_grad.contiguous()
             sg = p.summed_grad
+            if not sg.is_contiguous():
+                sg = p.summed_grad = sg.contiguous()
             if _fast_cpu(sg):
                 # NumPy's unbuffered add on the sum's memory, the values rounded to its dtype
-                # first: index_add_'s sums, in its order (canaries may share a coordinate)
+                # first (once per block, :meth:`_cells`): index_add_'s sums, in its order
+                # (canaries may share a coordinate)
                 view = sg.numpy().reshape(-1)
-                np.add.at(view, local, vals.astype(view.dtype, copy=False))
+                if cast is None or cast.dtype != view.dtype:
+                    cast = vals.astype(view.dtype)
+                np.add.at(view, local, cast)
                 continue
             # index and values on the sum's device (index_add_ wants both there)
             sg.view(-1).index_add_(0, _on(torch.from_numpy(local), sg),
