@@ -134,8 +134,9 @@ def test_busy_coordinate_warning_fires_exactly_when_real_data_moves_the_reads() 
     from dpaudit.training import coordinate_activity, load_data, make_model
     from dpaudit.training.canaries import SHIFT_WARN, real_data_shift
 
-    # digits with a reserved branch: the median canary reads silent coordinates only (a
-    # sentinel on a bias aside, weight 0.03): no warning
+    # digits with a reserved branch: the median canary reads silent coordinates only but for
+    # its sentinel (weight 0.03, on a busy tensor by design): no warning, a shift of a few
+    # thousandths of C
     d = load_data("digits", seed=0, reserved=16)
     reserved = make_model("mlp", hidden=32, in_features=64, reserved=16)
     with warnings.catch_warnings():
@@ -144,7 +145,7 @@ def test_busy_coordinate_warning_fires_exactly_when_real_data_moves_the_reads() 
                                        max_grad_norm=1.0)
     act = coordinate_activity(reserved, d.x_train, d.y_train, 1.0)
     shift = real_data_shift(c.plan, act, 0.05 * len(d.x_train))
-    assert np.median(shift) == 0.0 and SHIFT_WARN == 0.2
+    assert np.median(shift) < 0.01 and SHIFT_WARN == 0.2
     # breast_cancer, a dense MLP 30-64-2: every coordinate is moved by real data (the
     # median shift is about 0.43 C per step at q = 0.05)
     x, y = load_breast_cancer(return_X_y=True)
