@@ -265,3 +265,53 @@ def test_a_tensor_clipped_on_its_own_is_seen_through_the_sentinel_reading() -> N
     assert found["per_tensor"].parts and not found["per_tensor"].ok
     assert "a canary's part on another tensor" in found["per_tensor"].message()
     assert found["per_tensor"].estimate == pytest.approx(1.0, abs=0.1)
+
+
+def _dirac_with_sentinels(n: int, seed: int):  # type: ignore[no-untyped-def]
+    from dpaudit.canaries import Layout, with_sentinels
+
+    layout = Layout.from_sizes([400, 30, 100, 5])     # Dirac canaries in tensor 0
+    rng = np.random.default_rng(seed)
+    base = dirac_plan(rng.choice(400, n, replace=False), rng.random(n) < 0.5,
+                      sampling_rate=0.1)
+    return layout, with_sentinels(base, layout, None, rng), rng
+
+
+def _sentinel_run(plan, layout, rng, contrib, steps, drift=0.0, alpha=1e-6):  # type: ignore[no-untyped-def]
+    """One run through ReleaseReader.add_steps: each sampled canary adds ``contrib`` (its
+    clipped planted vector, units of C) to N(0, 1) noise; ``drift`` moves the sentinel
+    coordinates (busy by design) by a per-coordinate offset growing over the run."""
+    c = (rng.random((steps, plan.n)) < 0.1) & plan.bits
+    values = c[:, :, None] * contrib + rng.standard_normal((steps, *contrib.shape))
+    offset = drift * rng.standard_normal(plan.n)
+    values[:, :, 1] += offset * (1 + np.arange(steps) / steps)[:, None]
+    reader = ReleaseReader(plan, max_grad_norm=1.0, layout=layout)
+    reader.add_steps(values, np.ones(steps), c)
+    return check_contribution(reader.noise_record()["contribution"], alpha=alpha)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("drift", [0.0, 2.0])
+def test_dirac_canaries_with_sentinels_false_alarm_rate_is_at_most_alpha(drift: float) -> None:
+    # Dirac canaries with a sentinel on another tensor (with_sentinels, the trainers'
+    # default): on correct runs -- background drifting on the busy sentinel coordinates --
+    # the three readings' union-bound test raises at most alpha (here 0.3, to be measurable)
+    layout, plan, rng = _dirac_with_sentinels(40, 20)
+    unit = plan.plant_values / np.linalg.norm(plan.plant_values, axis=1, keepdims=True)
+    alarms = [not _sentinel_run(plan, layout, rng, unit, 40, drift, alpha=0.3).ok
+              for _ in range(300)]
+    assert float(np.mean(alarms)) <= 0.3 + 3 * math.sqrt(0.3 * 0.7 / 300)
+
+
+def test_dirac_canaries_with_sentinels_see_per_tensor_clipping_and_unclipped_biases() -> None:
+    layout, plan, rng = _dirac_with_sentinels(120, 21)
+    v = plan.plant_values                                 # (n, 2): main part, sentinel
+    unit = v / np.linalg.norm(v, axis=1, keepdims=True)
+    per_tensor = v / np.abs(v)                            # each part clipped to C alone
+    weights_only = np.stack([v[:, 0] / np.abs(v[:, 0]), v[:, 1]], axis=1)  # sentinel as is
+    correct = _sentinel_run(plan, layout, rng, unit, 100, drift=2.0)
+    assert correct.ok
+    pt = _sentinel_run(plan, layout, rng, per_tensor, 100, drift=2.0)
+    ub = _sentinel_run(plan, layout, rng, weights_only, 100, drift=2.0)
+    # halfway between the parts: sqrt(2) C and (1 + 30) / sqrt(2) C, against 0.73 C
+    assert pt.above and not pt.ok and ub.above and not ub.ok
