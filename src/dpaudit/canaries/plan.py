@@ -318,7 +318,10 @@ def _sentinels_elsewhere(layout: Layout, act: np.ndarray, used: np.ndarray, own:
     free = np.flatnonzero(keep)
     free = free[random_tie_order(act[free], rng)]                  # by activity
     tf = layout.tensor_of(free)
-    queues = [free[tf == j] for j in range(n_t)]
+    by_t = np.argsort(tf, kind="stable")                           # by tensor, stably
+    free = free[by_t]
+    bounds = np.searchsorted(tf[by_t], np.arange(n_t + 1))
+    queues = [free[bounds[j]:bounds[j + 1]] for j in range(n_t)]
     taken = [0] * n_t
     coord = np.full(k, -1, dtype=np.int64)
     order = rng.permutation(k)
