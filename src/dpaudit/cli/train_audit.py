@@ -252,7 +252,7 @@ def train_audit_cmd(
         None, "--sentinel", help="Share of each gradient canary's direction on a coordinate "
         "of another parameter tensor, biases and norms included: per-tensor clipping and "
         "unclipped biases become visible to Dirac canaries (docs/training.md); in [0, 1), "
-        "0 for pure Dirac canaries [default: 0.03]."),
+        "0 for pure Dirac canaries [default: 0.03; lm 0]."),
     canary_branch: bool | None = typer.Option(
         None, "--canary-branch/--no-canary-branch", help="Wrap the model in a CanaryBranch: "
         "silent coordinates for gradient canaries, outputs unchanged (docs/training.md) "

@@ -43,7 +43,6 @@ import torch
 from torch import nn
 
 from dpaudit.canaries import CanaryPlan, Layout, draw_bits, plan_gradient_canaries
-from dpaudit.canaries.plan import SENTINEL
 from dpaudit.canaries.scores import black_box_scores
 from dpaudit.training.choices import LM_SEQUENCE_KINDS as SEQUENCE_KINDS
 from dpaudit.training.choices import LM_SHAPES
@@ -88,11 +87,12 @@ def silent_activity(params: list[nn.Parameter], model: nn.Module, token_ids: np.
 def reserved_token_plan(params: list[nn.Parameter], model: nn.Module, token_ids: np.ndarray,
                         n: int, *, sampling_rate: float, rng: np.random.Generator,
                         shapes: str = "dirac", unused_positions: np.ndarray | None = None,
-                        scale: float = 1000.0, sentinel: float = SENTINEL) -> CanaryPlan:
+                        scale: float = 1000.0, sentinel: float = 0.0) -> CanaryPlan:
     """n gradient canaries on silent coordinates (module docstring), planned by the canary
-    core, each with a sentinel (``sentinel``: its share on a coordinate of another tensor;
-    0: none); raises ValueError when there are fewer silent coordinates than the shape
-    needs."""
+    core; ``sentinel`` > 0 moves that share of each onto a coordinate of another tensor
+    (:func:`dpaudit.canaries.with_sentinels`; off by default here: every other tensor of a
+    language model is busy, :class:`~dpaudit.training.lm.LMConfig`); raises ValueError when
+    there are fewer silent coordinates than the shape needs."""
     check_choice("shapes", shapes, LM_SHAPES)
     act = silent_activity(params, model, token_ids, unused_positions=unused_positions)
     silent = int(np.count_nonzero(act == 0))
@@ -110,7 +110,7 @@ def reserved_token_plan(params: list[nn.Parameter], model: nn.Module, token_ids:
 def reserved_token_canaries(model: nn.Module, token_ids: np.ndarray, n: int, *,
                             sampling_rate: float, max_grad_norm: float, seed: int = 0,
                             shapes: str = "dirac", unused_positions: np.ndarray | None = None,
-                            scale: float = 1000.0, sentinel: float = SENTINEL) -> Any:
+                            scale: float = 1000.0, sentinel: float = 0.0) -> Any:
     """n white-box canaries on the reserved tokens' rows of ``model`` (a user's Hugging Face
     model or ours), ready to ``attach`` to an Opacus ``DPOptimizer``: a
     :class:`dpaudit.training.canaries.GradientCanaries` with the plan of

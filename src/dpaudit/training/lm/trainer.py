@@ -72,7 +72,11 @@ class LMConfig(TrainingSettings):
     sequences; sigma, q, T, C, ...; ``hidden`` is the model width) plus the model and
     corpus.  ``reserved``: reserved tokens (0 = as many as the canaries need, at least 64);
     ``shapes``: white-box canary shapes ("tensors" needs full fine-tuning); ``claimed_steps``
-    / ``claimed_sampling_rate``: a claim other than the run's."""
+    / ``claimed_sampling_rate``: a claim other than the run's.  ``sentinel`` defaults to 0
+    here (pure Dirac canaries, each reading the canary plus noise alone): every tensor
+    but the reserved rows carries every example's gradient, so a sentinel would read a busy
+    coordinate, while ``shapes="tensors"`` puts both parts on silent rows and reads
+    per-layer clipping at sqrt(2) C with full power (docs/llm.md)."""
 
     FLAWS: ClassVar[tuple[str, ...]] = LM_FLAWS
 
@@ -81,6 +85,7 @@ class LMConfig(TrainingSettings):
     data: str = "pydoc"
     sequence_kind: str = "new_token"
     shapes: str = "dirac"
+    sentinel: float = 0.0
     hidden: int = 64
     layers: int = 2
     heads: int = 2
