@@ -49,3 +49,30 @@ def test_draw_bits_is_bernoulli_half() -> None:
     assert bits.dtype == bool and abs(bits.mean() - 0.5) < 0.0056
     np.testing.assert_array_equal(draw_bits(10, np.random.default_rng(1)),
                                   np.random.default_rng(1).random(10) < 0.5)
+
+
+@pytest.mark.parametrize("kind", ["distinct", "few values", "all tied", "silent block", "nan"])
+def test_random_tie_smallest_is_the_head_of_random_tie_order(
+        kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the same indices in the same order and the generator left in the same state, whatever
+    # the ties, the count and the chunking of the priorities (chunks of 7 here)
+    import dpaudit.randomness as randomness
+
+    monkeypatch.setattr(randomness, "_PRIO_CHUNK", 7)
+    src = np.random.default_rng(5)
+    for _ in range(300):
+        m = int(src.integers(1, 60))
+        s = {"distinct": lambda: src.normal(size=m),
+             "few values": lambda: src.integers(0, 3, size=m).astype(float),
+             "all tied": lambda: np.zeros(m),
+             "silent block": lambda: np.r_[np.zeros(m // 2),
+                                           src.integers(0, 2, m - m // 2)].astype(float),
+             "nan": lambda: np.where(src.random(m) < 0.2, np.nan,
+                                     src.integers(0, 4, size=m).astype(float))}[kind]()
+        n = int(src.integers(0, m + 1))
+        seed = int(src.integers(1 << 30))
+        g1, g2 = np.random.default_rng(seed), np.random.default_rng(seed)
+        want = randomness.random_tie_order(s, g1)[:n]
+        got = randomness.random_tie_smallest(s, n, g2)
+        np.testing.assert_array_equal(got, want)
+        assert g1.random() == g2.random()

@@ -66,8 +66,8 @@ import numpy as np
 from dpaudit.validation import check_count
 
 __all__ = ["PURPOSES", "TIE_BREAK_KEY", "as_rng", "seed_sequence", "stream", "draw_bits",
-           "tie_break_rng", "random_tie_order", "split_seeds", "philox_key", "TrialStreams",
-           "trial_rng"]
+           "tie_break_rng", "random_tie_order", "random_tie_smallest", "split_seeds",
+           "philox_key", "TrialStreams", "trial_rng"]
 
 #: purpose -> how its stream is derived from the seed (module docstring).
 PURPOSES: dict[str, str] = {
@@ -180,6 +180,44 @@ def random_tie_order(score: np.ndarray, gen: np.random.Generator) -> np.ndarray:
     # within a run of equal scores, order by priority (score breaks the runs apart)
     order[pos] = sub[np.lexsort((prio[sub], ss[pos]))]
     return order
+
+
+def random_tie_smallest(score: np.ndarray, n: int, gen: np.random.Generator) -> np.ndarray:
+    """``random_tie_order(score, gen)[:n]`` -- the same indices in the same order, ``gen``
+    advanced identically -- without sorting every score: the n-th smallest score v by one
+    partition; the scores below v kept (fewer than n); the m priorities drawn in chunks, the
+    stream ``random_tie_order`` draws, keeping per chunk the ties at v of smallest priority
+    (at most as many as are still needed); the n kept sorted by (score, priority).  O(m)
+    time and O(n + chunk) memory where the full order takes O(m log m) and O(m): the
+    canaries' placement over every coordinate of a large model
+    (:func:`dpaudit.canaries.plan.least_active`)."""
+    s = np.asarray(score).reshape(-1)
+    m = s.size
+    if not 0 < n < m:
+        return random_tie_order(s, gen)[:n]
+    v = np.partition(s, n - 1)[n - 1]
+    if v != v:                                          # NaN among the n smallest
+        return random_tie_order(s, gen)[:n]
+    below = np.flatnonzero(s < v)
+    need = n - below.size                               # >= 1 ties at v to take
+    below_prio = np.empty(below.size)
+    tie_idx = np.zeros(0, dtype=np.int64)
+    tie_prio = np.zeros(0)
+    at = 0
+    for start in range(0, m, _PRIO_CHUNK):
+        p = gen.random(min(_PRIO_CHUNK, m - start))
+        hi = int(np.searchsorted(below, start + p.size))
+        below_prio[at:hi] = p[below[at:hi] - start]
+        at = hi
+        t = np.flatnonzero(s[start:start + p.size] == v)
+        tie_idx = np.concatenate([tie_idx, t + start])
+        tie_prio = np.concatenate([tie_prio, p[t]])
+        if tie_idx.size > need:                         # keep the smallest priorities
+            best = np.argpartition(tie_prio, need - 1)[:need]
+            tie_idx, tie_prio = tie_idx[best], tie_prio[best]
+    keep = np.concatenate([below, tie_idx])
+    prio = np.concatenate([below_prio, tie_prio])
+    return keep[np.lexsort((prio, s[keep]))]
 
 
 def split_seeds(seed: int, n_splits: int) -> list[int]:

@@ -68,6 +68,7 @@ from dpaudit.canaries.layout import Layout
 from dpaudit.randomness import (  # draw_bits: the one-run game's secret bits (re-exported)
     draw_bits,
     random_tie_order,
+    random_tie_smallest,
 )
 from dpaudit.validation import check_count, check_positive, check_probability
 
@@ -151,8 +152,7 @@ def least_active(activity: np.ndarray, n: int, rng: np.random.Generator) -> np.n
     if n > act.size:
         raise ValueError(f"canaries must be at most the model's {act.size} trainable "
                          f"coordinates (one read coordinate each); got {n}")
-    order = random_tie_order(act, rng)
-    return order[:n][rng.permutation(n)].astype(np.int64)
+    return random_tie_smallest(act, n, rng)[rng.permutation(n)].astype(np.int64)
 
 
 def _shape_counts(n: int, shapes: Mapping[str, float]) -> dict[str, int]:
