@@ -51,6 +51,18 @@ def test_draw_bits_is_bernoulli_half() -> None:
                                   np.random.default_rng(1).random(10) < 0.5)
 
 
+def _tie_scores(kind: str, m: int, src: np.random.Generator) -> np.ndarray:
+    if kind == "distinct":
+        return src.normal(size=m)
+    if kind == "few values":
+        return src.integers(0, 3, size=m).astype(float)
+    if kind == "all tied":
+        return np.zeros(m)
+    if kind == "silent block":
+        return np.r_[np.zeros(m // 2), src.integers(0, 2, m - m // 2)].astype(float)
+    return np.where(src.random(m) < 0.2, np.nan, src.integers(0, 4, size=m).astype(float))
+
+
 @pytest.mark.parametrize("kind", ["distinct", "few values", "all tied", "silent block", "nan"])
 def test_random_tie_smallest_is_the_head_of_random_tie_order(
         kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -62,13 +74,7 @@ def test_random_tie_smallest_is_the_head_of_random_tie_order(
     src = np.random.default_rng(5)
     for _ in range(300):
         m = int(src.integers(1, 60))
-        s = {"distinct": lambda: src.normal(size=m),
-             "few values": lambda: src.integers(0, 3, size=m).astype(float),
-             "all tied": lambda: np.zeros(m),
-             "silent block": lambda: np.r_[np.zeros(m // 2),
-                                           src.integers(0, 2, m - m // 2)].astype(float),
-             "nan": lambda: np.where(src.random(m) < 0.2, np.nan,
-                                     src.integers(0, 4, size=m).astype(float))}[kind]()
+        s = _tie_scores(kind, m, src)
         n = int(src.integers(0, m + 1))
         seed = int(src.integers(1 << 30))
         g1, g2 = np.random.default_rng(seed), np.random.default_rng(seed)
