@@ -63,8 +63,9 @@ CORRECT = [
 ]
 
 
-def _key(part: str, label: str, seed: int, family: str) -> str:
-    return f"{part}|{label}|{seed}|{family}"
+def _key(part: str, label: str, seed: int, family: str, sentinel: float | None = None) -> str:
+    base = f"{part}|{label}|{seed}|{family}"
+    return base if sentinel is None else f"{base}|sentinel={sentinel:g}"
 
 
 def _load(path: Path) -> dict[str, dict[str, Any]]:
@@ -72,12 +73,14 @@ def _load(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def _run(part: str, label: str, cfg: dict[str, Any], seed: int, path: Path,
-         done: dict[str, dict[str, Any]], family: str) -> dict[str, Any]:
-    key = _key(part, label, seed, family)
+         done: dict[str, dict[str, Any]], family: str,
+         sentinel: float | None = None) -> dict[str, Any]:
+    key = _key(part, label, seed, family, sentinel)
     if key in done:
         return done[key]
     t0 = time.perf_counter()
-    a = train_audit_jax(JaxTrainingConfig(seed=seed, **cfg), family=family)
+    settings: dict[str, Any] = {**cfg} if sentinel is None else {**cfg, "sentinel": sentinel}
+    a = train_audit_jax(JaxTrainingConfig(seed=seed, **settings), family=family)
     run = a.run
     row = {"key": key, "part": part, "label": label, "seed": seed, "family": family,
            # bits and scores kept, so that the runs can be re-audited under another null
@@ -102,6 +105,9 @@ def main() -> None:
     ap.add_argument("--family", choices=("eps_delta", "dpsgd"), default="eps_delta",
                     help="null family: eps_delta (the JAX audit's default) or dpsgd (the "
                          "claim's DP-SGD family)")
+    ap.add_argument("--sentinel", type=float, default=None,
+                    help="the gradient canaries' sentinel share (JaxTrainingConfig.sentinel; "
+                         "0: pure Dirac canaries, as the documented figures were measured)")
     ap.add_argument("--labels", nargs="*", default=None,
                     help="run only the rows whose label starts with one of these")
     args = ap.parse_args()
@@ -118,7 +124,7 @@ def main() -> None:
     if args.only in (None, "tightness"):
         print("\n== tightness: audit epsilon / claimed epsilon (mean over seeds)")
         for label, cfg in wanted(TIGHTNESS):
-            rows = [_run("tightness", label, cfg, s, args.out, done, fam)
+            rows = [_run("tightness", label, cfg, s, args.out, done, fam, args.sentinel)
                     for s in range(args.tightness_seeds)]
             claim = rows[0]["claimed"]
             per_score: dict[str, list[float]] = {}
@@ -134,7 +140,7 @@ def main() -> None:
     if args.only in (None, "flaws"):
         print(f"\n== flaws: detection over {args.seeds} seeds")
         for label, cfg in wanted(FLAW_ROWS):
-            rows = [_run("flaws", label, cfg, s, args.out, done, fam)
+            rows = [_run("flaws", label, cfg, s, args.out, done, fam, args.sentinel)
                     for s in range(args.seeds)]
             hits = sum(r["violation"] for r in rows)
             eps = [r["epsilon"] for r in rows]
@@ -143,7 +149,7 @@ def main() -> None:
     if args.only in (None, "validity"):
         print(f"\n== validity: correct training over {args.correct_seeds} seeds")
         for label, cfg in wanted(CORRECT):
-            rows = [_run("validity", label, cfg, s, args.out, done, fam)
+            rows = [_run("validity", label, cfg, s, args.out, done, fam, args.sentinel)
                     for s in range(args.correct_seeds)]
             bad = sum(r["violation"] for r in rows)
             eps = [r["epsilon"] for r in rows]
