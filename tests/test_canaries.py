@@ -126,7 +126,11 @@ def test_with_sentinels_puts_each_dirac_canary_partly_on_another_tensor() -> Non
     assert halfway @ weights_only == pytest.approx((1 + 30) / math.sqrt(2))
     w, has, amp = sentinel_directions(p.read_coords, p.read_weights, t)
     assert has.all() and np.allclose(w, halfway) and np.allclose(amp, halfway @ flat)
-    # sentinel 0: the plan itself; bad input named
+    # a plan with sentinels already keeps them (no second one); sentinel 0: the plan itself;
+    # bad input named
+    assert with_sentinels(p, lay, act, rng) is p
+    spread = plan_gradient_canaries(lay, act, 20, sampling_rate=0.1, rng=rng, shapes="tensors")
+    assert with_sentinels(spread, lay, act, rng) is spread
     assert with_sentinels(base, lay, act, rng, 0.0) is base
     with pytest.raises(ValueError, match="sentinel"):
         with_sentinels(base, lay, act, rng, 1.0)

@@ -64,6 +64,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpaudit.canaries.contribution import sentinel_slots
 from dpaudit.canaries.layout import Layout
 from dpaudit.randomness import (  # draw_bits: the one-run game's secret bits (re-exported)
     draw_bits,
@@ -263,8 +264,10 @@ def with_sentinels(plan: CanaryPlan, layout: Layout, activity: np.ndarray | None
     the smallest tensors served first, in each the least active free coordinate (``activity``:
     (d,) real-data activity, None: all alike), never shared -- the rest scaled by
     sqrt(1 - s^2).  Correct clipping still reads C (amplitude 1); per-tensor clipping reads
-    sqrt(2) C along the halfway direction.  A canary no tensor has room for keeps its
-    plan.  ``sentinel=0`` returns ``plan`` unchanged.
+    sqrt(2) C along the halfway direction.  A canary no tensor has room for, or one that
+    has a sentinel already (:func:`dpaudit.canaries.contribution.sentinel_slots`: a spread
+    canary of :func:`plan_gradient_canaries`), keeps its plan.  ``sentinel=0`` returns
+    ``plan`` unchanged.
 
     For plans read along their planted direction (``read_coords == plant_coords``, as
     :func:`dirac_plan`'s and :func:`plan_gradient_canaries`'); the bits and the main
@@ -281,7 +284,8 @@ def with_sentinels(plan: CanaryPlan, layout: Layout, activity: np.ndarray | None
     if act.shape != (layout.dimension,):
         raise ValueError(f"activity must have one value per coordinate ({layout.dimension}); "
                          f"got shape {act.shape}")
-    return _add_sentinels(plan, np.arange(plan.n), layout, act, rng, s)
+    rows = np.flatnonzero(~sentinel_slots(plan.read_coords, plan.read_weights).any(axis=1))
+    return _add_sentinels(plan, rows, layout, act, rng, s) if rows.size else plan
 
 
 def _add_sentinels(plan: CanaryPlan, rows: np.ndarray, layout: Layout, act: np.ndarray,
