@@ -62,6 +62,7 @@ from dpaudit.canaries.plan import SENTINEL
 from dpaudit.canaries.reader import ReleaseReader
 from dpaudit.randomness import seed_sequence, stream
 from dpaudit.training.common import INPUT_KINDS
+from dpaudit.training.linear_activity import clipped_square_sums
 from dpaudit.training.models import count_coordinates, trainable_parameters
 from dpaudit.validation import check_choice, check_count, check_positive, check_probability
 
@@ -445,12 +446,16 @@ def _activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor, max_grad_norm:
         if parts is not None:
             idx = _on(torch.from_numpy(parts[k]), x)
             xk, yk = x[idx], y[_on(idx, y)]
-        act = np.zeros(count_coordinates(m))
         with torch.enable_grad():
-            for g in _flat_per_example_grads(m, xk, yk, chunk, reuse):
-                g = g.detach()
-                g.mul_((max_grad_norm / (g.norm(dim=1, keepdim=True) + 1e-6)).clamp(max=1.0))
-                act += _numpy(g.pow_(2).sum(dim=0))
+            # a stack of Linear layers: the sums from one matrix product per layer
+            act = clipped_square_sums(m, xk, yk, max_grad_norm)
+            if act is None:
+                act = np.zeros(count_coordinates(m))
+                for g in _flat_per_example_grads(m, xk, yk, chunk, reuse):
+                    g = g.detach()
+                    g.mul_((max_grad_norm / (g.norm(dim=1, keepdim=True) + 1e-6))
+                           .clamp(max=1.0))
+                    act += _numpy(g.pow_(2).sum(dim=0))
         act /= max(1, xk.shape[0])
         total = act if total is None else total + act
     assert total is not None
