@@ -103,12 +103,22 @@ def _uncovered(kind: str):  # type: ignore[no-untyped-def]
         def forward(self, x):  # type: ignore[no-untyped-def]
             return self.head(self.a(x.view(x.shape[0], 4, 3)).mean(dim=1))
 
+    class FrozenPass(nn.Module):                # a layer run without autograd
+        def __init__(self) -> None:
+            super().__init__()
+            self.a, self.head = nn.Linear(12, 8), nn.Linear(8, 4)
+
+        def forward(self, x):  # type: ignore[no-untyped-def]
+            with torch.no_grad():
+                h = self.a(x)
+            return self.head(h)
+
     return {"called_twice": Twice, "tied_outside": TiedOutside,
-            "sequence_input": Sequence}[kind]()
+            "sequence_input": Sequence, "no_grad_layer": FrozenPass}[kind]()
 
 
 @pytest.mark.parametrize("kind", ["layernorm", "conv", "called_twice", "tied_outside",
-                                  "sequence_input"])
+                                  "sequence_input", "no_grad_layer"])
 def test_models_the_factorisation_does_not_cover_are_declined(kind: str) -> None:
     from dpaudit.training.linear_activity import clipped_square_sums
 
@@ -121,6 +131,16 @@ def test_models_the_factorisation_does_not_cover_are_declined(kind: str) -> None
 
     act = coordinate_activity(model, x, y, 1.0, examples=None)
     assert act.shape == (sum(p.numel() for p in model.parameters()),) and act.max() > 0
+
+
+def test_a_forward_that_fails_is_reported_as_before() -> None:
+    # the factorised path declines; the per-example path's error names x and y
+    from dpaudit.training import coordinate_activity
+
+    model = nn.Sequential(nn.Linear(12, 8), nn.ReLU(), nn.Linear(8, 4))
+    x, y = _data()
+    with pytest.raises(ValueError, match="x and y must be a batch of the model's inputs"):
+        coordinate_activity(model, x[:, :5], y, 1.0)
 
 
 def test_coordinate_activity_is_the_per_example_paths(monkeypatch: pytest.MonkeyPatch) -> None:

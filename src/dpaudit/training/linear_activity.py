@@ -78,11 +78,14 @@ def clipped_square_sums(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
         handles = [m.register_forward_hook(keep) for m in layers]
         try:
             loss = F.cross_entropy(model(x[s:s + chunk]), y[s:s + chunk], reduction="sum")
+        except Exception:  # noqa: BLE001 -- the per-example path tries, and reports
+            return None
         finally:
             for h in handles:
                 h.remove()
-        if any(len(v) != 1 or v[0][0].ndim != 2 for v in seen.values()):
-            return None                  # a layer called twice, or on a sequence
+        if any(len(v) != 1 or v[0][0].ndim != 2 or not v[0][1].requires_grad
+               for v in seen.values()):
+            return None                  # a layer called twice, on a sequence, or no-grad
         outs = [seen[id(m)][0][1] for m in layers]
         grads = torch.autograd.grad(loss, outs + params, allow_unused=True)
         deltas = {id(m): g for m, g in zip(layers, grads[:len(layers)], strict=True)}
