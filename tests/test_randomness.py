@@ -82,3 +82,41 @@ def test_random_tie_smallest_is_the_head_of_random_tie_order(
         got = randomness.random_tie_smallest(s, n, g2)
         np.testing.assert_array_equal(got, want)
         assert g1.random() == g2.random()
+
+
+@pytest.mark.parametrize("kind", ["distinct", "few values", "all tied", "silent block", "nan"])
+def test_random_tie_heads_are_the_segments_of_random_tie_order(
+        kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # per segment, the full order's entries in that segment, first counts[j] of them, and
+    # the generator left as the full order leaves it (empty segments, counts beyond a
+    # segment's size, chunks of 7 priorities)
+    import dpaudit.randomness as randomness
+
+    monkeypatch.setattr(randomness, "_PRIO_CHUNK", 7)
+    src = np.random.default_rng(11)
+    for _ in range(300):
+        m = int(src.integers(1, 80))
+        s = _tie_scores(kind, m, src)
+        cuts = np.sort(src.integers(0, m + 1, size=int(src.integers(0, 6))))
+        bounds = np.r_[0, cuts, m]
+        counts = src.integers(0, m + 2, size=bounds.size - 1).tolist()
+        seed = int(src.integers(1 << 30))
+        g1, g2 = np.random.default_rng(seed), np.random.default_rng(seed)
+        order = randomness.random_tie_order(s, g1)
+        seg = np.searchsorted(bounds, order, side="right") - 1
+        got = randomness.random_tie_heads(s, bounds, counts, g2)
+        assert len(got) == len(counts)
+        for j, c in enumerate(counts):
+            want = order[(seg == j) & (order >= bounds[j]) & (order < bounds[j + 1])][:c]
+            np.testing.assert_array_equal(got[j], want)
+        assert g1.random() == g2.random()
+
+
+def test_random_tie_heads_refuses_bad_bounds() -> None:
+    from dpaudit.randomness import random_tie_heads
+
+    g = np.random.default_rng(0)
+    for bounds, counts in [([0, 3], [1]), ([1, 4], [1]), ([0, 3, 2, 4], [1, 1, 1]),
+                           ([0, 4], [1, 1])]:
+        with pytest.raises(ValueError, match="bounds must rise from 0"):
+            random_tie_heads(np.zeros(4), np.array(bounds), counts, g)

@@ -68,7 +68,7 @@ from dpaudit.canaries.contribution import sentinel_slots
 from dpaudit.canaries.layout import Layout
 from dpaudit.randomness import (  # draw_bits: the one-run game's secret bits (re-exported)
     draw_bits,
-    random_tie_order,
+    random_tie_heads,
     random_tie_smallest,
 )
 from dpaudit.validation import check_count, check_positive, check_probability
@@ -320,12 +320,11 @@ def _sentinels_elsewhere(layout: Layout, act: np.ndarray, used: np.ndarray, own:
     keep = np.ones(layout.dimension, dtype=bool)
     keep[used] = False
     free = np.flatnonzero(keep)
-    free = free[random_tie_order(act[free], rng)]                  # by activity
-    tf = layout.tensor_of(free)
-    by_t = np.argsort(tf, kind="stable")                           # by tensor, stably
-    free = free[by_t]
-    bounds = np.searchsorted(tf[by_t], np.arange(n_t + 1))
-    queues = [free[bounds[j]:bounds[j + 1]] for j in range(n_t)]
+    # per tensor, its free coordinates in the order of random_tie_order(act[free]) -- by
+    # activity, ties by a random priority -- as far as any canary can reach (k of them):
+    # the tensors are contiguous runs of ``free``
+    bounds = np.searchsorted(free, np.append(layout.offsets, layout.dimension))
+    queues = [free[h] for h in random_tie_heads(act[free], bounds, [k] * n_t, rng)]
     taken = [0] * n_t
     coord = np.full(k, -1, dtype=np.int64)
     order = rng.permutation(k)
@@ -356,10 +355,14 @@ def _ballast(layout: Layout, act: np.ndarray, read: np.ndarray, rows: np.ndarray
     ("block": the read coordinate's tensor; "tensors": slot j in tensor (j // per_tensor) of
     the read tensor followed by the silent other tensors).  Loops run over tensors and
     slots, not canaries."""
-    order = random_tie_order(act, rng)
-    order = order[~np.isin(order, read)]
-    t_order = layout.tensor_of(order)
-    queues = {int(t): order[t_order == t] for t in range(len(layout.sizes))}
+    # per tensor, its coordinates no canary reads in the order of random_tie_order(act) --
+    # by activity, ties by a random priority -- as far as the rows can reach (rows x spread
+    # in all: a longer queue is never exhausted, so neither the wrap nor _with_room can tell)
+    reach = rows.size * spread
+    bounds = np.append(layout.offsets, layout.dimension)
+    in_t = np.bincount(layout.tensor_of(read), minlength=len(layout.sizes))
+    heads = random_tie_heads(act, bounds, (in_t + reach).tolist(), rng)
+    queues = {t: h[~np.isin(h, read)][:reach] for t, h in enumerate(heads)}
     taken = dict.fromkeys(queues, 0)
     by_min = sorted(queues, key=lambda t: (act[queues[t]].min() if queues[t].size else np.inf))
     t_read = layout.tensor_of(read[rows])
