@@ -112,7 +112,7 @@ def power(kind: str, seed: int, placement: str) -> dict:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                row = own.run(kind, "correct", seed, canaries=1000, epochs=5)
+                row = own.run_opacus(kind, "correct", seed, canaries=1000, epochs=5)
         finally:
             GradientCanaries.for_model = original_for_model  # type: ignore[method-assign]
         eps, claim, flagged = row["epsilon"], row["claim"], row["flagged"]
