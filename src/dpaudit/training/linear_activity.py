@@ -54,17 +54,26 @@ def _linear_owners(model: nn.Module,
     return [owner[id(p)] for p in params]
 
 
+#: activations held per layer at once (examples x features): 2^22 floats, as the per-example
+#: path's chunks (``dpaudit.training.canaries._CHUNK_FLOATS``)
+_CHUNK_FLOATS = 1 << 22
+
+
 def clipped_square_sums(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
-                        max_grad_norm: float, chunk: int = 4096) -> np.ndarray | None:
+                        max_grad_norm: float, chunk: int | None = None) -> np.ndarray | None:
     """(d,) sum over the examples of (x, y) of the squared coordinates of each example's
     cross-entropy gradient clipped to ``max_grad_norm`` (Opacus's rule), in
     trainable-parameter order; None when ``model`` is not a stack of Linear layers the
-    factorisation covers (module docstring)."""
+    factorisation covers (module docstring).  ``chunk`` examples at a time (default: as many
+    as keep each layer's inputs and outputs within 2^22 floats, 16 to 4,096)."""
     params = [p for p in model.parameters() if p.requires_grad]
     owners = _linear_owners(model, params)
     if not params or owners is None:
         return None
     layers = list(dict.fromkeys(m for m, _ in owners))
+    if chunk is None:
+        widest = max(max(m.in_features, m.out_features) for m in layers)
+        chunk = max(16, min(4096, _CHUNK_FLOATS // max(1, widest)))
     has = {(id(m), name) for m, name in owners}
     totals = [torch.zeros(p.shape, dtype=torch.float64) for p in params]
     seen: dict[int, list[tuple[torch.Tensor, torch.Tensor]]] = {id(m): [] for m in layers}
@@ -87,7 +96,10 @@ def clipped_square_sums(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
                for v in seen.values()):
             return None                  # a layer called twice, on a sequence, or no-grad
         outs = [seen[id(m)][0][1] for m in layers]
-        grads = torch.autograd.grad(loss, outs + params, allow_unused=True)
+        try:
+            grads = torch.autograd.grad(loss, outs + params, allow_unused=True)
+        except Exception:  # noqa: BLE001 -- as above
+            return None
         deltas = {id(m): g for m, g in zip(layers, grads[:len(layers)], strict=True)}
         sq = torch.zeros(outs[0].shape[0], dtype=outs[0].dtype, device=outs[0].device)
         for m in layers:
