@@ -45,6 +45,8 @@ BENCHMARKS: dict[str, list[str]] = {
     "report.py": [],
     "audit_statistics.py": ["--canaries", "1000", "--repeats", "1"],
     "training_overhead.py": ["--steps", "20", "--repeats", "1", "--models", "digits_mlp"],
+    "placement_device.py": ["--device", "cpu", "--width", "256", "--examples", "512",
+                            "--repeats", "1"],
     "lm.py": ["overhead", "--canaries", "1000", "--steps", "10", "--pretrain-steps", "20",
               "--repeats", "1"],
 }
