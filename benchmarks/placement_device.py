@@ -15,10 +15,12 @@ Three parts, each printed as one JSON line (and written to ``--out``):
   (the factorisation forced off), medians of ``--repeats``;
 * ``training``: 1,000 gradient canaries (``GradientCanaries.for_model``) on the digits MLP on
   the device, attached to an Opacus ``DPOptimizer`` for 300 steps (q = 0.05, sigma = 1,
-  C = 1): the planted readings' mean (1 under correct clipping), the released-noise
-  record's per-step noise against sigma C, the contribution estimate, the white-box scores
-  of included against excluded canaries -- the CPU path's checks, run where the tensors
-  live on the device (index_add_ planting, gathers by index_select).
+  C = 1), against the same run without canaries (interleaved ``--repeats`` times, medians):
+  the wall-clock overhead, placement included, and what the canaries read -- the
+  released-noise record's per-step noise against sigma C, the contribution estimate (1
+  under correct clipping), the white-box scores of included against excluded canaries --
+  the CPU path's checks, run where the tensors live on the device (index_add_ planting,
+  gathers by index_select).
 
 Needs torch, Opacus and scikit-learn (the digits); nothing is downloaded.
 """
@@ -130,7 +132,9 @@ def activity(device: str, width: int, examples: int, repeats: int) -> dict[str, 
     return out
 
 
-def training(device: str) -> dict[str, Any]:
+def _loop(device: str, canaries: bool, steps: int = 300) -> dict[str, Any]:
+    """One audited (or plain) Opacus run of the digits MLP on ``device``: its placement and
+    loop times, and with canaries what they read."""
     import numpy as np
     import torch
     from opacus import GradSampleModule
@@ -145,42 +149,72 @@ def training(device: str) -> dict[str, Any]:
     net = _mlp([64, 256, 10], device)
     x, y = d.x_train.to(device), d.y_train.to(device)
     q = 0.05
-    c0, t0 = time.process_time(), time.perf_counter()
-    can = GradientCanaries.for_model(net, x, y, 1000, sampling_rate=q, max_grad_norm=1.0,
-                                     seed=0)
-    place_cpu, place_wall = time.process_time() - c0, time.perf_counter() - t0
+    out: dict[str, Any] = {}
+    can = None
+    if canaries:
+        _sync(device)
+        c0, t0 = time.process_time(), time.perf_counter()
+        can = GradientCanaries.for_model(net, x, y, 1000, sampling_rate=q, max_grad_norm=1.0,
+                                         seed=0)
+        _sync(device)
+        out.update(placement_cpu_s=time.process_time() - c0,
+                   placement_wall_s=time.perf_counter() - t0)
     gsm = GradSampleModule(net)
     opt = DPOptimizer(torch.optim.SGD(net.parameters(), lr=0.5), noise_multiplier=1.0,
                       max_grad_norm=1.0, expected_batch_size=int(q * len(x)))
-    can.attach(opt)
+    if can is not None:
+        can.attach(opt)
     loader = DPDataLoader(torch.utils.data.TensorDataset(x, y), sample_rate=q,
                           generator=torch.Generator().manual_seed(0))  # the sampler's, on the CPU
     done = 0
     _sync(device)
     c0, t0 = time.process_time(), time.perf_counter()
-    while done < 300:
+    while done < steps:
         for xb, yb in loader:
             opt.zero_grad()
             nn.functional.cross_entropy(gsm(xb), yb).backward()
             opt.step()
             done += 1
-            if done >= 300:
+            if done >= steps:
                 break
+    if can is not None:
+        can.white_box_scores()                  # the readings the hook still holds
     _sync(device)
-    loop_cpu, loop_wall = time.process_time() - c0, time.perf_counter() - t0
-    scores = can.white_box_scores()
-    rec = can.noise_record()
-    contribution = rec["contribution"][0] if rec["contribution"] else None
-    noise_var = rec["noise_sum_squares"] / max(1, rec["noise_coordinates"])
-    return {"part": "training", "device": device, "steps": can.steps,
-            "placement_cpu_s": place_cpu, "placement_wall_s": place_wall,
-            "loop_cpu_s": loop_cpu, "loop_wall_s": loop_wall,
-            "scores_finite": bool(np.isfinite(scores).all()),
-            "score_included_minus_excluded": float(scores[can.bits].mean()
-                                                   - scores[~can.bits].mean()),
-            "noise_sd_over_sigma_C_median": float(np.median(np.sqrt(noise_var))),
-            "contribution_estimate": (None if contribution is None else
-                                      contribution.planted_sum / contribution.amplitude_sum)}
+    out.update(loop_cpu_s=time.process_time() - c0, loop_wall_s=time.perf_counter() - t0)
+    if can is not None:
+        scores = can.white_box_scores()
+        rec = can.noise_record()
+        contribution = rec["contribution"][0] if rec["contribution"] else None
+        noise_var = rec["noise_sum_squares"] / max(1, rec["noise_coordinates"])
+        out.update(
+            steps=can.steps, scores_finite=bool(np.isfinite(scores).all()),
+            score_included_minus_excluded=float(scores[can.bits].mean()
+                                                - scores[~can.bits].mean()),
+            noise_sd_over_sigma_C_median=float(np.median(np.sqrt(noise_var))),
+            contribution_estimate=(None if contribution is None else
+                                   contribution.planted_sum / contribution.amplitude_sum))
+    return out
+
+
+def training(device: str, repeats: int) -> dict[str, Any]:
+    """The audited run against the same run without canaries (interleaved, medians): the
+    cost on ``device``, placement included, and what the canaries read there."""
+    plain, audited = [], []
+    _loop(device, False, steps=20)                 # warm-up: kernels, allocator
+    for _ in range(repeats):
+        plain.append(_loop(device, False))
+        audited.append(_loop(device, True))
+    med = {k: statistics.median(r[k] for r in audited) for k in
+           ("placement_cpu_s", "placement_wall_s", "loop_cpu_s", "loop_wall_s")}
+    base = {k: statistics.median(r[k] for r in plain) for k in ("loop_cpu_s", "loop_wall_s")}
+    last = audited[-1]
+    return {"part": "training", "device": device, "repeats": repeats,
+            "plain_loop_wall_s": base["loop_wall_s"], "plain_loop_cpu_s": base["loop_cpu_s"],
+            **{f"audited_{k}": v for k, v in med.items()},
+            "wall_overhead_placement_included": (med["placement_wall_s"] + med["loop_wall_s"])
+            / base["loop_wall_s"] - 1,
+            **{k: last[k] for k in ("steps", "scores_finite", "score_included_minus_excluded",
+                                    "noise_sd_over_sigma_C_median", "contribution_estimate")}}
 
 
 def main() -> None:
@@ -207,7 +241,7 @@ def main() -> None:
         elif part == "activity":
             row = activity(args.device, args.width, args.examples, args.repeats)
         else:
-            row = training(args.device)
+            row = training(args.device, args.repeats)
         rows.append(row)
         print(json.dumps(row), flush=True)
     if args.out is not None:
