@@ -132,7 +132,8 @@ def activity(device: str, width: int, examples: int, repeats: int) -> dict[str, 
     return out
 
 
-def _loop(device: str, canaries: bool, steps: int = 300) -> dict[str, Any]:
+def _loop(device: str, canaries: bool, steps: int = 300,
+          hidden: tuple[int, ...] = (256,)) -> dict[str, Any]:
     """One audited (or plain) Opacus run of the digits MLP on ``device``: its placement and
     loop times, and with canaries what they read."""
     import numpy as np
@@ -146,7 +147,7 @@ def _loop(device: str, canaries: bool, steps: int = 300) -> dict[str, Any]:
 
     d = load_data("digits", 0)
     torch.manual_seed(0)
-    net = _mlp([64, 256, 10], device)
+    net = _mlp([64, *hidden, 10], device)
     x, y = d.x_train.to(device), d.y_train.to(device)
     q = 0.05
     out: dict[str, Any] = {}
@@ -196,19 +197,20 @@ def _loop(device: str, canaries: bool, steps: int = 300) -> dict[str, Any]:
     return out
 
 
-def training(device: str, repeats: int) -> dict[str, Any]:
+def training(device: str, repeats: int, hidden: tuple[int, ...] = (256,)) -> dict[str, Any]:
     """The audited run against the same run without canaries (interleaved, medians): the
     cost on ``device``, placement included, and what the canaries read there."""
     plain, audited = [], []
-    _loop(device, False, steps=20)                 # warm-up: kernels, allocator
+    _loop(device, False, steps=20, hidden=hidden)  # warm-up: kernels, allocator
     for _ in range(repeats):
-        plain.append(_loop(device, False))
-        audited.append(_loop(device, True))
+        plain.append(_loop(device, False, hidden=hidden))
+        audited.append(_loop(device, True, hidden=hidden))
     med = {k: statistics.median(r[k] for r in audited) for k in
            ("placement_cpu_s", "placement_wall_s", "loop_cpu_s", "loop_wall_s")}
     base = {k: statistics.median(r[k] for r in plain) for k in ("loop_cpu_s", "loop_wall_s")}
     last = audited[-1]
     return {"part": "training", "device": device, "repeats": repeats,
+            "model": "-".join(str(w) for w in (64, *hidden, 10)),
             "plain_loop_wall_s": base["loop_wall_s"], "plain_loop_cpu_s": base["loop_cpu_s"],
             **{f"audited_{k}": v for k, v in med.items()},
             "wall_overhead_placement_included": (med["placement_wall_s"] + med["loop_wall_s"])
@@ -224,6 +226,8 @@ def main() -> None:
     ap.add_argument("--examples", type=int, default=4096)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--parts", nargs="*", default=["factorised", "activity", "training"])
+    ap.add_argument("--hidden", type=int, nargs="*", default=[256],
+                    help="hidden widths of the training part's MLP (digits)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     import torch
@@ -241,7 +245,7 @@ def main() -> None:
         elif part == "activity":
             row = activity(args.device, args.width, args.examples, args.repeats)
         else:
-            row = training(args.device, args.repeats)
+            row = training(args.device, args.repeats, tuple(args.hidden))
         rows.append(row)
         print(json.dumps(row), flush=True)
     if args.out is not None:

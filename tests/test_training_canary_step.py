@@ -22,12 +22,16 @@ pytestmark = [pytest.mark.slow, pytest.mark.torch,  # torch + Opacus import (sec
               pytest.mark.usefixtures("one_thread")]
 
 
+@pytest.mark.parametrize("tensor_path", ["numpy", "torch"])
 @pytest.mark.parametrize("block", [1, 2, 32])
-def test_step_hook_plants_and_reads_as_a_dense_reference(block: int,
+def test_step_hook_plants_and_reads_as_a_dense_reference(block: int, tensor_path: str,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """``block``: the steps whose coins are drawn, and whose readings are handed to the
     reader, at once (STEP_BLOCK): one step, a block boundary inside the run, one partial
-    block read when the results are asked for."""
+    block read when the results are asked for.  ``tensor_path``: NumPy on the tensors'
+    memory (the CPU's float32 / float64), or the path of tensors NumPy cannot read (another
+    device, another dtype): planting by ``index_add_``, reads by ``index_select`` held until
+    the block is handed to the reader (``_fill_deferred``)."""
     torch = need("torch")
     need("opacus")
     from opacus.optimizers import DPOptimizer
@@ -38,6 +42,8 @@ def test_step_hook_plants_and_reads_as_a_dense_reference(block: int,
     from dpaudit.training.canaries import GradientCanaries
 
     monkeypatch.setattr(module, "STEP_BLOCK", block)
+    if tensor_path == "torch":
+        monkeypatch.setattr(module, "_fast_cpu", lambda v: False)
 
     shapes = [(4, 3), (3,), (2, 4), (2,)]          # 12 + 3 + 8 + 2 = 25 coordinates
     sizes = [int(np.prod(s)) for s in shapes]
@@ -70,7 +76,8 @@ def test_step_hook_plants_and_reads_as_a_dense_reference(block: int,
         one = planter._cells(planter._drawn, np.array([0, planter._drawn.size]), c)[0]
         block = planter._cells(planter._block_active, planter._starts, c)[row]
         assert [cell[0] for cell in one] == [cell[0] for cell in block] and one
-        for (_, la, va, ca), (_, lb, vb, cb) in zip(one, block, strict=True):
+        for (_, la, va, ca, da), (_, lb, vb, cb, db) in zip(one, block, strict=True):
+            assert da is None and db is None        # on the CPU: no device copies
             np.testing.assert_array_equal(la, lb)
             np.testing.assert_array_equal(va, vb)
             # rounded once to the parameters' float32
@@ -80,6 +87,8 @@ def test_step_hook_plants_and_reads_as_a_dense_reference(block: int,
         # the batched read of the hook equals a direct gather of the released step
         np.testing.assert_array_equal(planter._gather_read(lambda p: p.grad),
                                       released[-1][plan.read_coords])
+        if tensor_path == "torch" and planter._unread:   # held, not yet brought over
+            assert len(planter._deferred) == len(planter._unread)
         for p in params:
             p.grad_sample = p.summed_grad = None
         assert planter.steps == len(released)

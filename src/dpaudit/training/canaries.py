@@ -156,9 +156,14 @@ class _ReadIndex:
                                                                          *self.shape)
 
     def gather_into(self, buf: np.ndarray, params: Sequence[nn.Parameter],
-                    get: Callable[[nn.Parameter], torch.Tensor | None]) -> None:
+                    get: Callable[[nn.Parameter], torch.Tensor | None],
+                    defer: list[tuple[int, int, torch.Tensor]] | None = None) -> None:
         """Write the values of ``get(p)`` at the distinct read coordinates into ``buf``
-        (size,), by tensor (0 where None): the step hook's read, one gather per tensor."""
+        (size,), by tensor (0 where None): the step hook's read, one gather per tensor.
+        Values that live elsewhere than NumPy can read (another device) are gathered there;
+        with ``defer`` the gathered copies are appended to it as (a, b, tensor) instead of
+        being brought to the host now (:func:`_fill_deferred` brings a block's at once: no
+        wait for the device at every step)."""
         elsewhere: dict[torch.device, list[tuple[int, int, torch.Tensor]]] = {}
         for j, a, b, local in self.groups:          # tensors, not canaries
             v = get(params[j])
@@ -168,14 +173,30 @@ class _ReadIndex:
                 buf[a:b] = v.numpy().ravel()[local.cpu_numpy]
             else:
                 flat = v.detach().reshape(-1)
-                elsewhere.setdefault(flat.device, []).append(
-                    (a, b, flat.index_select(0, local.on(flat.device))))
+                part = (a, b, flat.index_select(0, local.on(flat.device)))
+                if defer is not None:
+                    defer.append(part)
+                else:
+                    elsewhere.setdefault(flat.device, []).append(part)
         for parts in elsewhere.values():            # one transfer per device
-            vals = _numpy(torch.cat([t for _, _, t in parts]))
-            at = 0
-            for a, b, _ in parts:
-                buf[a:b] = vals[at:at + b - a]
-                at += b - a
+            _fill_deferred([(buf, parts)])
+
+
+def _fill_deferred(rows: Sequence[tuple[np.ndarray, Sequence[tuple[int, int, torch.Tensor]]]]
+                   ) -> None:
+    """Write gathered device values into their host buffers: ``rows`` of (buffer, its parts
+    (a, b, values)); one transfer per device for all of them, made float64 on the host
+    (:func:`_numpy`)."""
+    by_device: dict[torch.device, list[tuple[np.ndarray, int, int, torch.Tensor]]] = {}
+    for buf, parts in rows:
+        for a, b, t in parts:
+            by_device.setdefault(t.device, []).append((buf, a, b, t))
+    for items in by_device.values():
+        vals = _numpy(torch.cat([t.reshape(-1) for *_, t in items]))
+        at = 0
+        for buf, a, b, _ in items:
+            buf[a:b] = vals[at:at + b - a]
+            at += b - a
 
 
 def _cat_rows(parts: list[torch.Tensor], reuse: list[torch.Tensor] | None) -> torch.Tensor:
@@ -519,7 +540,8 @@ def choose_coordinates(model: nn.Module, x: torch.Tensor, y: torch.Tensor, n: in
 
 
 #: one tensor's sparse planting at one step (:meth:`GradientCanaries._cells`)
-_Cell = tuple[int, np.ndarray, np.ndarray, "np.ndarray | None"]
+_Cell = tuple[int, np.ndarray, np.ndarray, "np.ndarray | None",
+              "tuple[torch.Tensor, torch.Tensor] | None"]
 
 
 class GradientCanaries:
@@ -599,6 +621,8 @@ class GradientCanaries:
         # the unread steps' read values, tensor-ordered (:class:`_ReadIndex`), with their
         # unit factor, sigma and planted canaries
         self._read_buf = np.empty((self._block, self._reads.size))
+        # reads gathered on another device and not yet brought over: (buffer row, parts)
+        self._deferred: list[tuple[np.ndarray, list[tuple[int, int, torch.Tensor]]]] = []
         self._unread: list[tuple[float, float, np.ndarray]] = []
         self._sparse = False
         self._active = np.zeros(0, dtype=np.int64)   # the canaries planted at this step
@@ -757,10 +781,30 @@ class GradientCanaries:
         first = np.flatnonzero(np.diff(key, prepend=-1))   # key is sorted: its groups
         groups, ends = key[first], np.append(first[1:], key.size)
         out: list[list[_Cell]] = [[] for _ in starts[1:]]
+        on_device = self._block_on_devices(local, vals)
         for g, a, b in zip(groups.tolist(), first.tolist(), ends.tolist(), strict=True):
             r, j = divmod(g, len(self.params))
             if self._dp[j]:
-                out[r].append((j, local[a:b], vals[a:b], None if cast is None else cast[a:b]))
+                pair = on_device.get(self.params[j].device)
+                out[r].append((j, local[a:b], vals[a:b], None if cast is None else cast[a:b],
+                               None if pair is None else (pair[0][a:b], pair[1][a:b])))
+        return out
+
+    def _block_on_devices(self, local: np.ndarray, vals: np.ndarray
+                          ) -> dict[torch.device, tuple[torch.Tensor, torch.Tensor]]:
+        """A block's planting indices and values copied once to each device other than the
+        CPU that holds an optimizer tensor (values in that device's tensors' dtype when they
+        share one, else float32): the steps then slice them there instead of copying each
+        cell's to the device at every step."""
+        devices: dict[torch.device, set[torch.dtype]] = {}
+        for p, dp in zip(self.params, self._dp, strict=True):
+            if dp and p.device.type != "cpu":
+                devices.setdefault(p.device, set()).add(p.dtype)
+        out = {}
+        for dev, dtypes in devices.items():
+            dtype = dtypes.pop() if len(dtypes) == 1 else torch.float32
+            out[dev] = (torch.from_numpy(local).to(dev),
+                        torch.from_numpy(vals).to(dtype).to(dev))
         return out
 
     def _plant_dtype(self) -> type | None:
@@ -789,7 +833,7 @@ class GradientCanaries:
             cells = self._cells_block[self._coin_row - 1]
         else:
             cells = self._cells(active, [0, active.size], clip)[0]
-        for j, local, vals, cast in cells:                       # tensors, not canaries
+        for j, local, vals, cast, on_device in cells:            # tensors, not canaries
             p = self.params[j]
             sg = p.summed_grad
             if not sg.is_contiguous():
@@ -803,7 +847,12 @@ class GradientCanaries:
                     cast = vals.astype(view.dtype)
                 np.add.at(view, local, cast)
                 continue
-            # index and values on the sum's device (index_add_ wants both there)
+            # index and values on the sum's device (index_add_ wants both there): the
+            # block's copy there (:meth:`_block_on_devices`), else copied now
+            if on_device is not None and on_device[0].device == sg.device:
+                idx, v = on_device
+                sg.view(-1).index_add_(0, idx, v if v.dtype == sg.dtype else v.to(sg.dtype))
+                continue
             sg.view(-1).index_add_(0, _on(torch.from_numpy(local), sg),
                                    _on(torch.from_numpy(vals), sg, cast=True))
         if not self._all_dp:
@@ -852,8 +901,11 @@ class GradientCanaries:
         """The step hook's work: read the released step (never raises on a step with
         sigma = 0: it is scored and reported, :meth:`facts`).  The values are kept
         tensor-ordered, unscaled, until the block is handed to the reader."""
-        self._reads.gather_into(self._read_buf[len(self._unread)], self.params,
-                                lambda p: p.grad)
+        defer: list[tuple[int, int, torch.Tensor]] = []
+        row = self._read_buf[len(self._unread)]
+        self._reads.gather_into(row, self.params, lambda p: p.grad, defer)
+        if defer:                           # read on the device, brought over per block
+            self._deferred.append((row, defer))
         sigma = float(opt.noise_multiplier)
         self._unread.append((self._batch_unit(opt) / self.clip, sigma, self._active))
         if len(self._unread) >= self._block:
@@ -872,6 +924,9 @@ class GradientCanaries:
         b = len(self._unread)
         if not b:
             return
+        if self._deferred:
+            _fill_deferred(self._deferred)
+            self._deferred.clear()
         unit = np.array([u for u, _, _ in self._unread])
         raw = self._read_buf[:b]
         raw *= unit[:, None]                 # each value times its step's unit, in place
