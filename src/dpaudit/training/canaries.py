@@ -458,6 +458,7 @@ def _activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor, max_grad_norm:
     # the probes' copies, kept for the silence check when they are small (else drawn again)
     kept: list[nn.Module] | None = (
         [] if probes * count_coordinates(model) <= _CHUNK_FLOATS else None)
+    factorised = False                 # probe 0 took the factorised path (the others follow)
     for k in range(probes):
         states.append(gen.get_state())
         m = _probe(model, k, gen)   # each probe wrapped by Opacus on its own copy
@@ -469,7 +470,9 @@ def _activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor, max_grad_norm:
             xk, yk = x[idx], y[_on(idx, y)]
         with torch.enable_grad():
             # a stack of Linear layers: the sums from one matrix product per layer
-            act = clipped_square_sums(m, xk, yk, max_grad_norm)
+            act = (clipped_square_sums(m, xk, yk, max_grad_norm, check_shared=k == 0)
+                   if k == 0 or factorised else None)
+            factorised = act is not None
             if act is None:
                 act = np.zeros(count_coordinates(m))
                 for g in _flat_per_example_grads(m, xk, yk, chunk, reuse):

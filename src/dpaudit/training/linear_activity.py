@@ -25,8 +25,8 @@ the weight or bias of an ``nn.Linear`` that the forward calls once, on a 2-D inp
 features); anything else -- convolutions, norms, embeddings, a layer on a sequence (3-D
 input: the gradient sums over positions), a layer called twice (shared weights) -- returns
 None and the caller forms per-example gradients.  A parameter used outside its layer (a tied
-weight read by ``F.linear`` elsewhere) is caught by comparing the batch's summed gradient with
-the one the factorisation implies, and also returns None.
+weight read by ``F.linear`` elsewhere) is caught by comparing the first chunk's summed
+gradient with the one the factorisation implies, and also returns None.
 """
 
 from __future__ import annotations
@@ -60,12 +60,16 @@ _CHUNK_FLOATS = 1 << 22
 
 
 def clipped_square_sums(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
-                        max_grad_norm: float, chunk: int | None = None) -> np.ndarray | None:
+                        max_grad_norm: float, chunk: int | None = None, *,
+                        check_shared: bool = True) -> np.ndarray | None:
     """(d,) sum over the examples of (x, y) of the squared coordinates of each example's
     cross-entropy gradient clipped to ``max_grad_norm`` (Opacus's rule), in
     trainable-parameter order; None when ``model`` is not a stack of Linear layers the
     factorisation covers (module docstring).  ``chunk`` examples at a time (default: as many
-    as keep each layer's inputs and outputs within 2^22 floats, 16 to 4,096)."""
+    as keep each layer's inputs and outputs within 2^22 floats, 16 to 4,096).
+    ``check_shared``: compare the batch's summed gradient with the factorisation's on the
+    first chunk (a weight read outside its layer); a caller that already checked the same
+    model's structure (the placement's later probes, copies of the first) may skip it."""
     params = [p for p in model.parameters() if p.requires_grad]
     owners = _linear_owners(model, params)
     if not params or owners is None:
@@ -96,8 +100,10 @@ def clipped_square_sums(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
                for v in seen.values()):
             return None                  # a layer called twice, on a sequence, or no-grad
         outs = [seen[id(m)][0][1] for m in layers]
+        check = check_shared and s == 0
         try:
-            grads = torch.autograd.grad(loss, outs + params, allow_unused=True)
+            grads = torch.autograd.grad(loss, outs + (params if check else []),
+                                        allow_unused=True)
         except Exception:  # noqa: BLE001 -- as above
             return None
         deltas = {id(m): g for m, g in zip(layers, grads[:len(layers)], strict=True)}
@@ -114,15 +120,16 @@ def clipped_square_sums(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
         f2 = (max_grad_norm / (sq.sqrt() + 1e-6)).clamp(max=1.0).pow(2)
         for j, (m, name) in enumerate(owners):
             a, d = seen[id(m)][0][0].detach(), deltas[id(m)]
-            g = grads[len(layers) + j]
+            g = grads[len(layers) + j] if check else None
             if d is None:
                 if g is not None and bool(g.abs().max() > 0):
                     return None          # a gradient that reaches p outside its layer
                 continue
-            implied = d.T @ a if name == "weight" else d.sum(dim=0)
-            if g is None or not torch.allclose(g, implied, rtol=1e-4,
-                                               atol=1e-6 * float(implied.abs().max()) + 1e-30):
-                return None              # p is also used outside its layer (a tied weight)
+            if check:
+                implied = d.T @ a if name == "weight" else d.sum(dim=0)
+                if g is None or not torch.allclose(
+                        g, implied, rtol=1e-4, atol=1e-6 * float(implied.abs().max()) + 1e-30):
+                    return None          # p is also used outside its layer (a tied weight)
             wd = d.pow(2) * f2[:, None]
             part = wd.T @ a.pow(2) if name == "weight" else wd.sum(dim=0)
             totals[j] += part.detach().to(device="cpu", dtype=torch.float64)
