@@ -138,10 +138,10 @@ def _loop(device: str, canaries: bool, steps: int = 300,
     loop times, and with canaries what they read."""
     import numpy as np
     import torch
+    from _common import opacus_steps
     from opacus import GradSampleModule
     from opacus.data_loader import DPDataLoader
     from opacus.optimizers import DPOptimizer
-    from torch import nn
 
     from dpaudit.training import GradientCanaries, load_data
 
@@ -167,17 +167,9 @@ def _loop(device: str, canaries: bool, steps: int = 300,
         can.attach(opt)
     loader = DPDataLoader(torch.utils.data.TensorDataset(x, y), sample_rate=q,
                           generator=torch.Generator().manual_seed(0))  # the sampler's, on the CPU
-    done = 0
     _sync(device)
     c0, t0 = time.process_time(), time.perf_counter()
-    while done < steps:
-        for xb, yb in loader:
-            opt.zero_grad()
-            nn.functional.cross_entropy(gsm(xb), yb).backward()
-            opt.step()
-            done += 1
-            if done >= steps:
-                break
+    opacus_steps(gsm, opt, loader, steps)
     if can is not None:
         can.white_box_scores()                  # the readings the hook still holds
     _sync(device)

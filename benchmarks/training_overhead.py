@@ -106,10 +106,10 @@ def _one(model: str, canaries: int, steps: int, examples: int | None) -> dict[st
     import warnings
 
     import torch
+    from _common import opacus_steps
     from opacus import GradSampleModule
     from opacus.data_loader import DPDataLoader
     from opacus.optimizers import DPOptimizer
-    from torch import nn
 
     from dpaudit.canaries import Claim, check_claim
     from dpaudit.training import GradientCanaries, audit_training
@@ -139,15 +139,7 @@ def _one(model: str, canaries: int, steps: int, examples: int | None) -> dict[st
     loader = DPDataLoader(torch.utils.data.TensorDataset(x, y), sample_rate=q,
                           generator=torch.Generator().manual_seed(0))
     t0, c0, r0 = time.perf_counter(), time.process_time(), _rusage()
-    done = 0
-    while done < steps:
-        for xb, yb in loader:
-            opt.zero_grad()
-            nn.functional.cross_entropy(gsm(xb), yb).backward()
-            opt.step()
-            done += 1
-            if done >= steps:
-                break
+    opacus_steps(gsm, opt, loader, steps)
     if can is not None and hasattr(can, "_flush"):  # the readings the hook still holds
         c1 = time.process_time()
         can._flush()
