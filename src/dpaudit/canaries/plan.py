@@ -317,14 +317,8 @@ def _sentinels_elsewhere(layout: Layout, act: np.ndarray, used: np.ndarray, own:
     the rest to any tensor with room.  Returns
     (indices among the k canaries that got one, coordinates).  Loops run over tensors."""
     k, n_t = own.shape
-    keep = np.ones(layout.dimension, dtype=bool)
-    keep[used] = False
-    free = np.flatnonzero(keep)
-    # per tensor, its free coordinates in the order of random_tie_order(act[free]) -- by
-    # activity, ties by a random priority -- as far as any canary can reach (k of them):
-    # the tensors are contiguous runs of ``free``
-    bounds = np.searchsorted(free, np.append(layout.offsets, layout.dimension))
-    queues = [free[h] for h in random_tie_heads(act[free], bounds, [k] * n_t, rng)]
+    # each canary takes at most one coordinate: a queue longer than k is never reached
+    queues = _tensor_queues(layout, act, used, k, rng, rank_excluded=False)
     taken = [0] * n_t
     coord = np.full(k, -1, dtype=np.int64)
     order = rng.permutation(k)
@@ -347,6 +341,28 @@ def _sentinels_elsewhere(layout: Layout, act: np.ndarray, used: np.ndarray, own:
     return got, coord[got]
 
 
+def _tensor_queues(layout: Layout, act: np.ndarray, exclude: np.ndarray, cap: int,
+                   rng: np.random.Generator, *, rank_excluded: bool) -> list[np.ndarray]:
+    """Per tensor, its coordinates outside ``exclude`` in order of increasing activity, ties
+    by a random priority -- the order of ``random_tie_order`` over every coordinate
+    (``rank_excluded``: the excluded ones drawn a priority too) or over the others only, then
+    split by tensor, with ``rng`` advanced as that call advances it -- the first ``cap`` of
+    each: one selection per tensor (:func:`dpaudit.randomness.random_tie_heads`), O(d), where
+    the full order costs a sort of every coordinate."""
+    ex = np.unique(np.asarray(exclude, dtype=np.int64))
+    ends = np.append(layout.offsets, layout.dimension)
+    if rank_excluded:
+        in_t = np.bincount(layout.tensor_of(ex), minlength=len(layout.sizes))
+        heads = random_tie_heads(act, ends, (in_t + cap).tolist(), rng)
+        return [h[~np.isin(h, ex)][:cap] for h in heads]
+    keep = np.ones(layout.dimension, dtype=bool)
+    keep[ex] = False
+    free = np.flatnonzero(keep)                  # the tensors are contiguous runs of it
+    bounds = np.searchsorted(free, ends)
+    return [free[h] for h in random_tie_heads(act[free], bounds, [cap] * len(layout.sizes),
+                                              rng)]
+
+
 def _ballast(layout: Layout, act: np.ndarray, read: np.ndarray, rows: np.ndarray,
              kind: np.ndarray, spread: int, per_tensor: int,
              rng: np.random.Generator) -> np.ndarray:
@@ -355,14 +371,10 @@ def _ballast(layout: Layout, act: np.ndarray, read: np.ndarray, rows: np.ndarray
     ("block": the read coordinate's tensor; "tensors": slot j in tensor (j // per_tensor) of
     the read tensor followed by the silent other tensors).  Loops run over tensors and
     slots, not canaries."""
-    # per tensor, its coordinates no canary reads in the order of random_tie_order(act) --
-    # by activity, ties by a random priority -- as far as the rows can reach (rows x spread
-    # in all: a longer queue is never exhausted, so neither the wrap nor _with_room can tell)
-    reach = rows.size * spread
-    bounds = np.append(layout.offsets, layout.dimension)
-    in_t = np.bincount(layout.tensor_of(read), minlength=len(layout.sizes))
-    heads = random_tie_heads(act, bounds, (in_t + reach).tolist(), rng)
-    queues = {t: h[~np.isin(h, read)][:reach] for t, h in enumerate(heads)}
+    # the rows take rows x spread coordinates in all: a longer queue is never exhausted, so
+    # neither the wrap below nor _with_room can tell it from the whole tensor's
+    queues = dict(enumerate(_tensor_queues(layout, act, read, rows.size * spread, rng,
+                                           rank_excluded=True)))
     taken = dict.fromkeys(queues, 0)
     by_min = sorted(queues, key=lambda t: (act[queues[t]].min() if queues[t].size else np.inf))
     t_read = layout.tensor_of(read[rows])
