@@ -63,6 +63,8 @@ def test_linear_stack_matches_per_example_gradients(clip: float) -> None:
     got = clipped_square_sums(model, x, y, clip, chunk=40)   # three chunks
     want = _reference(model, x, y, clip)
     assert got is not None and got.shape == want.shape
+    # float32 sums of 96 examples against float64: about 1e-7 relative here (1.2e-7 on the
+    # digits MLP at these C); 2e-5 leaves room for another BLAS's summation order
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-12 * want.max())
     silent = np.zeros(want.size, dtype=bool)
     silent[np.arange(16) * 12 + 3] = True       # W1[:, 3]
@@ -162,6 +164,7 @@ def test_coordinate_activity_is_the_per_example_paths(monkeypatch: pytest.Monkey
     plan_slow = GradientCanaries.for_model(model, x, y, 60, sampling_rate=0.05,
                                            max_grad_norm=1.0, seed=2, activity_examples=128,
                                            shapes="dirac").plan
+    # two float32 computations of the same sums (1.6-1.8e-7 apart on the digits MLP)
     np.testing.assert_allclose(fast, slow, rtol=1e-5, atol=1e-9 * slow.max())
     np.testing.assert_array_equal(fast == 0, slow == 0)
     assert (fast == 0).sum() >= 32              # W1[:, 3]

@@ -126,6 +126,10 @@ def clipped_square_sums(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
                     return None          # a gradient that reaches p outside its layer
                 continue
             if check:
+                # autograd forms the same products: equal bit for bit on the CPU (the digits
+                # MLP, a 64-2048-2048-10 MLP), float32 rounding of another summation order
+                # elsewhere (~1e-6); a weight read outside its layer adds a term of the
+                # gradient's own size, far outside rtol 1e-4
                 implied = d.T @ a if name == "weight" else d.sum(dim=0)
                 if g is None or not torch.allclose(
                         g, implied, rtol=1e-4, atol=1e-6 * float(implied.abs().max()) + 1e-30):
