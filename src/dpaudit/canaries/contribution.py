@@ -91,7 +91,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpaudit.canaries.scores import running_sums, sum_log_bernoulli_mgf
+from dpaudit.canaries.scores import log_bernoulli_mgf, running_sums, sum_log_bernoulli_mgf
 from dpaudit.validation import check_probability
 
 __all__ = ["CONTRIBUTION_ALPHA", "LAMBDAS", "ContributionRecord", "ContributionReading",
@@ -340,9 +340,7 @@ class ContributionAccumulator:
             e = np.where(ok, r - amps * c, 0.0)
             cq = np.where(ok, c - self.q, 0.0)
             amp = np.where(ok, amps, 0.0)
-        # per step, sum_i psi(lambda_g e_ti) over the canaries: (G, R, B), then in step order
-        psi = sum_log_bernoulli_mgf(e, self.lambdas, self.q, centred=True)
-        self._psi = running_sums(self._psi, psi.transpose(2, 1, 0))[-1]
+        self._psi = running_sums(self._psi, self._step_psi(r, c, ok))[-1]
         for j in range(e.shape[0]):
             self._s[j] = _add_in_order(self._s[j], np.einsum("bi,bi->b", cq, e[j]))
             self._amp_sum[j] = _add_in_order(self._amp_sum[j],
@@ -351,6 +349,27 @@ class ContributionAccumulator:
         self._planted += int(np.count_nonzero((c != 0) & ok))
         self._off_sum = off_sum[-1]
         self._off_count = off_count[-1]
+
+    def _step_psi(self, r: np.ndarray, c: np.ndarray, ok: np.ndarray) -> np.ndarray:
+        """(B, R, G): per step, sum_i psi(lambda_g e_ti) over the canaries, e = r - a_j c
+        (0 where not ``ok``).  An unplanted reading (c = 0) has e = r whatever the
+        amplitude, so psi is evaluated once on r for every reading, and only the planted
+        ones (about q of them) get, per amplitude, psi(lambda (r - a_j)) - psi(lambda r)
+        added: R + 1 evaluations on the planted readings instead of R on all of them.  Each
+        step's sum is formed as one step's (the readings of the canaries in order, then the
+        planted corrections in order), so blocks of any size give the same floats."""
+        base = sum_log_bernoulli_mgf(r, self.lambdas, self.q, centred=True)      # (G, B)
+        out = np.repeat(base.T[:, None, :], self._amps.shape[0], axis=1)        # (B, R, G)
+        rows, cols = np.nonzero((c != 0) & ok)          # row-major: by step, then canary
+        if rows.size:
+            rp = r[rows, cols]
+            x = np.concatenate([rp[None], rp[None] - self._amps[:, cols]])       # (R+1, P)
+            u = self.lambdas[:, None, None] * x
+            v = log_bernoulli_mgf(u, self.q) - self.q * u                       # (G, R+1, P)
+            corr = (v[:, 1:] - v[:, :1]).transpose(2, 1, 0)                    # (P, R, G)
+            steps, first = np.unique(rows, return_index=True)
+            out[steps] += np.add.reduceat(corr, first, axis=0)
+        return out
 
     def records(self) -> tuple[ContributionRecord, ...]:
         """One record per amplitude (per view), in the order given."""
