@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from scipy import sparse
 
 from dpaudit.canaries.contribution import (
     ContributionAccumulator,
@@ -80,6 +81,24 @@ class ReleaseReader:
             plan.bits, np.stack([amp, np.ones_like(amp)]), sampling_rate=q,
             use=private & has, view=("sentinel", "sentinel_bound"), upper_only=True)
         self._planted_steps = 0
+        # the distinct read coordinates, ascending (a step hook reads each once:
+        # :meth:`add_distinct_steps`), and the readings as sparse maps from their values
+        self.distinct, inverse = np.unique(plan.read_coords.ravel(), return_inverse=True)
+        #: plan.read_coords.ravel() == distinct[inverse]
+        self.inverse = inverse.reshape(-1)
+        self._wy = self._map(plan.read_weights)
+        self._ws = self._map(self._sentinel_w) if self._sentinel.index.size else None
+        self._noise_cols = self.inverse[self._distinct]
+
+    def _map(self, weights: np.ndarray) -> sparse.csr_matrix:
+        """(n, distinct) sparse matrix of the readings sum_j w_ij v(c_ij) as a map from the
+        values at the distinct read coordinates."""
+        n, k = self.plan.read_coords.shape
+        m = sparse.csr_matrix((np.asarray(weights, dtype=float).ravel(),
+                               (np.repeat(np.arange(n), k), self.inverse)),
+                              shape=(n, self.distinct.size))
+        m.eliminate_zeros()
+        return m
 
     @property
     def steps(self) -> int:
@@ -110,18 +129,50 @@ class ReleaseReader:
             raise ValueError(f"values must be (steps, *plan.read_coords.shape) = (B, "
                              f"{self.plan.read_coords.shape[0]}, "
                              f"{self.plan.read_coords.shape[1]}); got {v.shape}")
-        sig = np.asarray(noise_multipliers, dtype=float).reshape(-1)
         y = np.einsum("bij,ij->bi", v, self.plan.read_weights)
-        self.accumulator.add_steps(y, sig)
-        self._ss.extend(noise_sums_squares(v, self._distinct).tolist())
+        ys = (np.einsum("bij,ij->bi", v, self._sentinel_w) if self._ws is not None
+              and planted is not None else None)
+        self._add(y, ys, noise_sums_squares(v, self._distinct), noise_multipliers, planted)
+
+    def add_distinct_steps(self, values: np.ndarray,
+                           noise_multipliers: np.ndarray | Sequence[float],
+                           planted: np.ndarray | None = None, *,
+                           unit: np.ndarray | None = None) -> None:
+        """The same from B steps' values at the distinct read coordinates
+        (:attr:`distinct`, ascending): ``values`` (B, len(distinct)), each step's row in
+        units of C times ``unit`` (B,) (default 1) -- what a step hook gathers, one value per
+        coordinate however many canaries read it.  The readings are sparse products
+        (scipy.sparse), the step's unit applied to them and not to every value; the same
+        statistics as :meth:`add_steps` to rounding."""
+        v = np.asarray(values, dtype=float)
+        if v.ndim != 2 or v.shape[1] != self.distinct.size:
+            raise ValueError(f"values must be (steps, len(distinct)) = (B, "
+                             f"{self.distinct.size}); got {v.shape}")
+        u = np.ones(v.shape[0]) if unit is None else np.asarray(unit, dtype=float)
+        if u.shape != (v.shape[0],):
+            raise ValueError(f"unit must have one value per step ({v.shape[0]}); got "
+                             f"{u.shape}")
+        y = (self._wy @ v.T).T * u[:, None]
+        ys = (None if self._ws is None or planted is None
+              else (self._ws @ v.T).T * u[:, None])
+        w = v[:, self._noise_cols]
+        self._add(y, ys, np.einsum("bj,bj->b", w, w) * (u * u), noise_multipliers, planted)
+
+    def _add(self, y: np.ndarray, ys: np.ndarray | None, ss: np.ndarray,
+             noise_multipliers: np.ndarray | Sequence[float],
+             planted: np.ndarray | None) -> None:
+        """Record B steps from their readings ``y`` (B, n), sentinel readings ``ys`` (or
+        None) and noise sums of squares ``ss`` (B,)."""
+        sig = np.asarray(noise_multipliers, dtype=float).reshape(-1)
+        self.accumulator.add_steps(y, sig)          # (checks sig's length)
+        self._ss.extend(ss.tolist())
         self._sigmas.extend(sig.tolist())
         if planted is not None:
             p = np.asarray(planted)
             self.contribution.add_steps(y, p)
-            if self._sentinel.index.size:
-                ys = np.einsum("bij,ij->bi", v, self._sentinel_w)
+            if ys is not None:
                 self._sentinel.add_steps(ys, p)
-            self._planted_steps += v.shape[0]
+            self._planted_steps += y.shape[0]
 
     def add_flat(self, flat: np.ndarray, noise_multiplier: float,
                  planted: np.ndarray | None = None) -> None:

@@ -131,17 +131,19 @@ class _ReadIndex:
     the tensor's memory; on another device ``index_select`` there and one transfer per
     device for all its tensors."""
 
-    def __init__(self, tensor: np.ndarray, local: np.ndarray, shape: tuple[int, ...]) -> None:
-        key, self.unsort = np.unique((np.asarray(tensor, dtype=np.int64) << 40)
-                                     | np.asarray(local, dtype=np.int64), return_inverse=True)
-        t, loc = key >> 40, key & ((1 << 40) - 1)      # distinct, by tensor then coordinate
+    def __init__(self, layout: Layout, distinct: np.ndarray, inverse: np.ndarray,
+                 shape: tuple[int, ...]) -> None:
+        """``distinct``: the distinct read coordinates, ascending (so grouped by tensor);
+        ``inverse``: the plan's (n, k) coordinates as indices into it, row-major
+        (:attr:`dpaudit.canaries.ReleaseReader.distinct` and ``inverse``)."""
+        t, loc = layout.split(np.asarray(distinct, dtype=np.int64))
         js, starts = np.unique(t, return_index=True)
-        ends = np.append(starts[1:], key.size)
+        ends = np.append(starts[1:], t.size)
         self.groups = [(int(j), int(a), int(b), _PerDevice(torch.from_numpy(loc[a:b].copy())))
                        for j, a, b in zip(js, starts, ends, strict=True)]
-        self.unsort = self.unsort.reshape(-1)
+        self.unsort = np.asarray(inverse).reshape(-1)
         self.shape = shape
-        self.size = int(key.size)
+        self.size = int(t.size)
 
     def gather(self, params: Sequence[nn.Parameter],
                get: Callable[[nn.Parameter], torch.Tensor | None]) -> np.ndarray:
@@ -602,7 +604,7 @@ class GradientCanaries:
         self._reader = ReleaseReader(plan, max_grad_norm=self.clip, sampling_rate=q,
                                      layout=self.layout)
         self._acc = self._reader.accumulator
-        self._reads = _ReadIndex(*self.layout.split(plan.read_coords.ravel()),
+        self._reads = _ReadIndex(self.layout, self._reader.distinct, self._reader.inverse,
                                  plan.read_coords.shape)
         self._theta0 = self._gather_read(lambda p: p.detach())
         self._plant_t, self._plant_local = self.layout.split(plan.plant_coords)
@@ -931,14 +933,12 @@ class GradientCanaries:
             _fill_deferred(self._deferred)
             self._deferred.clear()
         unit = np.array([u for u, _, _ in self._unread])
-        raw = self._read_buf[:b]
-        raw *= unit[:, None]                 # each value times its step's unit, in place
-        vals = self._reads.arrange(raw)
         planted = np.zeros((b, self.n), dtype=bool)
         actives = [a for _, _, a in self._unread]
         planted[np.repeat(np.arange(b), [a.size for a in actives]),
                 np.concatenate(actives)] = True
-        self._reader.add_steps(vals, [s for _, s, _ in self._unread], planted)
+        self._reader.add_distinct_steps(self._read_buf[:b], [s for _, s, _ in self._unread],
+                                        planted, unit=unit)
         self._unread.clear()
 
     # -- what was recorded ---------------------------------------------------------------------
