@@ -115,3 +115,56 @@ def test_add_steps_refuses_misshapen_blocks() -> None:
         reader.add_steps(v, [1.0])
     with pytest.raises(ValueError, match="planted"):
         reader.add_steps(v, [1.0, 1.0], np.zeros((2, 4), dtype=bool))
+
+
+def test_the_distinct_coordinates_path_records_what_the_plan_ordered_path_records() -> None:
+    # a step hook's path: the values at the distinct read coordinates (ascending), each
+    # step's row in units of C times its unit -- the same records as add_steps on the
+    # plan-ordered values in units of C, to rounding: scores, noise sums of squares (sentinels
+    # left out), the contribution records of both readings, with a non-finite release
+    rng = np.random.default_rng(5)
+    layout = Layout.from_sizes([300, 12, 200, 6])
+    act = np.r_[np.zeros(300), np.ones(12), np.zeros(200), np.ones(6)]
+    q = 0.3
+    plan = plan_gradient_canaries(layout, act, 60, sampling_rate=q, rng=rng)
+    steps = 19
+    flat = rng.standard_normal((steps, layout.dimension)) * 1.3   # whole released vectors / C
+    planted = (rng.random((steps, plan.n)) < q) & plan.bits
+    for t, i in zip(*np.nonzero(planted), strict=True):
+        np.add.at(flat[t], plan.read_coords[i], plan.read_weights[i])
+    flat[6, plan.read_coords[2, 0]] = np.nan
+    sigmas = np.full(steps, 1.1)
+    unit = rng.uniform(20, 80, steps)
+
+    direct = ReleaseReader(plan, max_grad_norm=1.0, layout=layout)
+    direct.add_steps(flat[:, plan.read_coords], sigmas, planted)
+    reader = ReleaseReader(plan, max_grad_norm=1.0, layout=layout)
+    assert np.array_equal(reader.distinct, np.unique(plan.read_coords))
+    assert np.array_equal(reader.distinct[reader.inverse].reshape(plan.read_coords.shape),
+                          plan.read_coords)
+    raw = flat[:, reader.distinct] / unit[:, None]             # what the hook gathers
+    reader.add_distinct_steps(raw[:7], sigmas[:7], planted[:7], unit=unit[:7])
+    reader.add_distinct_steps(raw[7:], sigmas[7:], planted[7:], unit=unit[7:])
+
+    for kind in ("lr", "sum"):
+        np.testing.assert_allclose(reader.scores(kind), direct.scores(kind), rtol=1e-12)
+    got, want = reader.noise_record(), direct.noise_record()
+    np.testing.assert_allclose(got["noise_sum_squares"], want["noise_sum_squares"],
+                               rtol=1e-12)
+    assert np.isnan(got["noise_sum_squares"][6]) and got["noise_coordinates"] == \
+        want["noise_coordinates"]
+    assert [r.view for r in got["contribution"]] == ["direction", "sentinel",
+                                                     "sentinel_bound"]
+    for a, b in zip(got["contribution"], want["contribution"], strict=True):
+        assert a.planted == b.planted > 20 and a.steps == b.steps == steps
+        for field in ("centred_sum", "planted_sum", "amplitude_sum"):
+            assert getattr(a, field) == pytest.approx(getattr(b, field), rel=1e-12,
+                                                      abs=1e-12)
+        np.testing.assert_allclose(a.psi_sums, b.psi_sums, rtol=1e-12)
+
+    with pytest.raises(ValueError, match="values must be"):
+        reader.add_distinct_steps(raw[:2, :-1], sigmas[:2])
+    with pytest.raises(ValueError, match="unit must"):
+        reader.add_distinct_steps(raw[:2], sigmas[:2], unit=unit[:3])
+    with pytest.raises(ValueError, match="noise_multipliers"):
+        reader.add_distinct_steps(raw[:2], sigmas[:3])
