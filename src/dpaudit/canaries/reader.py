@@ -152,11 +152,12 @@ class ReleaseReader:
         if u.shape != (v.shape[0],):
             raise ValueError(f"unit must have one value per step ({v.shape[0]}); got "
                              f"{u.shape}")
-        y = (self._wy @ v.T).T * u[:, None]
+        vt = np.ascontiguousarray(v.T)       # (distinct, B): what the sparse products read
+        y = (self._wy @ vt).T * u[:, None]
         ys = (None if self._ws is None or planted is None
-              else (self._ws @ v.T).T * u[:, None])
-        w = v[:, self._noise_cols]
-        self._add(y, ys, np.einsum("bj,bj->b", w, w) * (u * u), noise_multipliers, planted)
+              else (self._ws @ vt).T * u[:, None])
+        w = vt[self._noise_cols]
+        self._add(y, ys, np.einsum("jb,jb->b", w, w) * (u * u), noise_multipliers, planted)
 
     def _add(self, y: np.ndarray, ys: np.ndarray | None, ss: np.ndarray,
              noise_multipliers: np.ndarray | Sequence[float],
