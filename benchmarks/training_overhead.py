@@ -2,7 +2,7 @@
 
     PYTHONPATH=src python benchmarks/training_overhead.py [--steps 300] [--repeats 3]
         [--models digits_mlp cnn transformer] [--activity-examples N | --full-placement]
-        [--default-allocator] [--baseline-rev REV]
+        [--default-allocator] [--baseline-rev REV] [--branch auto|never|always]
     (also: python studies/training.py --only overhead)
 
 Each configuration runs in a fresh process (peak RSS from ``getrusage`` is per process):
@@ -19,6 +19,13 @@ the canaries' own work inside the loop (their Poisson draw, the planting, the re
 released step; ``_time_hooks``): with the placement, the audit's cost measured directly,
 "placement + hooks / loop", apart from the run-to-run spread of the whole loop on a shared
 machine.
+
+The canaries' model (``--branch``): by default what the documented recipe and ``train-audit``
+do -- ``canary_branch_if_needed`` wraps a model with fewer silent coordinates than canaries in
+a :class:`~dpaudit.training.CanaryBranch` (the CNN and the transformer here: no coordinate is
+silent), so the decision's activity measurement counts in the placement and the branch's
+parameters in the loop with canaries; ``never`` plants on the model itself (the earlier
+tables), ``always`` wraps every model.  The plain training is always the model itself.
 
 Models: the digits MLP (64-256-10, 19k parameters), and the digits CNN (Conv2d(1, 8, 3) ->
 Linear(288, 10)) and the stock ``nn.TransformerEncoderLayer`` text model (dropout 0.1,
@@ -102,7 +109,8 @@ def _setup(model: str):  # type: ignore[no-untyped-def]
     return nn.Sequential(*layers[:-1]), data.x_train, data.y_train
 
 
-def _one(model: str, canaries: int, steps: int, examples: int | None) -> dict[str, Any]:
+def _one(model: str, canaries: int, steps: int, examples: int | None,
+         branch: str = "auto") -> dict[str, Any]:
     import warnings
 
     import torch
@@ -112,7 +120,13 @@ def _one(model: str, canaries: int, steps: int, examples: int | None) -> dict[st
     from opacus.optimizers import DPOptimizer
 
     from dpaudit.canaries import Claim, check_claim
-    from dpaudit.training import GradientCanaries, audit_training
+    from dpaudit.training import (
+        CanaryBranch,
+        GradientCanaries,
+        audit_training,
+        canary_branch_if_needed,
+        with_canary_branch,
+    )
 
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
@@ -124,6 +138,11 @@ def _one(model: str, canaries: int, steps: int, examples: int | None) -> dict[st
     usage: dict[str, float] = {}
     if canaries:
         t0, c0, r0 = time.perf_counter(), time.process_time(), _rusage()
+        # the recipe's branch decision (and the branch) belong to the audit's cost
+        if branch == "auto":
+            net = canary_branch_if_needed(net, x, y, canaries, max_grad_norm=1.0, seed=0)
+        elif branch == "always":
+            net = with_canary_branch(net, canaries)
         can = GradientCanaries.for_model(net, x, y, canaries, sampling_rate=q,
                                          max_grad_norm=1.0, seed=0,
                                          activity_examples=examples)
@@ -151,6 +170,7 @@ def _one(model: str, canaries: int, steps: int, examples: int | None) -> dict[st
         "model": model, "parameters": d, "canaries": canaries, "steps": steps,
         "train_seconds": train, "train_cpu": cpu, "placement_seconds": place,
         "placement_cpu": place_cpu, "peak_rss_mb": rss, "hooks_cpu": hooks[0], **usage,
+        "branch": isinstance(net, CanaryBranch),
         "allocator": {k: os.environ.get(k) for k in ALLOCATOR}}
     if can is not None:
         c0 = time.process_time()
@@ -215,6 +235,11 @@ def main() -> None:
                          "instead of the fixed ALLOCATOR settings")
     ap.add_argument("--baseline-rev", default=None,
                     help="also run the canaries on this commit's src/ (before / after)")
+    ap.add_argument("--branch", choices=("auto", "never", "always"), default="auto",
+                    help="the canaries' model: auto (the documented recipe and train-audit's "
+                         "default: canary_branch_if_needed, a CanaryBranch on a model short of "
+                         "silent coordinates), never, or always; the plain training is the "
+                         "model itself")
     ap.add_argument("--child", nargs=2, default=None)
     args = ap.parse_args()
     if args.full_placement:
@@ -226,7 +251,8 @@ def main() -> None:
 
         examples = ACTIVITY_EXAMPLES
     if args.child:
-        print(json.dumps(_one(args.child[0], int(args.child[1]), args.steps, examples)))
+        print(json.dumps(_one(args.child[0], int(args.child[1]), args.steps, examples,
+                              args.branch)))
         return
     env = {k: v for k, v in os.environ.items() if k not in ALLOCATOR}
     if not args.default_allocator:
@@ -249,14 +275,14 @@ def _table(args: argparse.Namespace, examples: int | None, env: dict[str, str],
            base_env: dict[str, str] | None, alloc: str) -> None:
     print(f"load average {os.getloadavg()[0]:.1f}; {args.steps} steps, {args.canaries} "
           f"canaries, placement on {examples or 'all'} examples, medians of "
-          f"{args.repeats} interleaved runs; {alloc}")
-    print("| model | parameters | loop CPU s (no canaries) | placement CPU s | loop with "
-          "canaries | **CPU overhead, placement included** | (loop only) | wall s (no) "
+          f"{args.repeats} interleaved runs; {alloc}; canaries' model: branch {args.branch}")
+    print("| model | canary branch | parameters | loop CPU s (no canaries) | placement CPU s "
+          "| loop with canaries | **CPU overhead, placement included** | (loop only) | wall s (no) "
           "| wall s (with, placement included) | wall overhead | peak RSS MB (no) | (with) "
           "| audit statistics CPU s | canary hooks CPU s (per step) | placement + hooks / loop "
           "| (min of repeats) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    child = [sys.executable, __file__, "--steps", str(args.steps)]
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    child = [sys.executable, __file__, "--steps", str(args.steps), "--branch", args.branch]
     if examples is None:
         child.append("--full-placement")
     else:
@@ -281,7 +307,8 @@ def _table(args: argparse.Namespace, examples: int | None, env: dict[str, str],
         st = _median(b, "statistics_cpu")
         hk = _median(b, "hooks_cpu")
         low = min(_direct(b)) / min(r["train_cpu"] for r in a)
-        print(f"| {model} | {int(a[0]['parameters']):,} | {ca:.2f} | {pc:.2f} "
+        wrapped = "yes" if b[0].get("branch") else "no"
+        print(f"| {model} | {wrapped} | {int(a[0]['parameters']):,} | {ca:.2f} | {pc:.2f} "
               f"({pc / (ca / args.steps):.0f} steps) | {cb:.2f} | **{tot / ca - 1:+.1%}** | "
               f"{cb / ca - 1:+.1%} | {wa:.2f} | {wb:.2f} | {wb / wa - 1:+.1%} | {ra:.0f} | "
               f"{rb:.0f} | {st:.2f} | {hk:.3f} ({hk / args.steps * 1e3:.2f} ms) | "

@@ -272,3 +272,52 @@ def test_the_branch_is_decided_by_the_models_silent_coordinates() -> None:
                         (np.zeros((10, 4)), lab, "torch tensors")):
         with pytest.raises(ValueError, match=msg):
             canary_branch_if_needed(tiny, xb, yb, 5)  # type: ignore[arg-type]
+
+
+def test_the_placements_silence_check_skips_a_gated_off_branch(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # the branch's coordinates are silent by construction (gate 0: every per-example
+    # gradient exactly 0), so the silence check -- a backward pass over every training
+    # example at each probe -- runs only when some coordinate of the model itself is at 0;
+    # the activity is the one the check would give, bit for bit (its moved values are 0 on
+    # the branch), on a dense model (check skipped) and on one with silent weights (run)
+    from opacus import GradSampleModule
+
+    from dpaudit.training import CanaryBranch, with_canary_branch
+    from dpaudit.training import canaries as module
+    from dpaudit.training.branch import silent_by_construction
+
+    calls: list[int] = []
+    moved = module._moved
+
+    def counted(*a: Any, **k: Any) -> Any:
+        calls.append(1)
+        return moved(*a, **k)
+
+    monkeypatch.setattr(module, "_moved", counted)
+    cnn, x, y = _case("cnn")
+    xs = torch.cat([torch.zeros(len(x), 1, 8, 2), x[..., 2:]], dim=-1)   # two blank columns
+    for model, data, inner_silent in ((cnn, x, False),
+                                      (nn.Sequential(nn.Flatten(), nn.Linear(64, 10)),
+                                       (xs, y), True)):
+        xx, yy = data if isinstance(data, tuple) else (data, y)
+        wrapped = with_canary_branch(model, 50)
+        known = silent_by_construction(wrapped)
+        width = sum(p.numel() for p in wrapped.canary_branch.parameters())
+        assert known is not None and known.sum() == width and known[:width].all()
+        assert np.array_equal(silent_by_construction(GradSampleModule(
+            with_canary_branch(model, 50))), known)
+        calls.clear()
+        act = module.coordinate_activity(wrapped, xx, yy, 1.0, examples=64)
+        assert (len(calls) > 0) == inner_silent        # 4 probes when it runs
+        assert (act[known] == 0).all() and ((act[~known] == 0).any() == inner_silent)
+        monkeypatch.setattr(module, "silent_by_construction", lambda m: None)
+        calls.clear()
+        checked = module.coordinate_activity(wrapped, xx, yy, 1.0, examples=64)
+        monkeypatch.undo()
+        monkeypatch.setattr(module, "_moved", counted)
+        assert len(calls) == 4 and np.array_equal(act, checked)
+    assert silent_by_construction(cnn) is None
+    opened = with_canary_branch(cnn, 10)
+    opened.gate.fill_(1.0)
+    assert isinstance(opened, CanaryBranch) and silent_by_construction(opened) is None

@@ -61,6 +61,7 @@ from dpaudit.canaries import (
 from dpaudit.canaries.plan import SENTINEL
 from dpaudit.canaries.reader import ReleaseReader
 from dpaudit.randomness import seed_sequence, stream
+from dpaudit.training.branch import silent_by_construction
 from dpaudit.training.common import INPUT_KINDS
 from dpaudit.training.linear_activity import clipped_square_sums
 from dpaudit.training.models import count_coordinates, trainable_parameters
@@ -364,7 +365,7 @@ def coordinate_activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
             check = np.sort(rng.permutation(n)[:size]) if size < n else np.arange(n)
         try:
             act, moved = _activity(_hook_free_copy(model), x, y, max_grad_norm, probes, gen,
-                                   parts, check, rng)
+                                   parts, check, rng, silent_by_construction(model))
         except RuntimeError as e:  # the model's forward or the loss refused x / y
             raise ValueError(f"x and y must be a batch of the model's inputs and class "
                              f"labels (the model's forward or the cross-entropy loss "
@@ -447,11 +448,15 @@ def _hook_free_copy(model: nn.Module) -> nn.Module:
 def _activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor, max_grad_norm: float,
               probes: int, gen: torch.Generator, parts: list[np.ndarray] | None = None,
               check: np.ndarray | None = None,
-              rng: np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
+              rng: np.random.Generator | None = None,
+              known: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(activity, moved): the probes' summed activity (:func:`coordinate_activity`), probe
     k on ``parts[k]`` (None: every example), and the summed :func:`_moved` of every probe's
     parameters on the examples ``check`` -- run only when the activity leaves a coordinate
-    at 0 (the check changes nothing else: a dense model skips it); zeros otherwise."""
+    at 0 other than those ``known`` silent by construction (a gated-off canary branch,
+    :func:`~dpaudit.training.branch.silent_by_construction`: its moved values are exactly
+    0, so the check changes nothing there; a dense model, or a dense model in a branch,
+    skips it); zeros otherwise."""
     total: np.ndarray | None = None
     moved = np.zeros(count_coordinates(model))
     chunk = max(16, _CHUNK_FLOATS // max(1, count_coordinates(model)))
@@ -485,7 +490,8 @@ def _activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor, max_grad_norm:
         act /= max(1, xk.shape[0])
         total = act if total is None else total + act
     assert total is not None
-    if check is not None and (total == 0).any():
+    unknown = total if known is None or known.size != total.size else total[~known]
+    if check is not None and (unknown == 0).any():
         assert rng is not None
         after = gen.get_state()
         for k in range(probes):      # the same probes (kept, or again from their states)
