@@ -30,7 +30,10 @@ tables), ``always`` wraps every model.  The plain training is always the model i
 Models: the digits MLP (64-256-10, 19k parameters), and the digits CNN (Conv2d(1, 8, 3) ->
 Linear(288, 10)) and the stock ``nn.TransformerEncoderLayer`` text model (dropout 0.1,
 after ``ModuleValidator.fix``, 1,000 token sequences) of ``studies/training_own_models.py``
-(imported from there); ``wide_mlp`` (64-1024-1024-10, 1.1M parameters) on request.  The
+(imported from there); ``wide_mlp`` (64-1024-1024-10, 1.1M parameters) and ``wide_cnn``
+(two 3 x 3 convolutions of 32 and 64 channels and a linear head on the same images, 59,786
+parameters: the canary branch's share of the per-example work falls with the model's size)
+on request.  The
 configurations run interleaved ``--repeats`` times; medians are printed, and beside the
 direct measure its minimum over the repeats (the other jobs of a shared machine only add CPU
 time, so the minimum is the least disturbed figure).
@@ -67,7 +70,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-MODELS = ("digits_mlp", "cnn", "transformer", "wide_mlp")
+MODELS = ("digits_mlp", "cnn", "transformer", "wide_mlp", "wide_cnn")
 _STUDIES = Path(__file__).resolve().parent.parent / "studies"
 #: the fixed glibc malloc settings of every child (module docstring): fixed thresholds, so
 #: that neither process's loop returns its per-step buffers to the kernel at every step
@@ -91,12 +94,16 @@ def _setup(model: str):  # type: ignore[no-untyped-def]
     import torch
     from torch import nn
 
-    if model in ("cnn", "transformer"):
+    if model in ("cnn", "transformer", "wide_cnn"):
         sys.path.insert(0, str(_STUDIES))
         import training_own_models as own  # the study's models and data, not a copy
 
-        x, y = own._data(model, 0)
+        x, y = own._data("transformer" if model == "transformer" else "cnn", 0)
         torch.manual_seed(0)
+        if model == "wide_cnn":      # the digits' 8 x 8 images, 59,786 parameters
+            return nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(),
+                                 nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.Flatten(),
+                                 nn.Linear(64 * 8 * 8, 10)), x, y
         return own._model(model), x, y
     from dpaudit.training import load_data
 
