@@ -321,3 +321,29 @@ def test_the_placements_silence_check_skips_a_gated_off_branch(
     opened = with_canary_branch(cnn, 10)
     opened.gate.fill_(1.0)
     assert isinstance(opened, CanaryBranch) and silent_by_construction(opened) is None
+
+
+def test_the_branch_decision_stops_after_the_first_probe_when_it_can() -> None:
+    # stop_below: the probes' zero count so far bounds the full measurement's from above,
+    # so when it is already below the count asked about, they answer (the CNN: the first
+    # probe; the sampled probes before the silence check); otherwise the full measurement,
+    # bit for bit
+    from dpaudit.training.canaries import coordinate_activity
+
+    cnn, x, y = _case("cnn")
+    full = coordinate_activity(cnn, x, y, 1.0, seed=3)
+    early = coordinate_activity(cnn, x, y, 1.0, seed=3, stop_below=1000)
+    assert not np.array_equal(early, full)                  # probe 0 alone
+    assert (full == 0).sum() <= (early == 0).sum() < 1000
+    blank = torch.cat([torch.zeros(len(x), 1, 8, 2), x[..., 2:]], dim=-1).reshape(len(x), -1)
+    mlp = nn.Sequential(nn.Linear(64, 16), nn.ReLU(), nn.Linear(16, 10))
+    full = coordinate_activity(mlp, blank, y, 1.0, seed=3)
+    silent = int((full == 0).sum())
+    assert silent >= 16 * 16                                 # the blank columns' weights
+    for n in (silent, silent + 1, 10 * silent):
+        got = coordinate_activity(mlp, blank, y, 1.0, seed=3, stop_below=n)
+        assert ((got == 0).sum() < n) == (silent < n)
+    assert np.array_equal(coordinate_activity(mlp, blank, y, 1.0, seed=3,
+                                              stop_below=silent), full)
+    with pytest.raises(ValueError, match="stop_below"):
+        coordinate_activity(mlp, blank, y, 1.0, stop_below=0)

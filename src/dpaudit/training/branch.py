@@ -134,7 +134,7 @@ def needs_canary_branch(model: nn.Module, x: torch.Tensor, y: torch.Tensor, cana
                          "gradient canaries in")
     if canaries > d:
         return True
-    act = coordinate_activity(model, x, y, max_grad_norm, seed=seed)
+    act = coordinate_activity(model, x, y, max_grad_norm, seed=seed, stop_below=canaries)
     return int((act == 0).sum()) < canaries
 
 

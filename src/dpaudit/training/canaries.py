@@ -318,7 +318,8 @@ def _check_examples(x: torch.Tensor, y: torch.Tensor) -> None:
 
 def coordinate_activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
                         max_grad_norm: float, *, probes: int = 4, seed: int = 0,
-                        examples: int | None = ACTIVITY_EXAMPLES) -> np.ndarray:
+                        examples: int | None = ACTIVITY_EXAMPLES,
+                        stop_below: int | None = None) -> np.ndarray:
     """Real-gradient activity of every trainable coordinate: sum over ``probes`` parameter
     settings k of mean_{i in S_k} (CLP_C(grad_i))_c^2, clipped as DP-SGD clips -- the model
     itself and ``probes - 1`` copies whose parameters are perturbed by Gaussian noise (std
@@ -326,6 +327,14 @@ def coordinate_activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
     weight fed by an always-zero pixel) from coordinates that are silent only by accident of
     the initialisation (the weights of a hidden unit no example activates yet, which noisy
     training can revive).
+
+    ``stop_below``: a question about the count of silent coordinates only (is it below
+    ``stop_below``?, :func:`~dpaudit.training.needs_canary_branch`): as soon as the probes
+    measured so far leave fewer than ``stop_below`` coordinates at 0, their summed activity
+    is returned -- the full measurement can only leave fewer (a coordinate at 0 in the sum
+    is at 0 in every probe, and the silence check only lifts coordinates from 0), so the
+    answer is the same: on a dense model after the first probe, and without the silence
+    check whenever the sampled probes already answer.  Otherwise the full measurement.
 
     ``examples`` bounds the per-example gradients measured, all probes together (the cost):
     when ``probes * len(x)`` exceeds it, a seeded random sample of ``examples`` training
@@ -349,6 +358,8 @@ def coordinate_activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
     seed = check_count("seed", seed)
     if examples is not None:
         examples = check_count("examples", examples, minimum=1)
+    if stop_below is not None:
+        stop_below = check_count("stop_below", stop_below, minimum=1)
     _check_examples(x, y)
     gen = torch.Generator().manual_seed(seed)
     dev = _model_device(model)  # the data goes where the model is
@@ -365,7 +376,8 @@ def coordinate_activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
             check = np.sort(rng.permutation(n)[:size]) if size < n else np.arange(n)
         try:
             act, moved = _activity(_hook_free_copy(model), x, y, max_grad_norm, probes, gen,
-                                   parts, check, rng, silent_by_construction(model))
+                                   parts, check, rng, silent_by_construction(model),
+                                   stop_below)
         except RuntimeError as e:  # the model's forward or the loss refused x / y
             raise ValueError(f"x and y must be a batch of the model's inputs and class "
                              f"labels (the model's forward or the cross-entropy loss "
@@ -449,14 +461,16 @@ def _activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor, max_grad_norm:
               probes: int, gen: torch.Generator, parts: list[np.ndarray] | None = None,
               check: np.ndarray | None = None,
               rng: np.random.Generator | None = None,
-              known: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+              known: np.ndarray | None = None,
+              stop_below: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(activity, moved): the probes' summed activity (:func:`coordinate_activity`), probe
     k on ``parts[k]`` (None: every example), and the summed :func:`_moved` of every probe's
     parameters on the examples ``check`` -- run only when the activity leaves a coordinate
     at 0 other than those ``known`` silent by construction (a gated-off canary branch,
     :func:`~dpaudit.training.branch.silent_by_construction`: its moved values are exactly
     0, so the check changes nothing there; a dense model, or a dense model in a branch,
-    skips it); zeros otherwise."""
+    skips it); zeros otherwise.  ``stop_below``: the probes' sum so far (and zeros) as soon
+    as it leaves fewer coordinates at 0 (:func:`coordinate_activity`)."""
     total: np.ndarray | None = None
     moved = np.zeros(count_coordinates(model))
     chunk = max(16, _CHUNK_FLOATS // max(1, count_coordinates(model)))
@@ -489,6 +503,8 @@ def _activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor, max_grad_norm:
                     act += _numpy(g.pow_(2).sum(dim=0))
         act /= max(1, xk.shape[0])
         total = act if total is None else total + act
+        if stop_below is not None and np.count_nonzero(total == 0) < stop_below:
+            return total, moved
     assert total is not None
     unknown = total if known is None or known.size != total.size else total[~known]
     if check is not None and (unknown == 0).any():
