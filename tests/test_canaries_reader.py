@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from dpaudit.canaries import Layout, plan_gradient_canaries
+from dpaudit.canaries import CanaryPlan, Layout, plan_gradient_canaries
 from dpaudit.canaries.contribution import LAMBDAS, private_canaries, sentinel_directions
 from dpaudit.canaries.reader import ReleaseReader
 from dpaudit.canaries.scores import SIGMA_FLOOR
@@ -41,12 +41,21 @@ def _contribution_reference(y: np.ndarray, planted: np.ndarray, use: np.ndarray,
     return s, psi, psum, asum, count
 
 
-def test_blocks_of_steps_equal_a_per_step_reference() -> None:
-    rng = np.random.default_rng(3)
+Q = 0.3
+
+
+def _planned(seed: int) -> tuple[np.random.Generator, Layout, CanaryPlan]:
+    """(rng, layout, plan): 60 canaries at q = Q, their main parts in the silent tensors of
+    300 and 200 coordinates, their sentinels on the busy ones of 12 and 6."""
+    rng = np.random.default_rng(seed)
     layout = Layout.from_sizes([300, 12, 200, 6])
     act = np.r_[np.zeros(300), np.ones(12), np.zeros(200), np.ones(6)]
-    q = 0.3
-    plan = plan_gradient_canaries(layout, act, 60, sampling_rate=q, rng=rng)
+    return rng, layout, plan_gradient_canaries(layout, act, 60, sampling_rate=Q, rng=rng)
+
+
+def test_blocks_of_steps_equal_a_per_step_reference() -> None:
+    rng, layout, plan = _planned(3)
+    q = Q
     steps = 23
     values = rng.standard_normal((steps, *plan.read_coords.shape)) * 1.3
     planted = (rng.random((steps, plan.n)) < q) & plan.bits
@@ -122,11 +131,8 @@ def test_the_distinct_coordinates_path_records_what_the_plan_ordered_path_record
     # step's row in units of C times its unit -- the same records as add_steps on the
     # plan-ordered values in units of C, to rounding: scores, noise sums of squares (sentinels
     # left out), the contribution records of both readings, with a non-finite release
-    rng = np.random.default_rng(5)
-    layout = Layout.from_sizes([300, 12, 200, 6])
-    act = np.r_[np.zeros(300), np.ones(12), np.zeros(200), np.ones(6)]
-    q = 0.3
-    plan = plan_gradient_canaries(layout, act, 60, sampling_rate=q, rng=rng)
+    rng, layout, plan = _planned(5)
+    q = Q
     steps = 19
     flat = rng.standard_normal((steps, layout.dimension)) * 1.3   # whole released vectors / C
     planted = (rng.random((steps, plan.n)) < q) & plan.bits
