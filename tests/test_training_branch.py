@@ -285,7 +285,7 @@ def test_the_placements_silence_check_skips_a_gated_off_branch(
 
     from dpaudit.training import CanaryBranch, with_canary_branch
     from dpaudit.training import canaries as module
-    from dpaudit.training.branch import silent_by_construction
+    from dpaudit.training.canaries import silent_by_construction
 
     calls: list[int] = []
     moved = module._moved

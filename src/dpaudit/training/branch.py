@@ -41,7 +41,6 @@ planted gradient canaries only.
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -49,7 +48,7 @@ from dpaudit.training.common import BRANCH_WIDTH_PER_CANARY  # shared with the J
 from dpaudit.validation import check_count
 
 __all__ = ["CanaryBranch", "with_canary_branch", "needs_canary_branch",
-           "canary_branch_if_needed", "BRANCH_WIDTH_PER_CANARY", "silent_by_construction"]
+           "canary_branch_if_needed", "BRANCH_WIDTH_PER_CANARY"]
 
 
 class CanaryBranch(nn.Module):
@@ -77,6 +76,12 @@ class CanaryBranch(nn.Module):
         self.model = model
         self.register_buffer("gate", torch.zeros(()), persistent=False)
 
+    def silent_parameters(self) -> list[nn.Parameter]:
+        """The parameters no example can move whatever the data: the branch's, while the
+        gate is 0 (their per-example gradients are exactly 0; the placement's silence check
+        skips them, :func:`dpaudit.training.canaries.silent_by_construction`)."""
+        return list(self.canary_branch.parameters()) if float(self.gate) == 0.0 else []
+
     def forward(self, *args: object, **kwargs: object) -> torch.Tensor:
         out = self.model(*args, **kwargs)
         if not isinstance(out, torch.Tensor) or out.ndim == 0:
@@ -86,21 +91,6 @@ class CanaryBranch(nn.Module):
         ones = torch.ones((out.shape[0], 1), dtype=out.dtype, device=out.device)
         side = self.canary_branch(ones).view(out.shape[0], *([1] * (out.ndim - 1)))
         return out + self.gate.to(out.dtype) * side
-
-
-def silent_by_construction(model: nn.Module) -> np.ndarray | None:
-    """Over ``model``'s trainable coordinates (:func:`dpaudit.training.models.
-    trainable_parameters` order), True on those no example can move whatever the data: the
-    branch of a :class:`CanaryBranch` whose gate is 0 (its per-example gradients are exactly
-    0 -- module docstring); also through Opacus's ``GradSampleModule`` (``_module``).  None
-    for any other model, or a branch whose gate is not 0."""
-    inner = getattr(model, "_module", model)
-    if not isinstance(inner, CanaryBranch) or float(inner.gate) != 0.0:
-        return None
-    branch = {id(p) for p in inner.canary_branch.parameters()}
-    return np.concatenate([np.full(p.numel(), id(p) in branch)
-                           for p in inner.parameters() if p.requires_grad] or
-                          [np.zeros(0, dtype=bool)])
 
 
 def with_canary_branch(model: nn.Module, canaries: int = 1000, *,

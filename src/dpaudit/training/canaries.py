@@ -61,7 +61,6 @@ from dpaudit.canaries import (
 from dpaudit.canaries.plan import SENTINEL
 from dpaudit.canaries.reader import ReleaseReader
 from dpaudit.randomness import seed_sequence, stream
-from dpaudit.training.branch import silent_by_construction
 from dpaudit.training.common import INPUT_KINDS
 from dpaudit.training.linear_activity import clipped_square_sums
 from dpaudit.training.models import count_coordinates, trainable_parameters
@@ -304,6 +303,21 @@ STEP_BLOCK = 32
 _CHUNK_FLOATS = 1 << 22
 
 
+def silent_by_construction(model: nn.Module) -> np.ndarray | None:
+    """Over ``model``'s trainable coordinates (:func:`~dpaudit.training.models.
+    trainable_parameters` order), True on those no example can move whatever the data, as
+    the model declares them: a module with a ``silent_parameters()`` method (a
+    :class:`~dpaudit.training.CanaryBranch` while its gate is 0: its branch), also through
+    Opacus's ``GradSampleModule`` (``_module``).  None when the model declares none."""
+    inner = getattr(model, "_module", model)
+    declare = getattr(inner, "silent_parameters", None)
+    silent = {id(p) for p in declare()} if callable(declare) else set()
+    if not silent:
+        return None
+    return np.concatenate([np.full(p.numel(), id(p) in silent)
+                           for p in trainable_parameters(inner)])
+
+
 def _check_examples(x: torch.Tensor, y: torch.Tensor) -> None:
     """ValueError unless ``x`` and ``y`` are tensors of the same length >= 1, ``x`` finite."""
     if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor):
@@ -467,7 +481,7 @@ def _activity(model: nn.Module, x: torch.Tensor, y: torch.Tensor, max_grad_norm:
     k on ``parts[k]`` (None: every example), and the summed :func:`_moved` of every probe's
     parameters on the examples ``check`` -- run only when the activity leaves a coordinate
     at 0 other than those ``known`` silent by construction (a gated-off canary branch,
-    :func:`~dpaudit.training.branch.silent_by_construction`: its moved values are exactly
+    :func:`silent_by_construction`: its moved values are exactly
     0, so the check changes nothing there; a dense model, or a dense model in a branch,
     skips it); zeros otherwise.  ``stop_below``: the probes' sum so far (and zeros) as soon
     as it leaves fewer coordinates at 0 (:func:`coordinate_activity`)."""
