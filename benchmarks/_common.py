@@ -19,20 +19,3 @@ def baseline_src(rev: str, tmp: Path) -> Path:
     with tarfile.open(archive) as tf:
         tf.extractall(tmp, filter="data")
     return tmp / "src"
-
-
-def opacus_steps(model, optimizer, loader, steps: int) -> None:  # type: ignore[no-untyped-def]
-    """``steps`` steps of the plain Opacus loop the training benchmarks time: zero the
-    gradients, cross-entropy of ``model`` on the loader's batch, backward, ``optimizer.step()``
-    (the loader is iterated again as often as needed)."""
-    from torch import nn
-
-    done = 0
-    while done < steps:
-        for xb, yb in loader:
-            optimizer.zero_grad()
-            nn.functional.cross_entropy(model(xb), yb).backward()
-            optimizer.step()
-            done += 1
-            if done >= steps:
-                return

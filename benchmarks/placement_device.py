@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -138,10 +139,11 @@ def _loop(device: str, canaries: bool, steps: int = 300,
     loop times, and with canaries what they read."""
     import numpy as np
     import torch
-    from _common import opacus_steps
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "studies"))
     from opacus import GradSampleModule
     from opacus.data_loader import DPDataLoader
     from opacus.optimizers import DPOptimizer
+    from opacus_loop import opacus_steps  # studies/opacus_loop.py, the studies' loop
 
     from dpaudit.training import GradientCanaries, load_data
 

@@ -121,10 +121,11 @@ def _one(model: str, canaries: int, steps: int, examples: int | None,
     import warnings
 
     import torch
-    from _common import opacus_steps
+    sys.path.insert(0, str(_STUDIES))
     from opacus import GradSampleModule
     from opacus.data_loader import DPDataLoader
     from opacus.optimizers import DPOptimizer
+    from opacus_loop import opacus_steps  # studies/opacus_loop.py, the studies' loop
 
     from dpaudit.canaries import Claim, check_claim
     from dpaudit.training import (

@@ -52,7 +52,7 @@ def real_run(seed: int, *, canaries: int = 256, batch_size: int = 70, steps: int
              sigma: float = SIGMA) -> dict:
     import torch
     from opacus import PrivacyEngine
-    from torch import nn
+    from opacus_loop import opacus_steps  # studies/opacus_loop.py
     from torch.utils.data import DataLoader, TensorDataset
 
     from dpaudit.training import ExampleCanaries, audit_training, load_data, make_model
@@ -76,15 +76,7 @@ def real_run(seed: int, *, canaries: int = 256, batch_size: int = 70, steps: int
             noise_multiplier=sigma, max_grad_norm=1.0, poisson_sampling=False,
             noise_generator=torch.Generator().manual_seed(seed))
         can.attach(opt)
-        done = 0
-        while done < steps:
-            for xb, yb in loader:
-                opt.zero_grad()
-                nn.functional.cross_entropy(model(xb), yb).backward()
-                opt.step()
-                done += 1
-                if done >= steps:
-                    break
+        opacus_steps(model, opt, loader, steps)
     q = 1.0 / len(loader)
     a = audit_training(can.bits, can.white_box_scores(), noise_multiplier=sigma,
                        sampling_rate=q, steps=can.steps, facts=can.facts(len(train)),

@@ -48,6 +48,7 @@ from typing import Any
 
 import journal  # studies/journal.py (scripts run from studies/)
 import numpy as np
+from opacus_loop import opacus_steps  # studies/opacus_loop.py
 
 from dpaudit.curves import GaussianDP, LaplaceDP, dpsgd_curve
 from dpaudit.estimators.gaussian_pair import (
@@ -530,7 +531,6 @@ def _reserved_black_box(eps: float, seed: int, n: int, steps: int, hidden: int,
 
     import torch
     from opacus import PrivacyEngine
-    from torch import nn
     from torch.utils.data import DataLoader, TensorDataset
 
     from dpaudit.attacks.basic import logit_margin
@@ -553,15 +553,8 @@ def _reserved_black_box(eps: float, seed: int, n: int, steps: int, hidden: int,
         data_loader=DataLoader(train, batch_size=batch), noise_multiplier=sig,
         max_grad_norm=1.0)
     q = 1.0 / len(loader)
-    t0, done = time.perf_counter(), 0
-    while done < steps:
-        for x, y in loader:
-            if done == steps:
-                break
-            opt.zero_grad()
-            nn.functional.cross_entropy(model(x), y).backward()
-            opt.step()
-            done += 1
+    t0 = time.perf_counter()
+    opacus_steps(model, opt, loader, steps)
     with torch.no_grad():
         margin = logit_margin(model(can.x).double().numpy(), can.y.numpy())
     return {"member": np.asarray(can.bits, dtype=bool), "sigma": sig, "q": q,

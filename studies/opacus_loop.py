@@ -1,0 +1,22 @@
+"""The plain Opacus training loop the studies and the training benchmarks run (a helper, not
+a study: ``benchmarks/training_overhead.py`` and ``benchmarks/placement_device.py`` import it
+from here)."""
+
+from __future__ import annotations
+
+
+def opacus_steps(model, optimizer, loader, steps: int) -> None:  # type: ignore[no-untyped-def]
+    """``steps`` steps of the plain Opacus loop: zero the gradients, cross-entropy of
+    ``model`` on the loader's batch, backward, ``optimizer.step()`` (the loader is iterated
+    again as often as needed; it stops mid-epoch at the last step)."""
+    from torch import nn
+
+    done = 0
+    while done < steps:
+        for xb, yb in loader:
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(model(xb), yb).backward()
+            optimizer.step()
+            done += 1
+            if done >= steps:
+                return
