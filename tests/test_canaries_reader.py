@@ -124,6 +124,12 @@ def test_add_steps_refuses_misshapen_blocks() -> None:
         reader.add_steps(v, [1.0])
     with pytest.raises(ValueError, match="planted"):
         reader.add_steps(v, [1.0, 1.0], np.zeros((2, 4), dtype=bool))
+    with pytest.raises(ValueError, match="planted"):                 # not booleans
+        reader.add_steps(v, [1.0, 1.0], np.zeros((2, plan.n)))
+    # a refused block records nothing: the reader is as it was
+    assert reader.steps == 0 and reader.noise_record()["noise_sum_squares"].size == 0
+    reader.add_steps(v, [1.0, 1.0], np.zeros((2, plan.n), dtype=bool))
+    assert reader.steps == 2 and reader.noise_record()["contribution"]
 
 
 def test_the_distinct_coordinates_path_records_what_the_plan_ordered_path_records() -> None:

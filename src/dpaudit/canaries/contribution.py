@@ -96,7 +96,7 @@ from dpaudit.validation import check_probability
 
 __all__ = ["CONTRIBUTION_ALPHA", "LAMBDAS", "ContributionRecord", "ContributionReading",
            "ContributionAccumulator", "check_contribution", "private_canaries", "planted_mask",
-           "sentinel_directions"]
+           "planted_steps", "sentinel_directions"]
 
 #: false-alarm probability of the contribution check on a run that clips as claimed
 CONTRIBUTION_ALPHA = 1e-6
@@ -122,6 +122,16 @@ def planted_mask(planted: np.ndarray, n: int) -> np.ndarray:
     mask = np.zeros(n, dtype=bool)
     mask[p.astype(np.int64)] = True
     return mask
+
+
+def planted_steps(planted: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``planted`` as (steps, n) booleans of the readings' ``shape``; anything else is a
+    ValueError naming ``planted``."""
+    p = np.asarray(planted)
+    if p.dtype != bool or p.shape != tuple(shape):
+        raise ValueError(f"planted must be (steps, n) booleans of y's shape {tuple(shape)}; "
+                         f"got {p.dtype} {p.shape}")
+    return p
 
 
 def _add_in_order(start: float, values: np.ndarray) -> float:
@@ -311,13 +321,10 @@ class ContributionAccumulator:
         of the earlier rows, added in step order; each step's sums over canaries are formed
         as one step's, and added to the totals in step order."""
         y = np.asarray(y, dtype=float)
-        p = np.asarray(planted)
         if y.ndim != 2 or y.shape[1] != self.n:
             raise ValueError(f"y must have one row of n = {self.n} readings per step; got "
                              f"{y.shape}")
-        if p.dtype != bool or p.shape != y.shape:
-            raise ValueError(f"planted must be (steps, n) booleans of y's shape {y.shape}; "
-                             f"got {p.dtype} {p.shape}")
+        p = planted_steps(planted, y.shape)
         self.steps += y.shape[0]
         if self.index.size == 0:
             return

@@ -27,6 +27,7 @@ from scipy import sparse
 from dpaudit.canaries.contribution import (
     ContributionAccumulator,
     planted_mask,
+    planted_steps,
     private_canaries,
     sentinel_directions,
     sentinel_slots,
@@ -163,13 +164,14 @@ class ReleaseReader:
              noise_multipliers: np.ndarray | Sequence[float],
              planted: np.ndarray | None) -> None:
         """Record B steps from their readings ``y`` (B, n), sentinel readings ``ys`` (or
-        None) and noise sums of squares ``ss`` (B,)."""
+        None) and noise sums of squares ``ss`` (B,).  ``planted`` is checked before anything
+        is recorded, so a refused block leaves the reader as it was."""
         sig = np.asarray(noise_multipliers, dtype=float).reshape(-1)
-        self.accumulator.add_steps(y, sig)          # (checks sig's length)
+        p = None if planted is None else planted_steps(planted, y.shape)
+        self.accumulator.add_steps(y, sig)          # (checks sig's length first)
         self._ss.extend(ss.tolist())
         self._sigmas.extend(sig.tolist())
-        if planted is not None:
-            p = np.asarray(planted)
+        if p is not None:
             self.contribution.add_steps(y, p)
             if ys is not None:
                 self._sentinel.add_steps(ys, p)
