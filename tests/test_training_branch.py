@@ -191,6 +191,27 @@ def test_branch_rejects_bad_input() -> None:
         CanaryBranch(Pair())(torch.zeros(2, 3))
 
 
+def test_the_branch_is_made_where_the_model_lives() -> None:
+    """A model already moved to a device or a dtype gets its branch there (the documented
+    recipe wraps the user's model as it is; a CUDA model with a CPU branch would fail its
+    first forward pass).  The meta device stands in for an accelerator here; the GPU run is
+    in docs/training.md ("On an accelerator")."""
+    from dpaudit.training import CanaryBranch
+
+    wide = CanaryBranch(nn.Linear(4, 2).to(torch.float64), 5)
+    assert {p.dtype for p in wide.parameters()} == {torch.float64}
+    assert wide.gate.dtype == torch.float64
+    x = torch.randn(3, 4, dtype=torch.float64)
+    assert torch.equal(wide(x), wide.model(x))        # runs in float64, outputs unchanged
+    meta = CanaryBranch(nn.Linear(4, 2, device="meta"), 5)
+    assert {p.device.type for p in meta.parameters()} == {"meta"}
+    assert meta.gate.device.type == "meta"
+    assert meta(torch.empty(3, 4, device="meta")).shape == (3, 2)
+    # a model without floating parameters: the CPU and torch's default dtype
+    bare = CanaryBranch(nn.Identity(), 5)
+    assert {(p.device.type, p.dtype) for p in bare.parameters()} == {("cpu", torch.float32)}
+
+
 def test_train_audit_canary_branch_option(capsys: pytest.CaptureFixture[str]) -> None:
     import json
 

@@ -70,11 +70,16 @@ class CanaryBranch(nn.Module):
         canaries = check_count("canaries", canaries, minimum=1)
         width = check_count("width", BRANCH_WIDTH_PER_CANARY * canaries if width is None
                             else width, minimum=1)
+        # made where the model's parameters live, in their floating dtype: a model already
+        # on an accelerator (or in float64) gets its branch there, so the wrapped model
+        # runs without a further .to() (the CPU and float32 for a model without one)
+        first = next((p for p in model.parameters() if p.is_floating_point()), None)
+        where = ({} if first is None else {"device": first.device, "dtype": first.dtype})
         # registered first: the branch's tensors lead the model's parameters
-        self.canary_branch = nn.Sequential(nn.Linear(1, width), nn.ReLU(),
-                                           nn.Linear(width, 1, bias=False))
+        self.canary_branch = nn.Sequential(nn.Linear(1, width, **where), nn.ReLU(),
+                                           nn.Linear(width, 1, bias=False, **where))
         self.model = model
-        self.register_buffer("gate", torch.zeros(()), persistent=False)
+        self.register_buffer("gate", torch.zeros((), **where), persistent=False)
 
     def silent_parameters(self) -> list[nn.Parameter]:
         """The parameters no example can move whatever the data: the branch's, while the
