@@ -116,8 +116,31 @@ def _setup(model: str):  # type: ignore[no-untyped-def]
     return nn.Sequential(*layers[:-1]), data.x_train, data.y_train
 
 
+def _sync(device: str) -> None:
+    import torch
+
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def _warm(net, x, y, device: str) -> None:  # type: ignore[no-untyped-def]
+    """A few forward and backward passes of a copy of ``net`` on ``device`` (and a
+    per-example gradient pass through Opacus), outside every timed span."""
+    import copy
+
+    import torch
+    from opacus import GradSampleModule
+
+    twin = GradSampleModule(copy.deepcopy(net))
+    for _ in range(3):
+        out = twin(x[:64].to(device))
+        torch.nn.functional.cross_entropy(out, y[:64].to(device)).backward()
+    del twin
+    _sync(device)
+
+
 def _one(model: str, canaries: int, steps: int, examples: int | None,
-         branch: str = "auto") -> dict[str, Any]:
+         branch: str = "auto", device: str = "cpu") -> dict[str, Any]:
     import warnings
 
     import torch
@@ -139,6 +162,9 @@ def _one(model: str, canaries: int, steps: int, examples: int | None,
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
     net, x, y = _setup(model)
+    net = net.to(device)     # the data stay on the CPU; each batch goes to the device
+    if device != "cpu":      # the device's start-up (context, kernels' first loads) belongs
+        _warm(net, x, y, device)  # to neither measurement
     d = sum(p.numel() for p in net.parameters() if p.requires_grad)
     q = 0.05
     place = place_cpu = 0.0
@@ -154,6 +180,7 @@ def _one(model: str, canaries: int, steps: int, examples: int | None,
         can = GradientCanaries.for_model(net, x, y, canaries, sampling_rate=q,
                                          max_grad_norm=1.0, seed=0,
                                          activity_examples=examples)
+        _sync(device)
         place, place_cpu = time.perf_counter() - t0, time.process_time() - c0
         usage.update(_since(r0, "placement"))
     gsm = GradSampleModule(net)
@@ -165,12 +192,14 @@ def _one(model: str, canaries: int, steps: int, examples: int | None,
         _time_hooks(can, hooks)
     loader = DPDataLoader(torch.utils.data.TensorDataset(x, y), sample_rate=q,
                           generator=torch.Generator().manual_seed(0))
+    _sync(device)
     t0, c0, r0 = time.perf_counter(), time.process_time(), _rusage()
-    opacus_steps(gsm, opt, loader, steps)
+    opacus_steps(gsm, opt, loader, steps, device=None if device == "cpu" else device)
     if can is not None and hasattr(can, "_flush"):  # the readings the hook still holds
         c1 = time.process_time()
         can._flush()
         hooks[0] += time.process_time() - c1
+    _sync(device)
     train, cpu = time.perf_counter() - t0, time.process_time() - c0
     usage.update(_since(r0, "loop"))
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -178,7 +207,7 @@ def _one(model: str, canaries: int, steps: int, examples: int | None,
         "model": model, "parameters": d, "canaries": canaries, "steps": steps,
         "train_seconds": train, "train_cpu": cpu, "placement_seconds": place,
         "placement_cpu": place_cpu, "peak_rss_mb": rss, "hooks_cpu": hooks[0], **usage,
-        "branch": isinstance(net, CanaryBranch),
+        "branch": isinstance(net, CanaryBranch), "device": device,
         "allocator": {k: os.environ.get(k) for k in ALLOCATOR}}
     if can is not None:
         c0 = time.process_time()
@@ -248,6 +277,9 @@ def main() -> None:
                          "default: canary_branch_if_needed, a CanaryBranch on a model short of "
                          "silent coordinates), never, or always; the plain training is the "
                          "model itself")
+    ap.add_argument("--device", default="cpu",
+                    help="where the model trains (e.g. cuda); on an accelerator compare the "
+                         "wall-clock columns (its CPU time includes waiting for the device)")
     ap.add_argument("--child", nargs=2, default=None)
     args = ap.parse_args()
     if args.full_placement:
@@ -260,7 +292,7 @@ def main() -> None:
         examples = ACTIVITY_EXAMPLES
     if args.child:
         print(json.dumps(_one(args.child[0], int(args.child[1]), args.steps, examples,
-                              args.branch)))
+                              args.branch, args.device)))
         return
     env = {k: v for k, v in os.environ.items() if k not in ALLOCATOR}
     if not args.default_allocator:
@@ -281,7 +313,8 @@ def main() -> None:
 
 def _table(args: argparse.Namespace, examples: int | None, env: dict[str, str],
            base_env: dict[str, str] | None, alloc: str) -> None:
-    print(f"load average {os.getloadavg()[0]:.1f}; {args.steps} steps, {args.canaries} "
+    print(f"device {args.device}; load average {os.getloadavg()[0]:.1f}; {args.steps} steps, "
+          f"{args.canaries} "
           f"canaries, placement on {examples or 'all'} examples, medians of "
           f"{args.repeats} interleaved runs; {alloc}; canaries' model: branch {args.branch}")
     print("| model | canary branch | parameters | loop CPU s (no canaries) | placement CPU s "
@@ -290,7 +323,8 @@ def _table(args: argparse.Namespace, examples: int | None, env: dict[str, str],
           "| audit statistics CPU s | canary hooks CPU s (per step) | placement + hooks / loop "
           "| (min of repeats) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    child = [sys.executable, __file__, "--steps", str(args.steps), "--branch", args.branch]
+    child = [sys.executable, __file__, "--steps", str(args.steps), "--branch", args.branch,
+             "--device", args.device]
     if examples is None:
         child.append("--full-placement")
     else:

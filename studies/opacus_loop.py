@@ -5,15 +5,19 @@ from here)."""
 from __future__ import annotations
 
 
-def opacus_steps(model, optimizer, loader, steps: int) -> None:  # type: ignore[no-untyped-def]
+def opacus_steps(model, optimizer, loader, steps: int,  # type: ignore[no-untyped-def]
+                 device: str | None = None) -> None:
     """``steps`` steps of the plain Opacus loop: zero the gradients, cross-entropy of
-    ``model`` on the loader's batch, backward, ``optimizer.step()`` (the loader is iterated
-    again as often as needed; it stops mid-epoch at the last step)."""
+    ``model`` on the loader's batch (moved to ``device`` first when given), backward,
+    ``optimizer.step()`` (the loader is iterated again as often as needed; it stops
+    mid-epoch at the last step)."""
     from torch import nn
 
     done = 0
     while done < steps:
         for xb, yb in loader:
+            if device is not None:
+                xb, yb = xb.to(device), yb.to(device)
             optimizer.zero_grad()
             nn.functional.cross_entropy(model(xb), yb).backward()
             optimizer.step()

@@ -132,7 +132,7 @@ class Bag(nn.Module):
         self.head = nn.Linear(16, 2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        off = torch.arange(0, x.numel(), x.shape[1])
+        off = torch.arange(0, x.numel(), x.shape[1], device=x.device)
         return self.head(self.ln(self.emb(x.reshape(-1), off)))
 
 class Enc(nn.Module):
@@ -170,9 +170,10 @@ def _sigma_at(case: str, step: int, sigma: float = SIGMA) -> float:
 
 
 def run_id(loop: str, kind: str, case: str, seed: int, *, branch: bool = False,
-           epsilon: float | None = None) -> str:
+           epsilon: float | None = None, device: str = "cpu") -> str:
     return (f"{loop}/{kind}/{case}/{seed}" + ("/branch" if branch else "")
-            + ("" if epsilon is None else f"/eps{epsilon:g}"))
+            + ("" if epsilon is None else f"/eps{epsilon:g}")
+            + ("" if device == "cpu" else f"/{device}"))
 
 
 def _row(loop: str, kind: str, case: str, seed: int, a, steps: int, canaries: int,  # type: ignore[no-untyped-def]
@@ -191,7 +192,8 @@ def _row(loop: str, kind: str, case: str, seed: int, a, steps: int, canaries: in
 
 
 def run_opacus(kind: str, case: str, seed: int, *, canaries: int, epochs: int,
-               branch: bool = False, epsilon: float | None = None) -> dict:
+               branch: bool = False, epsilon: float | None = None,
+               device: str = "cpu") -> dict:
     import warnings
 
     import torch
@@ -209,6 +211,7 @@ def run_opacus(kind: str, case: str, seed: int, *, canaries: int, epochs: int,
     model = _model(kind)
     if branch:
         model = with_canary_branch(model, canaries)
+    model = model.to(device)    # the data stay on the CPU; each batch goes to the device
     engine = PrivacyEngine()
     batch = max(1, len(x) // 20)                      # q = 1/20
     start = time.process_time()
@@ -232,6 +235,7 @@ def run_opacus(kind: str, case: str, seed: int, *, canaries: int, epochs: int,
             for xb, yb in loader:
                 opt.noise_multiplier = _sigma_at(case, step, sigma)
                 opt.zero_grad()
+                xb, yb = xb.to(device), yb.to(device)
                 nn.functional.cross_entropy(model(xb), yb).backward()
                 opt.step()
                 step += 1
@@ -240,8 +244,10 @@ def run_opacus(kind: str, case: str, seed: int, *, canaries: int, epochs: int,
                        steps=claimed, facts=c.facts(len(x)), max_grad_norm=CLIP,
                        accountant=engine, seed=seed, delta=DELTA)
     row = _row("opacus", kind, case, seed, a, c.steps, canaries, time.process_time() - start)
-    row.update(id=run_id("opacus", kind, case, seed, branch=branch, epsilon=epsilon),
-               branch=branch, sigma=sigma, sampling_rate=q, target_epsilon=epsilon)
+    row.update(id=run_id("opacus", kind, case, seed, branch=branch, epsilon=epsilon,
+                         device=device),
+               branch=branch, sigma=sigma, sampling_rate=q, target_epsilon=epsilon,
+               device=device)
     return row
 
 
@@ -464,7 +470,7 @@ def matrix(path: Path) -> None:
 
     def col(r: dict) -> tuple[str, str, bool]:
         return (r.get("loop", "opacus"), r["model"],
-                r.get("branch", r["id"].endswith("/branch")))
+                r.get("branch", "branch" in r["id"].split("/")[4:]))
 
     cols = [(loop, kind, b) for loop in LOOPS for kind in MODELS + ("mlp",)
             for b in (False, True) if any(col(r) == (loop, kind, b) for r in rows)]
@@ -512,12 +518,17 @@ def main() -> None:
                          "True)")
     ap.add_argument("--epsilon", type=float, nargs="*", default=None,
                     help="claimed epsilons (sigma chosen for each; default sigma = 1; opacus)")
+    ap.add_argument("--device", default="cpu",
+                    help="where the model trains (opacus loop; e.g. cuda): the canaries' "
+                         "placement and hooks run where its tensors live")
     args = ap.parse_args()
     if args.summary or args.matrix or args.tightness:
         (matrix if args.matrix else tightness if args.tightness else summary)(args.out)
         return
     if args.epsilon and args.loop != "opacus":
         ap.error("--epsilon applies to --loop opacus")
+    if args.device != "cpu" and args.loop != "opacus":
+        ap.error("--device applies to --loop opacus")
 
     jax = args.loop == "jax"
     models = args.models or (["mlp"] if jax else list(MODELS))
@@ -525,7 +536,9 @@ def main() -> None:
     correct = args.seeds if args.correct_seeds is None else args.correct_seeds
     runner = RUNNERS[args.loop]
     done = journal.load(args.out)
-    extra = ({"branch": args.branch} if args.branch else {})
+    extra: dict[str, object] = {"branch": True} if args.branch else {}
+    if args.device != "cpu":
+        extra["device"] = args.device
     for seed, eps, kind, case in ((s, e, k, c)
                                   for s in range(args.first_seed,
                                                  args.first_seed + max(args.seeds, correct))
@@ -533,7 +546,8 @@ def main() -> None:
                                   for k in models for c in cases):
         if seed >= args.first_seed + (correct if case == "correct" else args.seeds):
             continue
-        rid = run_id(args.loop, kind, case, seed, branch=args.branch, epsilon=eps)
+        rid = run_id(args.loop, kind, case, seed, branch=args.branch, epsilon=eps,
+                     device=args.device)
         if rid in done:
             continue
         opts = dict(extra, **({"epsilon": eps} if eps is not None else {}))
