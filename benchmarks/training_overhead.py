@@ -3,7 +3,12 @@
     PYTHONPATH=src python benchmarks/training_overhead.py [--steps 300] [--repeats 3]
         [--models digits_mlp cnn transformer] [--activity-examples N | --full-placement]
         [--default-allocator] [--baseline-rev REV] [--branch auto|never|always]
+        [--device cuda]
+    PYTHONPATH=src python benchmarks/training_overhead.py --branch-cost [WIDTH ...]
     (also: python studies/training.py --only overhead)
+
+``--branch-cost``: the canary branch's own training cost, no canaries (the plain loop
+against the loop on the model wrapped in a ``CanaryBranch`` of each width).
 
 Each configuration runs in a fresh process (peak RSS from ``getrusage`` is per process):
 ``make_private``-style Opacus training (GradSampleModule + DPOptimizer, Poisson loader,
@@ -139,8 +144,32 @@ def _warm(net, x, y, device: str) -> None:  # type: ignore[no-untyped-def]
     _sync(device)
 
 
+def _least_branch(model, coordinates: int):  # type: ignore[no-untyped-def]
+    """The least a canary branch can be under Opacus, for ``--branch-cost``: one module
+    (``Linear(1, w)``, its weight and bias: ``coordinates`` in all, one per Dirac canary) whose
+    outputs are summed and gated off like :class:`~dpaudit.training.CanaryBranch`'s.  Not a
+    design the library ships: it bounds what any branch holding that many coordinates costs."""
+    import torch
+    from torch import nn
+
+    class Least(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.canary_branch = nn.Linear(1, max(1, coordinates // 2))
+            self.model = model
+            self.register_buffer("gate", torch.zeros(()), persistent=False)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            out = self.model(x)
+            ones = torch.ones((out.shape[0], 1), dtype=out.dtype, device=out.device)
+            return out + self.gate * self.canary_branch(ones).sum(1, keepdim=True)
+
+    return Least().to(next(model.parameters()).device)
+
+
 def _one(model: str, canaries: int, steps: int, examples: int | None,
-         branch: str = "auto", device: str = "cpu") -> dict[str, Any]:
+         branch: str = "auto", device: str = "cpu",
+         branch_width: int | None = None) -> dict[str, Any]:
     import warnings
 
     import torch
@@ -166,6 +195,9 @@ def _one(model: str, canaries: int, steps: int, examples: int | None,
     if device != "cpu":      # the device's start-up (context, kernels' first loads) belongs
         _warm(net, x, y, device)  # to neither measurement
     d = sum(p.numel() for p in net.parameters() if p.requires_grad)
+    if branch_width is not None:     # --branch-cost: the branch alone, no canaries
+        net = (with_canary_branch(net, 1, width=branch_width) if branch_width > 0
+               else _least_branch(net, -branch_width))
     q = 0.05
     place = place_cpu = 0.0
     can = None
@@ -280,6 +312,12 @@ def main() -> None:
     ap.add_argument("--device", default="cpu",
                     help="where the model trains (e.g. cuda); on an accelerator compare the "
                          "wall-clock columns (its CPU time includes waiting for the device)")
+    ap.add_argument("--branch-cost", type=int, nargs="*", default=None, metavar="WIDTH",
+                    help="instead of the canaries: the plain loop against the same loop on the "
+                         "model wrapped in a CanaryBranch of each WIDTH (no canaries; default "
+                         "widths 1, canaries / 3, 2 canaries, 3 canaries): the branch's own "
+                         "training cost")
+    ap.add_argument("--branch-width", type=int, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--child", nargs=2, default=None)
     args = ap.parse_args()
     if args.full_placement:
@@ -292,7 +330,10 @@ def main() -> None:
         examples = ACTIVITY_EXAMPLES
     if args.child:
         print(json.dumps(_one(args.child[0], int(args.child[1]), args.steps, examples,
-                              args.branch, args.device)))
+                              args.branch, args.device, args.branch_width)))
+        return
+    if args.branch_cost is not None:
+        _branch_cost(args)
         return
     env = {k: v for k, v in os.environ.items() if k not in ALLOCATOR}
     if not args.default_allocator:
@@ -309,6 +350,43 @@ def main() -> None:
 
             base_env = dict(env, PYTHONPATH=str(baseline_src(args.baseline_rev, Path(tmp))))
         _table(args, examples, env, base_env, alloc)
+
+
+def _branch_cost(args: argparse.Namespace) -> None:
+    """The canary branch's own training cost: the plain loop against the loop on the model
+    wrapped in a ``CanaryBranch`` of each width (3 width coordinates in three tensors of two
+    modules; no canaries, no placement), in interleaved fresh processes; medians.  Width 1
+    is the cost of any branch of two modules and three tensors; ``canaries / 3`` the fewest
+    coordinates that can hold one coordinate per canary; ``3 canaries`` the default; the last
+    column the least branch of all (:func:`_least_branch`: one module, one coordinate per
+    canary)."""
+    n = args.canaries
+    widths = args.branch_cost or [1, -(-n // 3), 2 * n, 3 * n]
+    env = dict(os.environ, **ALLOCATOR)
+    child = [sys.executable, __file__, "--steps", str(args.steps), "--device", args.device]
+    print(f"device {args.device}; load average {os.getloadavg()[0]:.1f}; {args.steps} steps, "
+          f"no canaries, medians of {args.repeats} interleaved runs")
+    least = -n                       # one module, n coordinates (_least_branch)
+    print("| model | parameters | plain loop CPU s | " + " | ".join(
+        f"branch width {w:,} ({3 * w:,} coordinates)" for w in widths)
+        + f" | one module, {n:,} coordinates |")
+    print("|---|---|---|" + "---|" * (len(widths) + 1))
+    widths = [*widths, least]
+    for model in args.models:
+        rows: dict[int, list[dict[str, Any]]] = {w: [] for w in [0, *widths]}
+        for _ in range(args.repeats):
+            for w in rows:
+                extra = ["--branch-width", str(w)] if w else []   # < 0: the least branch
+                rows[w].append(_run_child([*child, *extra, "--child", model, "0"], env))
+        plain = _median(rows[0], "train_cpu")
+        low = min(r["train_cpu"] for r in rows[0])
+        # the median's ratio, and the ratio of the minima (the least disturbed runs: the
+        # other jobs of a shared machine only add CPU time)
+        cells = [f"{_median(rows[w], 'train_cpu'):.2f} "
+                 f"({_median(rows[w], 'train_cpu') / plain - 1:+.0%}; min "
+                 f"{min(r['train_cpu'] for r in rows[w]) / low - 1:+.0%})" for w in widths]
+        print(f"| {model} | {int(rows[0][0]['parameters']):,} | {plain:.2f} | "
+              + " | ".join(cells) + " |", flush=True)
 
 
 def _table(args: argparse.Namespace, examples: int | None, env: dict[str, str],
