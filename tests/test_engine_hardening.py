@@ -68,8 +68,25 @@ def _start_driver(store: Path, audit: str = "SLOW20") -> subprocess.Popen[bytes]
     cmd = [sys.executable, "-m", "dpaudit", "run", f"engine_audits:{audit}", "--trials",
            "100000", "--workers", "2", "--executor", "process", "--store", str(store),
            "--seed", "1", "--json"]
-    return subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    # faulthandler: a driver that does not exit can be made to print every thread's stack
+    env = dict(_env(), PYTHONFAULTHANDLER="1")
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True)
+
+
+def _wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> None:
+    """Wait for the driver; if it is still running after ``timeout`` s, fail with the stacks
+    of all its threads (SIGABRT makes faulthandler print them) instead of a bare timeout."""
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.kill(proc.pid, signal.SIGABRT)
+        try:
+            _, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            err = b"(no output within 10 s of SIGABRT)"
+        raise AssertionError(f"the driver was still running {timeout:g} s after the signal; "
+                             f"its threads:\n{err.decode(errors='replace')[-6000:]}") from None
 
 
 def _wait_stored(store: Path, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> int:
@@ -107,7 +124,7 @@ def test_driver_death_leaves_no_worker_and_no_lock(tmp_path, capsys, sig) -> Non
         workers = _children(proc.pid)
         assert len(workers) >= 2
         os.kill(proc.pid, sig)  # the driver only, not its process group
-        proc.wait(timeout=30)
+        _wait_exit(proc, 30)
         left = _wait_gone(workers)
     finally:
         if proc.poll() is None:
