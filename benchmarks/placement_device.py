@@ -36,12 +36,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-
-def _sync(device: str) -> None:
-    import torch
-
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "studies"))
+from opacus_loop import device_sync as _sync  # noqa: E402  (studies/opacus_loop.py)
 
 
 def _mlp(widths: list[int], device: str):  # type: ignore[no-untyped-def]
@@ -139,7 +135,6 @@ def _loop(device: str, canaries: bool, steps: int = 300,
     loop times, and with canaries what they read."""
     import numpy as np
     import torch
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "studies"))
     from opacus import GradSampleModule
     from opacus.data_loader import DPDataLoader
     from opacus.optimizers import DPOptimizer

@@ -77,6 +77,9 @@ from typing import Any
 
 MODELS = ("digits_mlp", "cnn", "transformer", "wide_mlp", "wide_cnn")
 _STUDIES = Path(__file__).resolve().parent.parent / "studies"
+sys.path.insert(0, str(_STUDIES))
+from opacus_loop import device_sync as _sync  # noqa: E402  (studies/opacus_loop.py)
+
 #: the fixed glibc malloc settings of every child (module docstring): fixed thresholds, so
 #: that neither process's loop returns its per-step buffers to the kernel at every step
 ALLOCATOR = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(128 << 20)}
@@ -100,7 +103,6 @@ def _setup(model: str):  # type: ignore[no-untyped-def]
     from torch import nn
 
     if model in ("cnn", "transformer", "wide_cnn"):
-        sys.path.insert(0, str(_STUDIES))
         import training_own_models as own  # the study's models and data, not a copy
 
         x, y = own._data("transformer" if model == "transformer" else "cnn", 0)
@@ -119,13 +121,6 @@ def _setup(model: str):  # type: ignore[no-untyped-def]
     for a, b in zip(widths[:-1], widths[1:], strict=True):
         layers += [nn.Linear(a, b), nn.ReLU()]
     return nn.Sequential(*layers[:-1]), data.x_train, data.y_train
-
-
-def _sync(device: str) -> None:
-    import torch
-
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
 
 
 def _warm(net, x, y, device: str) -> None:  # type: ignore[no-untyped-def]
@@ -173,7 +168,6 @@ def _one(model: str, canaries: int, steps: int, examples: int | None,
     import warnings
 
     import torch
-    sys.path.insert(0, str(_STUDIES))
     from opacus import GradSampleModule
     from opacus.data_loader import DPDataLoader
     from opacus.optimizers import DPOptimizer
@@ -333,6 +327,9 @@ def main() -> None:
                               args.branch, args.device, args.branch_width)))
         return
     if args.branch_cost is not None:
+        if any(w < 1 for w in args.branch_cost):
+            ap.error(f"--branch-cost: each WIDTH must be an integer >= 1; got "
+                     f"{' '.join(map(str, args.branch_cost))}")
         _branch_cost(args)
         return
     env = {k: v for k, v in os.environ.items() if k not in ALLOCATOR}

@@ -5,6 +5,15 @@ from here)."""
 from __future__ import annotations
 
 
+def device_sync(device: str) -> None:
+    """Wait for the work queued on ``device`` (a CUDA device; nothing to wait for on the CPU),
+    so that a timer read next covers it."""
+    import torch
+
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
 def opacus_steps(model, optimizer, loader, steps: int,  # type: ignore[no-untyped-def]
                  device: str | None = None) -> None:
     """``steps`` steps of the plain Opacus loop: zero the gradients, cross-entropy of

@@ -5,8 +5,10 @@
 #    transformer, the default configuration (a canary branch where needed), 300 steps, 1,000
 #    canaries, 3 interleaved repeats; then
 # 2. studies/training_own_models.py --branch --device DEVICE: every flaw on the four model
-#    kinds, seeds 0-4 per flaw and 0-9 correct, 8 processes side by side (two per model),
-#    merged into OUT_DIR/own_models_DEVICE.jsonl with its detection matrix.
+#    kinds, seeds 0-4 per flaw and 0-7 correct, 8 processes side by side (two per model:
+#    flaws 0-2 and correct 0-4, flaws 3-4 and correct 3-7; correct seeds 3-4 run in both and
+#    the journal keeps one of each), merged into OUT_DIR/own_models_DEVICE.jsonl with its
+#    detection matrix.
 # Each part has its own time limit, so a slow part still leaves the other's results.
 set -u
 out=${1:?usage: own_models_device.sh OUT_DIR [DEVICE]}
